@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+from kernbench.events.store import EventStore
+from kernbench.events.types import Event, EventKind
+
+from randtrace import in_publish_batches, random_trace
+
+
+def expected_order(events):
+    return sorted(events, key=lambda e: (e.t_ns, e.seq))
+
+
+def normalized(e: Event) -> Event:
+    return e if e.is_span else Event(e.t_ns, e.kind, e.component, -1.0, e.corr_id, e.label, e.value, e.detail, e.seq)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_store_holds_events_sorted_by_time_then_seq(seed):
+    events = random_trace(seed)
+    store = EventStore.from_events(events)
+    assert store.events() == [normalized(e) for e in expected_order(events)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_appending_out_of_order_batches_equals_building_at_once(seed):
+    events = random_trace(seed, 300)
+    whole = EventStore.from_events(events)
+    live = EventStore()
+    seen = []
+    for batch in in_publish_batches(events, seed):
+        live.append(batch)
+        seen.extend(batch)
+        assert live.events() == [normalized(e) for e in expected_order(seen)]
+    for name in whole.columns():
+        if name in ("component", "label", "detail"):
+            continue  # intern order depends on arrival order
+        assert np.array_equal(whole.col(name), live.col(name))
+    for key in whole._streams:
+        comp, kind = divmod(key, len(EventKind))
+        lkey = live.stream_key(live.component_id(whole.components[comp]), kind)
+        assert np.array_equal(whole.stream_rows(key), live.stream_rows(lkey))
+        assert np.array_equal(whole.stream_ends(key), live.stream_ends(lkey))
+    assert np.array_equal(whole.all_span_ends(), live.all_span_ends())
+    assert whole.end_ns == live.end_ns
+
+
+def test_stream_rows_list_each_component_and_kind_in_time_order():
+    events = random_trace(3, 400)
+    store = EventStore.from_events(events)
+    t = store.col("t_ns")
+    total = 0
+    for key in store._streams:
+        rows = store.stream_rows(key)
+        comp, kind = divmod(key, len(EventKind))
+        assert np.all(np.diff(rows) > 0)
+        assert np.all(store.col("component")[rows] == comp)
+        assert np.all(store.col("kind")[rows] == kind)
+        assert np.all(np.diff(t[rows]) >= 0)
+        total += len(rows)
+    assert total == len(store)
+
+
+def test_memory_stays_well_under_100_bytes_per_event():
+    events = random_trace(1, 5000)
+    store = EventStore.from_events(events)
+    assert store.nbytes() / len(store) < 80
+
+
+def test_empty_store_answers_without_error():
+    store = EventStore()
+    assert len(store) == 0 and store.end_ns == 0.0
+    store.append([])
+    assert store.events() == []
+
+
+def test_from_columns_round_trips():
+    store = EventStore.from_events(random_trace(5))
+    again = EventStore.from_columns(
+        {k: np.array(v) for k, v in store.columns().items()}, store.components, store.strings
+    )
+    assert again.events() == store.events()
