@@ -1,0 +1,33 @@
+"""Domain errors. Each carries *where* (key path, source line, PE id) and *what*."""
+
+from __future__ import annotations
+
+
+class KernbenchError(Exception):
+    """Base of every error kernbench reports to a user."""
+
+
+class TopologyError(KernbenchError):
+    """A topology file (or override) is invalid. Holds every problem found."""
+
+    def __init__(self, problems: list[str], source: str = "<topology>"):
+        self.problems = list(problems)
+        self.source = source
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s)\n{lines}")
+
+
+class RouteError(KernbenchError):
+    """No path exists between two endpoints of the graph."""
+
+
+class KernelError(KernbenchError):
+    """A kernel raised; names the PE and the kernel's own file:line."""
+
+
+class DeadlockError(KernbenchError):
+    """The simulation ran out of events while kernels were still waiting."""
+
+
+class TraceFormatError(KernbenchError):
+    """A trace file is corrupt, truncated or from a newer version."""

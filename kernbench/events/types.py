@@ -1,0 +1,101 @@
+"""The event schema: one flat record type, kinds as data.
+
+Every component publishes :class:`Event` records. A record is flat on
+purpose: it maps one-to-one onto the columns of the event store (see
+``kernbench.events.store``), onto trace files and onto Perfetto's trace-event
+format, so no subscriber needs a per-kind decoder.
+
+Field meaning by kind (``component`` is always a dotted graph node id, or an
+edge id ``"a->b"`` for edge kinds):
+
+====================  ========  ================================================
+kind                  span?     label / value / detail
+====================  ========  ================================================
+TRANSFER_START        instant   label = transfer kind (dma_read, h2d, ipcq, ...);
+                                value = size_bytes; detail = "src=>dst"
+TRANSFER_END          instant   as TRANSFER_START; value = size_bytes
+EDGE_BUSY             span      value = flits serialized on the edge
+QUEUE_DEPTH           instant   value = flits waiting in the edge FIFO after t
+CHANNEL_BUSY          span      HBM/SRAM channel; value = bursts served
+ENGINE_BUSY           span      label = command name; value = logical_bytes
+DISPATCH              span      PE_CPU charge; label = command name;
+                                value = dispatch cycles; detail = logical bytes
+STALL                 span      PE_CPU; label = reason; detail = what it waits on
+LOAD_ISSUE            instant   lazy load; label = handle name; value = bytes
+LOAD_COMPLETE         instant   label = handle name; value = bytes
+LOAD_WAIT             span      auto-wait at first use; label = handle name
+CPU_WORK              span      explicit tl.cycles(n); value = cycles
+====================  ========  ================================================
+
+``corr_id`` joins everything one request caused (a transfer's hops, its
+channel bursts, its start and end); ``-1`` when not applicable.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class EventKind(enum.IntEnum):
+    TRANSFER_START = 0
+    TRANSFER_END = 1
+    EDGE_BUSY = 2
+    QUEUE_DEPTH = 3
+    CHANNEL_BUSY = 4
+    ENGINE_BUSY = 5
+    DISPATCH = 6
+    STALL = 7
+    LOAD_ISSUE = 8
+    LOAD_COMPLETE = 9
+    LOAD_WAIT = 10
+    CPU_WORK = 11
+
+
+SPAN_KINDS = frozenset(
+    {
+        EventKind.EDGE_BUSY,
+        EventKind.CHANNEL_BUSY,
+        EventKind.ENGINE_BUSY,
+        EventKind.DISPATCH,
+        EventKind.STALL,
+        EventKind.LOAD_WAIT,
+        EventKind.CPU_WORK,
+    }
+)
+
+
+class StallReason(str, enum.Enum):
+    """Why PE_CPU stopped issuing commands."""
+
+    LAZY_LOAD = "lazy-load auto-wait"
+    QUEUE_FULL = "scheduler queue full"
+    RECV_WAIT = "recv wait"
+    EXPLICIT_WAIT = "explicit wait"
+    HAZARD = "rw-handle hazard"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One observation. ``end_ns`` is ``t_ns`` for instants."""
+
+    t_ns: float
+    kind: EventKind
+    component: str
+    end_ns: float = -1.0
+    corr_id: int = -1
+    label: str = ""
+    value: float = 0.0
+    detail: str = ""
+    seq: int = -1
+
+    @property
+    def is_span(self) -> bool:
+        return self.kind in SPAN_KINDS
+
+    @property
+    def duration_ns(self) -> float:
+        return max(0.0, self.end_ns - self.t_ns) if self.is_span else 0.0
+
+    def sort_key(self) -> tuple[float, int]:
+        return (self.t_ns, self.seq)

@@ -1,0 +1,146 @@
+"""The compiled hardware graph: nodes, directed edges, cached routes.
+
+Immutable once built. Node ids are stable dotted names
+(``sip0.cube5.pe3.dma``, ``sip0.cube5.r2``, ``sip0.cube5.hbm.pc12``); an
+edge's id is ``"src->dst"``. Every edge carries ``bw_gbps`` and ``prop_ns``,
+every node its ``overhead_ns``: the only places a latency may be paid.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from kernbench.errors import RouteError
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    kind: str
+    overhead_ns: float = 0.0
+    attrs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    src: str
+    dst: str
+    bw_gbps: float
+    prop_ns: float
+    kind: str
+    index: int = -1
+
+    @property
+    def id(self) -> str:
+        return f"{self.src}->{self.dst}"
+
+    def serialize_ns(self, size_bytes: float) -> float:
+        """Time to put ``size_bytes`` on the wire (GB/s ≡ bytes/ns)."""
+        return size_bytes / self.bw_gbps
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One edge of a route as the engine needs it, with the node after it."""
+
+    edge: Edge
+    flit_ns: float
+    prop_ns: float
+    next_overhead_ns: float
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    nodes: tuple[str, ...]
+    hops: tuple[Hop, ...]
+    src_overhead_ns: float
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        return tuple(h.edge for h in self.hops)
+
+    @property
+    def header_ns(self) -> float:
+        """Latency of a zero-payload control packet: overheads + propagation."""
+        return self.src_overhead_ns + sum(h.prop_ns + h.next_overhead_ns for h in self.hops)
+
+    @property
+    def bottleneck_gbps(self) -> float:
+        return min(h.edge.bw_gbps for h in self.hops) if self.hops else float("inf")
+
+    def __len__(self) -> int:
+        return len(self.hops)
+
+
+class Graph:
+    """Nodes, edges and a route function (cached) over them."""
+
+    def __init__(
+        self,
+        name: str,
+        nodes: list[Node],
+        edges: list[Edge],
+        flit_bytes: int,
+        spec: Mapping[str, Any],
+        router: Callable[["Graph", str, str], list[str]],
+    ) -> None:
+        self.name = name
+        self.flit_bytes = flit_bytes
+        self.spec = spec
+        self.nodes: Mapping[str, Node] = MappingProxyType({n.id: n for n in nodes})
+        indexed = [
+            Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)
+        ]
+        self.edges: tuple[Edge, ...] = tuple(indexed)
+        self._edge_by_pair: dict[tuple[str, str], Edge] = {(e.src, e.dst): e for e in indexed}
+        out: dict[str, list[str]] = {n.id: [] for n in nodes}
+        for e in indexed:
+            out[e.src].append(e.dst)
+        self.successors: Mapping[str, tuple[str, ...]] = MappingProxyType(
+            {k: tuple(sorted(v)) for k, v in out.items()}
+        )
+        self._router = router
+        self._routes: dict[tuple[str, str], Route] = {}
+
+    def edge(self, src: str, dst: str) -> Edge:
+        try:
+            return self._edge_by_pair[(src, dst)]
+        except KeyError:
+            raise RouteError(f"no edge {src}->{dst}") from None
+
+    def node(self, node_id: str) -> Node:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            import difflib
+
+            guess = difflib.get_close_matches(node_id, list(self.nodes), n=1)
+            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+            raise RouteError(f"unknown node {node_id!r}{hint}") from None
+
+    def route(self, src: str, dst: str) -> Route:
+        """The route from ``src`` to ``dst``, computed once and cached."""
+        key = (src, dst)
+        cached = self._routes.get(key)
+        if cached is not None:
+            return cached
+        self.node(src)
+        self.node(dst)
+        path = self._router(self, src, dst)
+        hops = []
+        for a, b in zip(path, path[1:]):
+            e = self.edge(a, b)
+            hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns))
+        route = Route(tuple(path), tuple(hops), self.nodes[src].overhead_ns)
+        self._routes[key] = route
+        return route
+
+    def nodes_of_kind(self, kind: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind == kind]
+
+    def kind_counts(self) -> tuple[Counter[str], Counter[str]]:
+        return Counter(n.kind for n in self.nodes.values()), Counter(e.kind for e in self.edges)
