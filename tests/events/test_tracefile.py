@@ -1,0 +1,92 @@
+import struct
+
+import pytest
+
+from kernbench.errors import TraceFormatError
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import FORMAT_VERSION, TraceMetadata, open_trace, save_trace
+
+from randtrace import random_trace
+
+
+@pytest.fixture
+def saved(tmp_path):
+    store = EventStore.from_events(random_trace(2, 300))
+    meta = TraceMetadata(kernel="gemm", topology="small", variant="opt2", end_ns=store.end_ns, extra={"m": 64})
+    path = tmp_path / "run.kbtrace"
+    save_trace(path, store, meta)
+    return path, store, meta
+
+
+def test_saved_trace_reopens_with_same_events_and_metadata(saved):
+    path, store, meta = saved
+    trace = open_trace(path)
+    assert trace.metadata == meta
+    assert trace.store.events() == store.events()
+    assert trace.store.end_ns == store.end_ns
+
+
+def test_trace_of_empty_store_round_trips(tmp_path):
+    save_trace(tmp_path / "e.kbtrace", EventStore())
+    assert len(open_trace(tmp_path / "e.kbtrace").store) == 0
+
+
+def test_truncated_file_is_reported_as_truncated(saved):
+    path, _, _ = saved
+    data = path.read_bytes()
+    for cut in (3, 20, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:cut])
+        with pytest.raises(TraceFormatError, match="truncated"):
+            open_trace(path)
+
+
+def test_flipped_byte_is_reported_as_corrupt(saved):
+    path, _, _ = saved
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceFormatError, match="corrupt: checksum"):
+        open_trace(path)
+
+
+def test_trailing_garbage_is_reported_as_corrupt(saved):
+    path, _, _ = saved
+    path.write_bytes(path.read_bytes() + b"xx")
+    with pytest.raises(TraceFormatError, match="corrupt"):
+        open_trace(path)
+
+
+def test_file_from_a_newer_format_asks_to_upgrade(saved):
+    path, _, _ = saved
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<H", data, 8, FORMAT_VERSION + 1)
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceFormatError, match=r"newer kernbench .*v2.*upgrade"):
+        open_trace(path)
+
+
+def test_other_file_is_not_a_trace(tmp_path):
+    path = tmp_path / "notes.kbtrace"
+    path.write_text('{"traceEvents": []} and some more text to pass the header size')
+    with pytest.raises(TraceFormatError, match="not a kernbench trace"):
+        open_trace(path)
+
+
+def test_missing_file_is_a_trace_format_error(tmp_path):
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        open_trace(tmp_path / "absent.kbtrace")
+
+
+def test_valid_checksum_over_bad_columns_is_still_corrupt(saved, tmp_path):
+    import json, zlib
+    path, _, _ = saved
+    data = path.read_bytes()
+    magic, version, flags, h_len, p_len, crc = struct.unpack_from("<8sHHIQI", data)
+    header = json.loads(data[28:28 + h_len])
+    header["components"] = header["components"][:1]
+    new_header = json.dumps(header).encode()
+    payload = data[28 + h_len:]
+    crc = zlib.crc32(payload, zlib.crc32(new_header))
+    path.write_bytes(struct.pack("<8sHHIQI", magic, version, flags, len(new_header), p_len, crc) + new_header + payload)
+    with pytest.raises(TraceFormatError, match="corrupt: component index out of range"):
+        open_trace(path)
