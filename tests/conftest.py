@@ -1,0 +1,20 @@
+"""Shared fixtures: the shipped topologies, compiled once per session (graphs are immutable)."""
+
+import pytest
+
+from kernbench.topology.compile import load_topology
+
+
+@pytest.fixture(scope="session")
+def cube1():
+    return load_topology("cube1")
+
+
+@pytest.fixture(scope="session")
+def sip2x2():
+    return load_topology("sip2x2")
+
+
+@pytest.fixture(scope="session")
+def paper():
+    return load_topology("paper")
