@@ -1,0 +1,118 @@
+"""What the model charged along the critical path of one isolated transfer.
+
+The engine pays a transfer's latency on nodes and edges of its routes only
+(see :mod:`kernbench.sim.network`). On an idle machine that latency is the
+sum of
+
+* the request (a read) — a zero-payload header: the overhead of every node
+  it passes and the propagation of every edge;
+* the memory's drain — the first burst on its pseudo-channel (a read), or
+  the last burst's finish behind the train (a write);
+* the data path's head flit — per node overhead, per edge serialization of
+  one flit and propagation;
+* the train — the other ``N − 1`` flits, one per bottleneck service time
+  (the slowest edge's flit time, or a read's channel-array burst rate);
+* the acknowledgement (a write) — overheads and propagation back;
+* queueing — whatever the simulation took beyond all of that. It is zero on
+  an idle machine; the probe shows it so that claim is checked, not assumed.
+
+The charges here are read from the graph, independently of the engine; the
+probe compares their sum with the simulated latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from kernbench.sim.network import Network
+from kernbench.topology.graph import Graph, Route
+
+from probes.cases import Case
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    path: str  # request | memory | data | train | ack | queue
+    what: str  # overhead | serialize | propagation | drain | train | queueing
+    where: str  # node id, edge id, or pseudo-channel
+    ns: float
+
+
+def _header(path: str, route: Route, with_src: bool) -> list[Charge]:
+    out = []
+    if with_src and route.src_overhead_ns:
+        out.append(Charge(path, "overhead", route.nodes[0], route.src_overhead_ns))
+    for h in route.hops:
+        if h.prop_ns:
+            out.append(Charge(path, "propagation", h.edge.id, h.prop_ns))
+        if h.next_overhead_ns:
+            out.append(Charge(path, "overhead", h.edge.dst, h.next_overhead_ns))
+    return out
+
+
+def _head_flit(route: Route, with_src: bool) -> list[Charge]:
+    out = []
+    if with_src and route.src_overhead_ns:
+        out.append(Charge("data", "overhead", route.nodes[0], route.src_overhead_ns))
+    for h in route.hops:
+        out.append(Charge("data", "serialize", h.edge.id, h.flit_ns))
+        if h.prop_ns:
+            out.append(Charge("data", "propagation", h.edge.id, h.prop_ns))
+        if h.next_overhead_ns:
+            out.append(Charge("data", "overhead", h.edge.dst, h.next_overhead_ns))
+    return out
+
+
+def _slowest(route: Route) -> tuple[float, str]:
+    hop = max(route.hops, key=lambda h: h.flit_ns)  # first of equals, in path order
+    return hop.flit_ns, hop.edge.id
+
+
+def charges(graph: Graph, case: Case, size_bytes: int) -> list[Charge]:
+    """The critical-path charges of ``case`` at ``size_bytes``, queueing excluded."""
+    mem = Network(simpy.Environment(), graph).memory(case.memory)
+    n = -(-size_bytes // graph.flit_bytes)
+    period, _, firsts = mem.layout(0, n, mem.burst_bytes)
+    there = graph.route(case.initiator, case.memory)
+    back = graph.route(case.memory, case.initiator)
+    if case.op == "read":
+        out = _header("request", there, with_src=True)
+        out.append(Charge("memory", "drain", f"{mem.channel_name(firsts[0])} first burst", mem.burst_ns))
+        out += _head_flit(back, with_src=False)
+        rate, where = _slowest(back)
+        burst_rate = mem.burst_ns / period
+        if burst_rate > rate:
+            rate, where = burst_rate, f"{case.memory} ({period} channels)"
+        out.append(Charge("train", "train", f"{n - 1} flits × {rate:.4g} ns at {where}", (n - 1) * rate))
+        return out
+    out = _head_flit(there, with_src=True)
+    rate, where = _slowest(there)
+    out.append(Charge("train", "train", f"{n - 1} flits × {rate:.4g} ns at {where}", (n - 1) * rate))
+    # Each channel j finishes its bursts j, j+period, … either right behind
+    # the last one's arrival or, if the train outpaces it, count·burst after
+    # its first arrival; the transfer waits for the latest channel.
+    finish, neg_j = max(
+        (
+            max((j + (count - 1) * period) * rate + mem.burst_ns, j * rate + count * mem.burst_ns),
+            -j,
+        )
+        for j in range(len(firsts))
+        if (count := (n - j + period - 1) // period) > 0
+    )
+    out.append(
+        Charge("memory", "drain", f"{mem.channel_name(firsts[-neg_j])} last burst", finish - (n - 1) * rate)
+    )
+    out += _header("ack", back, with_src=False)
+    return out
+
+
+def with_queueing(graph: Graph, case: Case, size_bytes: int, latency_ns: float) -> list[Charge]:
+    """The charges plus the queueing line that closes them to ``latency_ns``."""
+    out = charges(graph, case, size_bytes)
+    rest = latency_ns - sum(c.ns for c in out)
+    if abs(rest) < 1e-9:
+        rest = 0.0
+    out.append(Charge("queue", "queueing", "simulated − sum of the above", rest))
+    return out

@@ -1,0 +1,204 @@
+"""The hop-distance DMA probe (paper Table "probe-pe-dma"): ``kernbench-tui probe``.
+
+From one PE, a DMA read of each size from its local HBM slice, the nearest
+slice in the same half of the CUBE, the nearest in the other half, and the
+nearest and farthest slice of any other CUBE; then a host→device write and
+a device→host read of the source's slice. Each transfer runs alone on a
+fresh machine. The table gives the latency at the first size and, per size,
+
+    Util% = (size_bytes / latency_ns) / bottleneck_gbps × 100
+
+where ``bottleneck_gbps`` is the slowest edge of the route the data takes
+(memory → initiator for a read, initiator → memory for a write). Then the
+invariants the paper names, each with a verdict; exit status 1 if one fails.
+
+Uses only kernbench's public API: topology loading, ``Graph.route`` and the
+``Network`` transfer primitives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kernbench.errors import KernbenchError
+from kernbench.topology.compile import load_topology
+from kernbench.topology.graph import Graph
+
+from probes.breakdown import Charge, with_queueing
+from probes.cases import HOP_ORDER, Case, CaseFinder, simulate
+
+DEFAULT_SOURCE = "sip0.cube0.pe0"
+DEFAULT_SIZES = "32KiB,1MiB"
+SHORT = {"local": "local", "same-half": "same-half", "cross-half": "cross-half", "cross-cube-best": "best", "cross-cube-worst": "worst"}
+_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+# The paper's Table "probe-pe-dma": case → (latency ns at 32 KiB, {size: Util%}).
+# Shown beside the measured values when the topology is the paper's own.
+PAPER_REFERENCE: dict[str, tuple[float, dict[str, float]]] = {
+    "local": (141.0, {"32KiB": 90.8, "1MiB": 100.0}),
+    "same-half": (147.9, {"32KiB": 86.6, "1MiB": 99.9}),
+    "cross-half": (161.2, {"32KiB": 79.4, "1MiB": 99.8}),
+    "cross-cube-best": (330.5, {"32KiB": 77.5, "1MiB": 99.6}),
+    "cross-cube-worst": (677.1, {"32KiB": 37.8, "1MiB": 97.8}),
+}
+
+
+def parse_size(text: str) -> int:
+    """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike."""
+    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if not m or (unit and unit not in _UNITS) or int(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: use a positive count of B, KiB, MiB or GiB")
+    return int(m.group(1)) * _UNITS.get(unit, 1)
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = [parse_size(t) for t in text.split(",") if t.strip()]
+    if not sizes:
+        raise argparse.ArgumentTypeError("--sizes needs at least one size")
+    return sizes
+
+
+def size_label(size_bytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_bytes % scale == 0:
+            return f"{size_bytes // scale}{unit}"
+    return f"{size_bytes}B"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    case: Case
+    latency_ns: dict[int, float]  # per size
+    util_pct: dict[int, float]  # per size
+    bottleneck_gbps: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    name: str
+    ok: bool | None  # None: the topology has no such cases (skipped)
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    topology: str
+    source: str
+    sizes: tuple[int, ...]
+    rows: tuple[Row, ...]
+    invariants: tuple[Verdict, ...]
+    candidates_simulated: int
+
+    @property
+    def passed(self) -> bool:
+        return all(v.ok is not False for v in self.invariants)
+
+    def row(self, key: str) -> Row | None:
+        return next((r for r in self.rows if r.case.key == key), None)
+
+
+def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20)) -> ProbeResult:
+    finder = CaseFinder(graph, source, sizes[0])
+    rows = []
+    for case in finder.find():
+        data = graph.route(case.memory, case.initiator) if case.op == "read" else graph.route(case.initiator, case.memory)
+        bw = data.bottleneck_gbps
+        lat = {s: simulate(graph, case.op, case.initiator, case.memory, s) for s in sizes}
+        util = {s: 100.0 * (s / lat[s]) / bw for s in sizes}
+        rows.append(Row(case, lat, util, bw))
+    first = sizes[0]
+    return ProbeResult(
+        graph.name, source, tuple(sizes), tuple(rows), tuple(check_invariants(rows, first)), finder.simulated
+    )
+
+
+def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
+    lat = {r.case.key: r.latency_ns[size] for r in rows}
+    out = []
+    chain = [k for k in HOP_ORDER if k in lat]
+    name = "latency monotonic in hop distance"
+    if len(chain) < 2:
+        out.append(Verdict(name, None, "fewer than two hop distances on this topology"))
+    else:
+        parts = [f"{SHORT[chain[0]]} {lat[chain[0]]:.1f}"]
+        ok = True
+        for a, b in zip(chain, chain[1:]):
+            step_ok = round(lat[a], 9) <= round(lat[b], 9)
+            ok &= step_ok
+            parts.append(f"{'≤' if step_ok else '>'} {SHORT[b]} {lat[b]:.1f}")
+        out.append(Verdict(name, ok, " ".join(parts)))
+    name = "D2H read >= H2D write"
+    if "d2h-read" in lat and "h2d-write" in lat:
+        d, h = lat["d2h-read"], lat["h2d-write"]
+        out.append(Verdict(name, round(d, 9) >= round(h, 9), f"D2H {d:.1f} vs H2D {h:.1f}"))
+    else:
+        out.append(Verdict(name, None, "no host on this topology"))
+    name = "cross-CUBE best < worst"
+    if "cross-cube-best" in lat and "cross-cube-worst" in lat:
+        b, w = lat["cross-cube-best"], lat["cross-cube-worst"]
+        out.append(Verdict(name, round(b, 9) < round(w, 9), f"best {b:.1f} vs worst {w:.1f}"))
+    else:
+        out.append(Verdict(name, None, "one CUBE: no remote slice"))
+    return out
+
+
+def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
+    """Per case, the critical-path charges at the first size, closed by queueing."""
+    size = result.sizes[0]
+    return {r.case.key: with_queueing(graph, r.case, size, r.latency_ns[size]) for r in result.rows}
+
+
+def to_json(result: ProbeResult) -> dict:
+    first = result.sizes[0]
+    return {
+        "topology": result.topology,
+        "rows": [
+            {
+                "case": r.case.key,
+                "latency_ns": round(r.latency_ns[first], 6),
+                "util_pct": {size_label(s): round(r.util_pct[s], 6) for s in result.sizes},
+            }
+            for r in result.rows
+        ],
+        "invariants": [{"name": v.name, "ok": v.ok} for v in result.invariants],
+    }
+
+
+def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    p.add_argument("--topology", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")
+    p.add_argument("--source", default=DEFAULT_SOURCE, help=f"source PE (default: {DEFAULT_SOURCE})")
+    p.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})")
+    p.add_argument("--json", action="store_true", help="print the table and verdicts as JSON")
+    p.add_argument("--breakdown", action="store_true", help="show what the model charged per case, at the first size")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        graph = load_topology(args.topology, args.overrides)
+        result = run_probe(graph, args.source, args.sizes)
+        parts = breakdowns(graph, result) if args.breakdown and not args.json else None
+    except KernbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        doc = to_json(result)
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        from probes.render import render_text
+
+        sys.stdout.write(render_text(result, parts))
+    return 0 if result.passed else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
