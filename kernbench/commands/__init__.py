@@ -1,0 +1,1 @@
+"""Subcommands of ``kernbench``; each module offers ``add_parser(subparsers)`` and ``run(args)``."""

@@ -1,0 +1,196 @@
+"""``kernbench topo show|list``: what a topology compiles to.
+
+``show`` prints node and edge counts by kind, the PE/CUBE/SIP hierarchy and
+mesh shape, bandwidth facts (mesh bisection over UCIe, the SIP ring, HBM per
+PE, per CUBE and for the system) and one example route hop by hop with its
+header latency. ``list`` prints the named topologies that ship with
+kernbench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+from collections import Counter
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from kernbench.topology.compile import load_topology
+from kernbench.topology.graph import Graph, Route
+from kernbench.topology.spec import load_spec, named_topologies
+
+WIDTH = 120
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("topo", help="inspect topologies", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="summarize a topology: counts, bandwidths, an example route")
+    show.add_argument("topology", nargs="?", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
+    show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")
+    show.add_argument("--route", nargs=2, metavar=("SRC", "DST"), help="node ids of the example route (default: first PE's DMA to the last HBM slice)")
+    sub.add_parser("list", help="list the named topologies")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.topo_command == "list":
+        text = render_list()
+    else:
+        graph = load_topology(args.topology, args.overrides)
+        text = render_show(graph, tuple(args.route) if args.route else None)
+    print(text, end="")
+    return 0
+
+
+# --- rendering ---------------------------------------------------------------
+
+
+def _render(*items) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
+    for item in items:
+        con.print(item)
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+
+
+def _natural(node_id: str) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", node_id))
+
+
+def _gbps(x: float) -> str:
+    return f"{x:g} GB/s"
+
+
+def render_list() -> str:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("name", "PEs", "description"):
+        t.add_column(col)
+    for name in named_topologies():
+        spec = load_spec(name)
+        mesh = spec["sip"]["mesh"]
+        pes = spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+        t.add_row(name, str(pes), spec.get("description") or "")
+    return _render(t)
+
+
+def _counts(graph: Graph) -> Table:
+    nodes, edges = graph.kind_counts()
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("node kind")
+    t.add_column("count", justify="right")
+    t.add_column("  edge kind (directed)")
+    t.add_column("count", justify="right")
+    nk, ek = sorted(nodes.items()), sorted(edges.items())
+    for i in range(max(len(nk), len(ek))):
+        a = nk[i] if i < len(nk) else ("", "")
+        b = ek[i] if i < len(ek) else ("", "")
+        t.add_row(a[0], str(a[1]), f"  {b[0]}", str(b[1]))
+    t.add_section()
+    t.add_row("total", str(len(graph.nodes)), "  total", str(len(graph.edges)))
+    return t
+
+
+def _cut_links(graph: Graph, axis: int, size: int) -> tuple[int, float]:
+    """UCIe links crossing the mid-plane of one SIP's mesh along ``axis`` (one direction)."""
+    width = graph.spec["sip"]["mesh"]["width"]
+    mid = size // 2
+    links, bw = 0, 0.0
+    for e in graph.edges:
+        if e.kind != "ucie":
+            continue
+        a, b = graph.nodes[e.src].attrs, graph.nodes[e.dst].attrs
+        if a["sip"] != 0:
+            continue
+        pa = (a["cube"] % width, a["cube"] // width)[axis]
+        pb = (b["cube"] % width, b["cube"] // width)[axis]
+        if pa < mid <= pb:
+            links += 1
+            bw += e.bw_gbps
+    return links, bw
+
+
+def _facts(graph: Graph) -> Table:
+    spec = graph.spec
+    mesh = spec["sip"]["mesh"]
+    sips = spec["system"]["sips"]
+    slices = sorted(graph.nodes_of_kind("hbm_slice"), key=lambda n: _natural(n.id))
+    cubes = sorted({(n.attrs["sip"], n.attrs["cube"]) for n in slices})
+    pes = graph.nodes_of_kind("pe_cpu")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, show_header=False)
+    t.add_column("fact")
+    t.add_column("value")
+    t.add_row("SIPs × CUBEs × PEs", f"{sips} × {len(cubes) // max(sips, 1)} × {len(pes) // max(len(cubes), 1)} = {len(pes)} PEs")
+    routing = " (XY routing over UCIe)" if mesh["width"] * mesh["height"] > 1 else ""
+    t.add_row("CUBE mesh per SIP", f"{mesh['width']} × {mesh['height']}{routing}")
+    cuts = [(_cut_links(graph, axis, size), name) for axis, size, name in ((0, mesh["width"], "x"), (1, mesh["height"], "y")) if size > 1]
+    if cuts:
+        (links, bw), name = min(cuts, key=lambda c: (c[0][1], c[1]))
+        t.add_row("mesh bisection (UCIe)", f"{_gbps(bw)} per direction ({links} links across the {name} mid-plane)")
+    else:
+        t.add_row("mesh bisection (UCIe)", "one CUBE per SIP: no UCIe links")
+    ring = [e for e in graph.edges if e.kind == "pcie" and graph.nodes[e.src].kind == "io_chiplet" and graph.nodes[e.dst].kind == "io_chiplet"]
+    if ring:
+        pairs = len({tuple(sorted((e.src, e.dst))) for e in ring})
+        cut = 1 if pairs == 1 else 2
+        t.add_row("SIP ring (PCIe)", f"{sips} SIPs, {pairs} link(s) of {_gbps(ring[0].bw_gbps)} per direction; ring bisection {_gbps(cut * ring[0].bw_gbps)} per direction")
+    else:
+        t.add_row("SIP ring (PCIe)", "one SIP: no ring")
+    if "host" in graph.nodes:
+        host = graph.edge("host", graph.successors["host"][0])
+        t.add_row("host link", f"{_gbps(host.bw_gbps)}, {host.prop_ns:g} ns, to {host.dst}")
+    if slices:
+        a = slices[0].attrs
+        per_slice = a["channels"] * a["channel_bw_gbps"]
+        port = min(e.bw_gbps for e in graph.edges if e.src == slices[0].id and e.kind == "hbm_port")
+        per_cube = per_slice * len(slices) / len(cubes)
+        ch_per_cube = a["channels"] * len(slices) // len(cubes)
+        t.add_row("HBM per PE (slice)", f"{a['channels']} pseudo-channels × {_gbps(a['channel_bw_gbps'])} = {_gbps(per_slice)}; slice port {_gbps(port)}")
+        t.add_row("HBM per CUBE", f"{len(slices) // len(cubes)} slices, {ch_per_cube} pseudo-channels, {_gbps(per_cube)}")
+        t.add_row("HBM system", f"{len(cubes)} CUBE(s), {_gbps(per_cube * len(cubes))}")
+    sram = graph.nodes_of_kind("sram")
+    if sram:
+        link = next(e for e in graph.edges if e.src == sram[0].id)
+        t.add_row("shared SRAM per CUBE", f"{sram[0].attrs['capacity_bytes'] // 2**20} MiB on a {_gbps(link.bw_gbps)} link")
+    t.add_row("flit", f"{graph.flit_bytes} B")
+    return t
+
+
+def _default_route(graph: Graph) -> tuple[str, str] | None:
+    dmas = sorted((n.id for n in graph.nodes_of_kind("pe_dma")), key=_natural)
+    slices = sorted((n.id for n in graph.nodes_of_kind("hbm_slice")), key=_natural)
+    return (dmas[0], slices[-1]) if dmas and slices else None
+
+
+def _route_table(graph: Graph, route: Route) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col, just in (("#", "right"), ("edge", "left"), ("kind", "left"), ("bw GB/s", "right"), ("prop ns", "right"), ("flit ns", "right"), ("next node overhead ns", "right")):
+        t.add_column(col, justify=just)
+    for i, h in enumerate(route.hops, 1):
+        t.add_row(str(i), h.edge.id, h.edge.kind, f"{h.edge.bw_gbps:g}", f"{h.prop_ns:g}", f"{h.flit_ns:.3g}", f"{h.next_overhead_ns:g}")
+    return t
+
+
+def render_show(graph: Graph, route_ends: tuple[str, str] | None = None) -> str:
+    items: list = [
+        f"topology {graph.name} · {graph.spec.get('description') or ''}".rstrip(" ·"),
+        "",
+        _facts(graph),
+        "",
+        _counts(graph),
+    ]
+    ends = route_ends or _default_route(graph)
+    if ends is not None:
+        route = graph.route(*ends)
+        one_flit = route.header_ns + sum(h.flit_ns for h in route.hops)
+        items += [
+            "",
+            f"example route {ends[0]} → {ends[1]}: {len(route)} hops, source overhead {route.src_overhead_ns:g} ns",
+            _route_table(graph, route),
+            f"header latency (zero-payload packet: overheads + propagation) {route.header_ns:.3f} ns; "
+            f"one {graph.flit_bytes} B flit {one_flit:.3f} ns; bottleneck {_gbps(route.bottleneck_gbps)}",
+        ]
+    return _render(*items)
