@@ -113,6 +113,12 @@ class TimelineModel:
         self._cache_version = -1
         self._cache: dict = {}
 
+    def set_store(self, store: EventStore) -> None:
+        """Answer over another store from now on (a trace opened in place)."""
+        self.store = store
+        self._cache_version = -1
+        self._cache.clear()
+
     # ---------------------------------------------------------------- basics
     def _cached(self, key, build):
         if self._cache_version != self.store.version:

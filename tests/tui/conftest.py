@@ -1,5 +1,9 @@
+import os
 import sys
 from pathlib import Path
+
+# Deterministic rendering: no animations (set before textual is imported).
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 # Make the repository importable when pytest runs without an installed package.
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,54 @@
+"""Helpers for driving the app headless and reading its screen as text."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from textual.widgets import Input
+
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import TraceMetadata
+from tui.app import KernbenchApp
+from tui.demo import DemoParams, demo_events
+from tui.sources import StoreSource
+
+SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots" / "tui"
+
+
+@lru_cache(maxsize=4)
+def demo_trace(n_pes: int = 4, tiles: int = 12) -> tuple[tuple, TraceMetadata]:
+    events, meta = demo_events(DemoParams(n_pes=n_pes, tiles=tiles))
+    return tuple(events), meta
+
+
+def demo_app(n_pes: int = 4, tiles: int = 12) -> KernbenchApp:
+    events, meta = demo_trace(n_pes, tiles)
+    return KernbenchApp(StoreSource(EventStore.from_events(events), meta))
+
+
+async def settle(app: KernbenchApp, pilot) -> None:
+    """Wait for the source worker and every pending refresh."""
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    for inp in app.screen.query(Input):
+        inp.cursor_blink = False
+    await pilot.pause()
+
+
+def screen_text(app: KernbenchApp) -> str:
+    """The rendered screen as plain text lines (trailing spaces removed)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text.rstrip() for strip in strips) + "\n"
+
+
+def sync(fn):
+    """Run an async test body with asyncio.run (no pytest plugin needed)."""
+    import asyncio
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper

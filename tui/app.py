@@ -1,0 +1,110 @@
+"""``KernbenchApp``: a thin Textual view over a :class:`TimelineModel`.
+
+Launch on a live simulation or a trace file::
+
+    from tui.app import KernbenchApp
+    from tui.sources import CallableSource, TraceFileSource
+
+    KernbenchApp(CallableSource(run_fn, metadata)).run()   # run_fn(bus) simulates
+    KernbenchApp(TraceFileSource("run.kbtrace")).run()
+
+The source runs in a worker thread; live events arrive as batched
+:class:`~tui.messages.EventsArrived` messages and are appended to the store
+on the UI thread, so the user browses what has been simulated so far.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from kernbench.errors import KernbenchError
+from kernbench.events.store import EventStore
+from kernbench.events.timeline import TimelineModel
+from kernbench.events.tracefile import TraceMetadata
+from tui.commands import DebuggerCommands
+from tui.messages import EventsArrived, SourceFailed, SourceFinished, TraceOpened
+from tui.navigator import Navigator
+from tui.screens.main import MainScreen
+from tui.sources import Source, WholeTraceSource
+
+
+class KernbenchApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "kernbench"
+    COMMANDS = App.COMMANDS | {DebuggerCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(self, source: Source | WholeTraceSource, *, follow: bool = True) -> None:
+        super().__init__()
+        self.source = source
+        self.store = EventStore()
+        self.model = TimelineModel(self.store)
+        self.nav = Navigator(self.model, follow=follow)
+        self.metadata = TraceMetadata(kernel=getattr(source, "description", ""))
+        self.running = True
+        self.error: str | None = None
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen()
+
+    @property
+    def main(self) -> MainScreen:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        raise LookupError("main screen not mounted")
+
+    def start_source(self) -> None:
+        """Run the source in a worker thread (called once the main screen is up)."""
+        self.run_worker(self._run_source, thread=True, exclusive=True, name="source")
+
+    def _run_source(self) -> None:
+        worker = get_current_worker()
+        try:
+            if isinstance(self.source, WholeTraceSource) and hasattr(self.source, "open"):
+                self.post_message(TraceOpened(self.source.open()))
+                return
+            meta = self.source.run(lambda batch: worker.is_cancelled or self.post_message(EventsArrived(batch)))
+            self.post_message(SourceFinished(meta))
+        except KernbenchError as exc:
+            self.post_message(SourceFailed(str(exc)))
+        except Exception as exc:  # a crashing kernel must not take the debugger down
+            self.post_message(SourceFailed(f"{type(exc).__name__}: {exc}"))
+
+    # ------------------------------------------------------------ source messages
+    def on_events_arrived(self, message: EventsArrived) -> None:
+        first = len(self.store) == 0
+        self.store.append(message.events)
+        self.nav.on_new_events()
+        if first and not self.nav.follow:
+            self.nav.fit()
+            self.nav.default_dt()
+        self.main.refresh_view(picker=first)
+
+    def on_trace_opened(self, message: TraceOpened) -> None:
+        self.store = message.trace.store
+        self.model.set_store(self.store)
+        self.metadata = message.trace.metadata
+        self.running = False
+        self.nav.follow = False
+        self.nav.ensure_pes()
+        self.nav.fit()
+        self.nav.default_dt()
+        self.nav.cursor_ns = self.nav.start_ns
+        self.main.refresh_view(picker=True)
+
+    def on_source_finished(self, message: SourceFinished) -> None:
+        self.running = False
+        self.metadata = message.metadata
+        if self.nav.follow:
+            self.nav.on_new_events()
+        self.nav.default_dt()
+        self.main.refresh_view(picker=True)
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        self.running = False
+        self.error = message.error
+        self.notify(message.error, title="simulation failed", severity="error", timeout=30)
+        self.main.refresh_view(picker=True)

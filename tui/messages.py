@@ -1,0 +1,53 @@
+"""Messages between the source worker, the widgets and the app."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from kernbench.events.tracefile import Trace, TraceMetadata
+from kernbench.events.types import Event
+
+
+class EventsArrived(Message):
+    """A batch of events from a running source (posted from the worker)."""
+
+    def __init__(self, events: list[Event]) -> None:
+        super().__init__()
+        self.events = events
+
+
+class TraceOpened(Message):
+    """A whole trace was loaded (file or in-memory store)."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+
+class SourceFinished(Message):
+    def __init__(self, metadata: TraceMetadata) -> None:
+        super().__init__()
+        self.metadata = metadata
+
+
+class SourceFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class SpanSelected(Message):
+    """The user clicked a span in the lanes (or a panel chose one)."""
+
+    def __init__(self, event: Event, at_ns: float) -> None:
+        super().__init__()
+        self.event = event
+        self.at_ns = at_ns
+
+
+class PEsChosen(Message):
+    """The PE picker changed which PEs are shown."""
+
+    def __init__(self, pes: list[str]) -> None:
+        super().__init__()
+        self.pes = pes

@@ -1,0 +1,1 @@
+"""Screens of the debugger: the main timeline, help, go-to-time."""

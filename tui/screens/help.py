@@ -1,0 +1,79 @@
+"""The ``?`` screen: every key, and what each glyph in the lanes means."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = [
+    (". / ,", "next / previous event on the shown PEs"),
+    ("] / [", "step forward / back by Δt"),
+    ("+ / -", "make Δt larger / smaller"),
+    ("g", "go to a time (250, 1.5us, 2ms)"),
+    ("n / N", "next / previous stall (selects it)"),
+    ("w / s", "zoom in / out around the cursor"),
+    ("a / d", "pan left / right"),
+    ("f", "fit the whole run"),
+    ("space", "play / pause through time"),
+    ("F", "follow the live simulation"),
+    ("/", "filter the event log"),
+    ("p", "search PEs"),
+    ("1-5", "FIFOs, stalls, loads, log, details panel"),
+    ("tab", "next panel / widget"),
+    ("click", "select the span under the mouse"),
+    ("ctrl+p", "command palette"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
+GLYPHS = [
+    ("█", "busy (engine command, CPU dispatch)"),
+    ("▓", "explicit CPU work (tl.cycles)"),
+    ("▒", "stalled (stall or lazy-load wait)"),
+    ("▌ ░", "busy / stalled for part of the cell"),
+    ("▏", "one span narrower than a cell"),
+    ("▚", "several spans narrower than a cell"),
+    ("▼", "the cursor on the time axis"),
+    ("▸", "lane of the selected span"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape", "dismiss", "close"),
+        Binding("question_mark", "dismiss", "close"),
+        Binding("q", "dismiss", "close"),
+    ]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 64; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(style="bold", no_wrap=True)
+        keys.add_column()
+        for k, what in KEYS:
+            keys.add_row(k, what)
+        glyphs = Table.grid(padding=(0, 2))
+        glyphs.add_column(style="bold", no_wrap=True)
+        glyphs.add_column()
+        for g, what in GLYPHS:
+            glyphs.add_row(g, what)
+        with VerticalScroll():
+            yield Static(Text("kernbench-tui — keys", style="bold underline"))
+            yield Static(keys)
+            yield Static(Text("\nlanes", style="bold underline"))
+            yield Static(glyphs)
+            yield Static(Text("\nescape, ? or q closes", style="dim"))
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)

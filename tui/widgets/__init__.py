@@ -1,0 +1,1 @@
+"""Widgets of the debugger; each draws one question the TimelineModel answers."""

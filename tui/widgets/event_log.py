@@ -1,0 +1,72 @@
+"""Events around the cursor, with a filter (``/`` focuses it).
+
+The filter is words: ``kind:stall`` (or any kind name, comma-separated)
+keeps those kinds; any other word must appear in the component, label or
+detail. The row marked ``▶`` is the first event at or after the cursor.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from kernbench.events.types import EventKind
+from tui.navigator import Navigator
+from tui.timefmt import format_ns
+
+KIND_NAMES = {k.name.lower(): k for k in EventKind}
+
+
+def parse_filter(text: str) -> tuple[set[EventKind] | None, str | None]:
+    """``"kind:stall,load_wait pe3"`` → ({STALL, LOAD_WAIT}, "pe3")."""
+    kinds: set[EventKind] | None = None
+    words = []
+    for word in text.split():
+        if word.lower().startswith("kind:"):
+            kinds = kinds or set()
+            for name in word[5:].split(","):
+                name = name.strip().lower()
+                matches = [k for n, k in KIND_NAMES.items() if n == name] or [
+                    k for n, k in KIND_NAMES.items() if n.startswith(name)
+                ]
+                kinds.update(matches)
+        else:
+            words.append(word)
+    return kinds, (" ".join(words) or None)
+
+
+class EventLog(Vertical):
+    DEFAULT_CSS = """
+    EventLog { height: auto; }
+    EventLog Input { height: 1; border: none; padding: 0 1; margin: 0; }
+    EventLog Static { padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: words, kind:stall,dispatch … (enter)", id="log-filter")
+        yield Static(id="log-lines")
+
+    def show(self, nav: Navigator) -> None:
+        text_filter = self.query_one("#log-filter", Input).value
+        kinds, needle = parse_filter(text_filter)
+        parent = self.parent
+        height = max(2, (parent.size.height if parent is not None and parent.size.height else 8) - 1)
+        width = max(20, (parent.size.width if parent is not None and parent.size.width else 78) - 2)
+        before_n = max(1, (height - 1) // 3)
+        model = nav.model
+        before, after = model.events_around(nav.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)
+        text = Text(no_wrap=True)
+        for i, row in enumerate(before + after):
+            e = model.store.event(row)
+            mark = "▶" if i == len(before) else " "
+            span = f"+{format_ns(e.duration_ns)}" if e.is_span else ""
+            line = f"{mark}{format_ns(e.t_ns):>10} {e.kind.name.lower():<14} {e.component:<28} {e.label} {span}"
+            if e.detail and e.kind == EventKind.STALL:
+                line += f" on {e.detail}"
+            style = "bold" if mark == "▶" else ("red" if e.kind == EventKind.STALL else "")
+            text.append(line[:width] + "\n", style=style)
+        if not before and not after:
+            text.append("no event matches the filter")
+        self.query_one("#log-lines", Static).update(text)

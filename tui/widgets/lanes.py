@@ -1,0 +1,286 @@
+"""The engine lanes: one row per engine of each shown PE, drawn with the Line API.
+
+Two fixed rows carry the time axis (tick labels, then ticks with the cursor
+``▼``); below, per PE a title row and one row per engine. Each lane row is
+sampled into cells by :meth:`TimelineModel.lane_cells` and cached keyed by
+everything it depends on (lane, window, width, store version, selection), so
+moving the cursor only re-styles one column.
+
+Glyphs differ per state so the view reads without colour:
+
+====  ====================================================
+ █    busy (command / dispatch) for most of the cell
+ ▓    explicit CPU work (``tl.cycles``)
+ ▒    stalled (STALL or LOAD_WAIT) for most of the cell
+ ▌    busy for part of the cell
+ ░    stalled for part of the cell
+ ▏    one span narrower than the cell
+ ▚    several spans narrower than the cell
+====  ====================================================
+
+A run of busy cells long enough shows its command name.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from kernbench.events.timeline import ENGINES, LaneCells, pe_of
+from kernbench.events.types import Event, EventKind
+from tui.messages import SpanSelected
+from tui.navigator import Navigator
+from tui.timefmt import format_in, format_ns, nice_step, unit_for
+
+GUTTER = 9
+AXIS_ROWS = 2
+ROWS_PER_PE = 1 + len(ENGINES)
+_STALLISH = (int(EventKind.STALL), int(EventKind.LOAD_WAIT))
+
+ENGINE_COLORS = {
+    "cpu": "green3",
+    "sched": "cyan",
+    "dma.rd": "dodger_blue1",
+    "dma.wr": "medium_purple1",
+    "fs": "light_sky_blue1",
+    "gemm": "orange1",
+    "math": "orchid",
+    "ipcq": "aquamarine1",
+}
+KIND_COLORS = {
+    int(EventKind.STALL): "red1",
+    int(EventKind.LOAD_WAIT): "magenta",
+    int(EventKind.CPU_WORK): "yellow",
+}
+
+
+def engine_of(lane: str) -> str:
+    """``"sip0.cube0.pe3.dma.rd"`` → ``"dma.rd"``."""
+    pe = pe_of(lane)
+    return lane[len(pe) + 1 :] if pe else lane
+
+
+def cell_glyph(busy: float, count: int, kind: int) -> str:
+    """The character for one sampled cell (see the module table)."""
+    if count == 0:
+        return " "
+    stalled = kind in _STALLISH
+    if busy >= 0.75:
+        if stalled:
+            return "▒"
+        return "▓" if kind == int(EventKind.CPU_WORK) else "█"
+    if busy >= 0.25:
+        return "░" if stalled else "▌"
+    return "▚" if count > 1 else "▏"
+
+
+class LanesView(ScrollView, can_focus=True):
+    """All engine lanes of the shown PEs, with the time axis and cursor."""
+
+    DEFAULT_CSS = """
+    LanesView {
+        overflow-x: hidden;
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
+        background: $surface;
+    }
+    LanesView:focus { background-tint: $foreground 3%; }
+    """
+
+    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.nav = nav
+        self._cache: dict[tuple, list[Segment]] = {}
+
+    # ------------------------------------------------------------ layout
+    @property
+    def n_cells(self) -> int:
+        return max(1, self.scrollable_content_region.width - GUTTER)
+
+    def sync(self) -> None:
+        """Re-read the navigator (call after any change of cursor/window/data)."""
+        rows = AXIS_ROWS + ROWS_PER_PE * len(self.nav.pes)
+        self.virtual_size = Size(self.scrollable_content_region.width, rows)
+        if len(self._cache) > 2048:
+            self._cache.clear()
+        self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._cache.clear()
+        self.sync()
+
+    def row_target(self, y: int) -> tuple[str | None, str | None]:
+        """(pe, lane) under widget row ``y``; lane is None on a title row."""
+        if y < AXIS_ROWS:
+            return None, None
+        r = y - AXIS_ROWS + int(self.scroll_offset.y)
+        i, k = divmod(r, ROWS_PER_PE)
+        if i >= len(self.nav.pes) or r < 0:
+            return None, None
+        pe = self.nav.pes[i]
+        return pe, (None if k == 0 else f"{pe}.{ENGINES[k - 1]}")
+
+    def time_at(self, x: int) -> float:
+        n = self.n_cells
+        return self.nav.t0 + (x - GUTTER + 0.5) * self.nav.width_ns / n
+
+    def cursor_col(self) -> int | None:
+        nav = self.nav
+        if not (nav.t0 <= nav.cursor_ns <= nav.t1) or nav.width_ns <= 0:
+            return None
+        return min(self.n_cells - 1, int((nav.cursor_ns - nav.t0) / nav.width_ns * self.n_cells))
+
+    # ------------------------------------------------------------ drawing
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if y == 0:
+            return self._axis_labels(width)
+        if y == 1:
+            return self._axis_ticks(width)
+        pe, lane = self.row_target(y)
+        if pe is None:
+            return Strip.blank(width)
+        if lane is None:
+            return self._title_row(pe, width)
+        return self._lane_row(lane, width)
+
+    def _ticks(self) -> tuple[float, list[tuple[int, float]]]:
+        nav, n = self.nav, self.n_cells
+        step = nice_step(nav.width_ns * 12 / max(n, 1))
+        first = (nav.t0 // step) * step
+        ticks = []
+        t = first
+        while t <= nav.t1:
+            col = int(round((t - nav.t0) / nav.width_ns * n))
+            if 0 <= col < n:
+                ticks.append((col, t))
+            t += step
+        return step, ticks
+
+    def _axis_labels(self, width: int) -> Strip:
+        step, ticks = self._ticks()
+        unit, scale = unit_for(max(abs(self.nav.t0), abs(self.nav.t1), step))
+        chars = [" "] * width
+        head = f"t ({unit})"[:GUTTER - 1]
+        chars[: len(head)] = head
+        last_end = GUTTER
+        for col, t in ticks:
+            text = format_in(t, "", scale, step)
+            x = GUTTER + col
+            if x >= last_end and x + len(text) <= width:
+                chars[x : x + len(text)] = text
+                last_end = x + len(text) + 1
+        return Strip([Segment("".join(chars), Style(dim=True))], width)
+
+    def _axis_ticks(self, width: int) -> Strip:
+        _, ticks = self._ticks()
+        n = self.n_cells
+        row = ["─"] * n
+        for col, _t in ticks:
+            row[col] = "┴"
+        cur = self.cursor_col()
+        now = format_ns(self.nav.cursor_ns, self.nav.width_ns / max(self.n_cells, 1))
+        segs = [Segment(f"{now[:GUTTER - 1]:<{GUTTER}}", Style(bold=True))]
+        if cur is None:
+            segs.append(Segment("".join(row), Style(dim=True)))
+        else:
+            segs.append(Segment("".join(row[:cur]), Style(dim=True)))
+            segs.append(Segment("▼", Style(bold=True, color="yellow")))
+            segs.append(Segment("".join(row[cur + 1 :]), Style(dim=True)))
+        return Strip(segs, width).adjust_cell_length(width)
+
+    def _title_row(self, pe: str, width: int) -> Strip:
+        model = self.nav.model
+        util = model.pe_utilization(pe)
+        cpu = model.lane_state(f"{pe}.cpu", self.nav.cursor_ns)
+        if cpu.status == "stalled" and cpu.event is not None:
+            what = f"  cpu stalled: {cpu.event.label}" + (f" ({cpu.event.detail})" if cpu.event.detail else "")
+        elif cpu.status == "busy" and cpu.event is not None:
+            what = f"  cpu {cpu.event.kind.name.lower()}: {cpu.event.label}"
+        else:
+            what = "  cpu idle"
+        text = f"▾ {pe}  util {util:4.0%}{what}"
+        return Strip([Segment(text[:width].ljust(width), Style(bold=True))], width)
+
+    def _lane_segments(self, lane: str) -> list[Segment]:
+        nav, n = self.nav, self.n_cells
+        sel = nav.selected
+        sel_key = (sel.t_ns, sel.seq) if sel is not None and sel.component == lane else None
+        key = (lane, nav.t0, nav.t1, n, id(nav.model.store), nav.model.store.version, sel_key)
+        cached = self._cache.get(key)
+        if cached is None:
+            cells = nav.model.lane_cells(lane, nav.t0, nav.t1, n)
+            cached = self._cache[key] = self._draw_cells(lane, cells, sel if sel_key else None)
+        return cached
+
+    def _draw_cells(self, lane: str, cells: LaneCells, selected: Event | None) -> list[Segment]:
+        base = ENGINE_COLORS.get(engine_of(lane), "white")
+        strings = self.nav.model.store.strings
+        n = len(cells.busy)
+        busy, count, starts = cells.busy.tolist(), cells.count.tolist(), cells.starts.tolist()
+        kinds, labels = cells.kind.tolist(), cells.label.tolist()
+        chars = [cell_glyph(busy[i], count[i], kinds[i]) for i in range(n)]
+        colors = [KIND_COLORS.get(kinds[i], base) for i in range(n)]
+        text_cell = [False] * n
+        i = 0
+        while i < n:  # write command names over long enough busy runs
+            if busy[i] < 0.75 or labels[i] < 0:
+                i += 1
+                continue
+            j = i + 1
+            while j < n and busy[j] >= 0.75 and labels[j] == labels[i] and kinds[j] == kinds[i] and starts[j] == 0:
+                j += 1
+            name = strings[labels[i]]
+            if j - i >= 3 and name:
+                for k, ch in enumerate(name[: j - i - 1]):
+                    chars[i + k] = ch
+                    text_cell[i + k] = True
+            i = j
+        sel_lo = sel_hi = -1
+        if selected is not None:
+            nav = self.nav
+            sel_lo = int((max(selected.t_ns, nav.t0) - nav.t0) / nav.width_ns * n)
+            sel_hi = int((min(selected.end_ns, nav.t1) - nav.t0) / nav.width_ns * n)
+        segments: list[Segment] = []
+        for i in range(n):
+            color = colors[i]
+            if text_cell[i]:
+                style = Style(color="black", bgcolor=color, bold=True)
+            else:
+                style = Style(color=color)
+            if sel_lo <= i <= max(sel_lo, sel_hi - 1) and selected is not None and count[i]:
+                style += Style(underline=True, bold=True, bgcolor="grey35")
+            segments.append(Segment(chars[i], style))
+        return list(Segment.simplify(segments))
+
+    def _lane_row(self, lane: str, width: int) -> Strip:
+        engine = engine_of(lane)
+        sel = self.nav.selected
+        marker = "▸" if sel is not None and sel.component == lane else " "
+        gutter = Segment(f"{marker}{engine:<{GUTTER - 2}} ", Style(dim=marker == " "))
+        strip = Strip([gutter, *self._lane_segments(lane)])
+        cur = self.cursor_col()
+        if cur is not None:
+            x = GUTTER + cur
+            left, mid, right = strip.divide([x, x + 1, width])[:3]
+            mid = mid.apply_style(Style(reverse=True))
+            strip = Strip.join([left, mid, right])
+        return strip.adjust_cell_length(width)
+
+    # ------------------------------------------------------------ mouse
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.x < GUTTER:
+            return
+        _pe, lane = self.row_target(offset.y)
+        if lane is None:
+            return
+        t = self.time_at(offset.x)
+        cell_ns = self.nav.width_ns / self.n_cells
+        span = self.nav.model.span_near(lane, t, cell_ns)
+        if span is not None:
+            self.post_message(SpanSelected(span, t))

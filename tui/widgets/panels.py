@@ -1,0 +1,135 @@
+"""The panels under the lanes: what is true at the cursor.
+
+Each panel is a :class:`Static` whose ``show(nav)`` renders plain lines, so
+it costs O(what it lists) and reads the same without colour.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from kernbench.events.timeline import pe_of
+from kernbench.events.types import EventKind
+from tui.navigator import Navigator
+from tui.timefmt import format_ns
+from tui.widgets.sparkline import sparkline
+
+
+def _fit(s: str, width: int) -> str:
+    return s if len(s) <= width else s[: max(0, width - 1)] + "…"
+
+
+class Panel(Static):
+    DEFAULT_CSS = """
+    Panel { height: auto; padding: 0 1; }
+    """
+
+    def lines_available(self) -> int:
+        parent = self.parent
+        h = parent.size.height if parent is not None and parent.size.height else 8
+        return max(1, h)
+
+    def content_width(self) -> int:
+        parent = self.parent
+        w = parent.size.width if parent is not None and parent.size.width else 78
+        return max(20, w - 2)
+
+
+class FifoPanel(Panel):
+    """Deepest FIFOs at the cursor, with the depth over the visible window."""
+
+    def show(self, nav: Navigator) -> None:
+        model, width, rows = nav.model, self.content_width(), self.lines_available() - 1
+        t = nav.cursor_ns
+        over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
+        now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
+        ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
+        spark_w = max(8, min(32, width // 3))
+        name_w = max(10, width - spark_w - 22)
+        text = Text(no_wrap=True)
+        text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
+        if not ranked:
+            text.append("no FIFO holds flits in the visible window")
+        for f in ranked:
+            series = model.fifo_series(f.edge, nav.t0, nav.t1, spark_w)
+            depth = now.get(f.edge, 0.0)
+            text.append(f"{_fit(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
+            text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
+            text.append("\n")
+        self.update(text)
+
+
+class StallsPanel(Panel):
+    """Dispatch stalls of the shown PEs at the cursor: reason, duration, what on."""
+
+    def show(self, nav: Navigator) -> None:
+        model, width = nav.model, self.content_width()
+        t = nav.cursor_ns
+        stalls = model.stalls_at(t, nav.pes or None)
+        text = Text(no_wrap=True)
+        text.append(_fit(f"{'PE':<16} {'reason':<22} {'waits on':<18} {'since':>9} {'lasts':>9}", width) + "\n", style="bold")
+        for s in stalls[: max(1, self.lines_available() - 2)]:
+            mark = "▸" if nav.selected is not None and (nav.selected.t_ns, nav.selected.seq) == (s.t_ns, s.seq) else " "
+            line = (f"{mark}{pe_of(s.component) or s.component:<15} {_fit(s.label, 22):<22} {_fit(s.detail, 18):<18} "
+                    f"{format_ns(s.t_ns):>9} {format_ns(s.duration_ns):>9}")
+            text.append(_fit(line, width) + "\n", style="red" if mark == " " else "bold red")
+        if not stalls:
+            text.append("no shown PE is stalled at the cursor\n")
+        nxt = model.next_change(t, kind=EventKind.STALL, starts_only=True)
+        if nxt is not None:
+            text.append(f"next stall starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
+        self.update(text)
+
+
+class LoadsPanel(Panel):
+    """Lazy loads in flight at the cursor."""
+
+    def show(self, nav: Navigator) -> None:
+        model, width = nav.model, self.content_width()
+        t = nav.cursor_ns
+        pes = set(nav.pes)
+        loads = [ld for ld in model.loads_in_flight(t) if not pes or pe_of(ld.component) in pes]
+        text = Text(no_wrap=True)
+        text.append(_fit(f"{'handle':<10} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
+        for ld in loads[: max(1, self.lines_available() - 2)]:
+            done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
+            waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
+            line = (f"{_fit(ld.handle, 10):<10} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
+                    f"{format_ns(ld.issued_ns):>9} {done:>11} {waited:>10}")
+            text.append(_fit(line, width) + "\n")
+        if not loads:
+            text.append("no lazy load in flight at the cursor\n")
+        else:
+            text.append(f"{len(loads)} in flight", style="dim")
+        self.update(text)
+
+
+class DetailsPanel(Panel):
+    """Everything about the selected span (click one, or n / N to a stall)."""
+
+    def show(self, nav: Navigator) -> None:
+        e = nav.selected
+        text = Text(no_wrap=True)
+        if e is None:
+            text.append("no span selected — click a span in the lanes, or press n for the next stall")
+            self.update(text)
+            return
+        rows = [
+            ("kind", e.kind.name),
+            ("component", e.component),
+            ("label", e.label or "-"),
+            ("start", format_ns(e.t_ns)),
+        ]
+        if e.is_span:
+            rows += [("end", format_ns(e.end_ns)), ("duration", format_ns(e.duration_ns))]
+        rows += [("value", f"{e.value:g}"), ("detail", e.detail or "-"), ("corr_id", str(e.corr_id))]
+        if e.kind == EventKind.STALL:
+            rows[2] = ("reason", e.label)
+            rows[-2] = ("waits on", e.detail or "-")
+        half = (len(rows) + 1) // 2
+        for i in range(half):
+            left = f"{rows[i][0]:>10}: {rows[i][1]}"
+            right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
+            text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
+        self.update(text)
