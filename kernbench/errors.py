@@ -31,3 +31,7 @@ class DeadlockError(KernbenchError):
 
 class TraceFormatError(KernbenchError):
     """A trace file is corrupt, truncated or from a newer version."""
+
+
+class CompositeCapError(ValueError, KernbenchError):
+    """A CompositeCmd over ``max_composite_logical_bytes`` (ADR-0064 D7)."""

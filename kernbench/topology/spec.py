@@ -71,6 +71,9 @@ PE_ATTRS = Section(
         "sched_overhead_ns": Field(float, 1.0, non_negative, "PE_SCHEDULER per-command overhead"),
         "sched_queue_depth": Field(int, 16, positive_int, "commands PE_CPU may have in flight"),
         "ipcq_overhead_ns": Field(float, 2.0, non_negative, "PE_IPCQ per-message overhead"),
+        "composite_tile_bytes": Field(
+            int, 32768, positive_int, "bytes of a streamed tl.ref operand per composite tile"
+        ),
         "pe_cost_model": PE_COST_MODEL,
     }
 )

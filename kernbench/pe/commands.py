@@ -1,0 +1,214 @@
+"""PE command descriptors and their hardware-logical byte size (ADR-0064 D2).
+
+``logical_bytes`` counts what a descriptor carries in hardware, not Python
+object size:
+
+=====================================================  =====
+command framing (type discriminator + completion id)     4
+opcode / enum (op kind, scope)                            1
+TensorHandle reference (address; shape/dtype in table)    8
+scalar (int / float)                                      4
+tuple length marker                                       1
+=====================================================  =====
+
+Counting is per field with no deduplication: a handle named in two operand
+slots, or in an operand slot and in ``rw_handles``, is counted each time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FRAMING = 4
+OPCODE = 1
+ENUM = 1
+HANDLE = 8
+SCALAR = 4
+TUPLE_LEN = 1
+
+
+def extra_bytes(v: Any) -> int:
+    """Type-aware byte count of one ``OpSpec.extra`` value (D2)."""
+    if isinstance(v, bool):
+        return 1
+    if isinstance(v, (int, float)):
+        return 4
+    if isinstance(v, (tuple, list)):
+        return 1 + 4 * len(v)
+    if isinstance(v, str):
+        return 1
+    return 4
+
+
+@dataclass(frozen=True, eq=False)
+class PeCommand:
+    """Base of every command PE_CPU sends to PE_SCHEDULER."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def logical_bytes(self) -> int:  # pragma: no cover - every subclass defines it
+        raise TypeError(f"{self.name} must define logical_bytes")
+
+    is_composite = False
+
+
+@dataclass(frozen=True, eq=False)
+class DmaReadCmd(PeCommand):
+    """HBM/SRAM → TCM: ``src`` (a pointer) into the new handle ``dst``."""
+
+    src: Any
+    dst: Any
+    size_bytes: int
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + HANDLE + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class DmaWriteCmd(PeCommand):
+    """TCM → HBM/SRAM: handle ``src`` to pointer ``dst``."""
+
+    src: Any
+    dst: Any
+    size_bytes: int
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + HANDLE + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class GemmCmd(PeCommand):
+    """``out = a @ b`` (f32 accumulate) on PE_GEMM."""
+
+    a: Any
+    b: Any
+    out: Any
+    m: int
+    k: int
+    n: int
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + OPCODE + 3 * HANDLE + 3 * SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class MathCmd(PeCommand):
+    """One elementwise or reduction op on PE_MATH."""
+
+    op: str
+    inputs: tuple
+    out: Any
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def logical_bytes(self) -> int:
+        return (
+            FRAMING
+            + OPCODE
+            + TUPLE_LEN
+            + HANDLE * len(self.inputs)
+            + HANDLE
+            + TUPLE_LEN
+            + sum(extra_bytes(v) for v in self.extra.values())
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class CopyCmd(PeCommand):
+    """TCM → TCM copy through PE_FETCH_STORE."""
+
+    src: Any
+    dst: Any
+    size_bytes: int
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + HANDLE + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class IpcqSendCmd(PeCommand):
+    """Send handle ``src`` to PE ``dst_pe`` over the NoC."""
+
+    dst_pe: int
+    src: Any
+    size_bytes: int
+    payload: Any = field(default=None, repr=False)  # the value sent (numerics only)
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + SCALAR + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class IpcqRecvCmd(PeCommand):
+    """Post a receive from PE ``src_pe`` into handle ``dst``."""
+
+    src_pe: int
+    dst: Any
+    size_bytes: int
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING + SCALAR + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class OpSpec:
+    """One op inside a composite: kind, named operand handles, out, scope, extra."""
+
+    kind: str
+    operands: dict
+    out: Any = None
+    scope: str = "tile"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def logical_bytes(self) -> int:
+        return (
+            OPCODE
+            + ENUM
+            + TUPLE_LEN
+            + HANDLE * len(self.operands)
+            + (HANDLE if self.out is not None else 0)
+            + TUPLE_LEN
+            + sum(extra_bytes(v) for v in self.extra.values())
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class CompositeCmd(PeCommand):
+    """An ordered pipeline of OpSpecs the scheduler tiles and streams (D2)."""
+
+    ops: tuple
+    rw_handles: tuple = ()
+
+    is_composite = True
+
+    @property
+    def logical_bytes(self) -> int:
+        return (
+            FRAMING
+            + TUPLE_LEN
+            + sum(op.logical_bytes for op in self.ops)
+            + TUPLE_LEN
+            + HANDLE * len(self.rw_handles)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class PeCpuOverheadCmd(PeCommand):
+    """Explicit PE_CPU cycles (``tl.cycles``); bypasses the dispatch formula (D5)."""
+
+    cycles: float
+
+    @property
+    def logical_bytes(self) -> int:
+        return 0

@@ -1,0 +1,188 @@
+"""PE_CPU: runs the kernel (live) or its command log (replay), paying dispatch.
+
+Per command PE_CPU spends ``dispatch_cycles(cmd)`` (ADR-0064, converted by
+the PE clock) plus its node overhead, then hands the command to
+PE_SCHEDULER. It stalls — and says why — when the scheduler queue is full,
+when an operand's lazy load has not landed (auto-wait, ADR-0062), or on a
+receive. Both paths share this one loop; only where the next request comes
+from differs, so their dispatch accounting is the same by construction.
+"""
+
+from __future__ import annotations
+
+import linecache
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import simpy
+
+from kernbench.errors import CompositeCapError, KernelError
+from kernbench.events.types import EventKind, StallReason
+from kernbench.pe.commands import (
+    CompositeCmd,
+    CopyCmd,
+    DmaReadCmd,
+    DmaWriteCmd,
+    GemmCmd,
+    IpcqRecvCmd,
+    IpcqSendCmd,
+    MathCmd,
+    PeCpuOverheadCmd,
+)
+from kernbench.pe.processing_element import ProcessingElement
+from kernbench.pe.scheduler import ready_time
+
+OP_LOG_KIND = {
+    DmaReadCmd: "memory/dma_read",
+    DmaWriteCmd: "memory/dma_write",
+    GemmCmd: "compute/gemm",
+    MathCmd: "compute/math",
+    CopyCmd: "compute/copy",
+    CompositeCmd: "composite",
+    IpcqSendCmd: "ipcq/send",
+    IpcqRecvCmd: "ipcq/recv",
+    PeCpuOverheadCmd: "cpu/cycles",
+}
+
+
+class PeCpu:
+    def __init__(self, pe: ProcessingElement, requests: Callable[[Any], Any], describe_error: Callable[[BaseException], str] | None = None):
+        """``requests(response) -> request | None``: the next request, given the last response."""
+        self.pe = pe
+        self.env = pe.env
+        self.next_request = requests
+        self.describe_error = describe_error or (lambda exc: "")
+        self.op_log: list[dict] = []
+        self.dispatch_cycles = 0.0
+        self.commands = 0
+        self.waiting_on: str | None = None
+        self.finished = False
+        self._outstanding: deque = deque()
+
+    def run(self) -> Iterator[simpy.Event]:
+        pe = self.pe
+        env = self.env
+        bus = pe.bus
+        cost = pe.cost
+        cpu = f"{pe.pe_id}.cpu"
+        response: Any = None
+        while True:
+            try:
+                req = self.next_request(response)
+            except CompositeCapError as exc:
+                raise CompositeCapError(f"{pe.pe_id}: {exc}{self.describe_error(exc)}") from None
+            except Exception as exc:  # the kernel's own error, with its line
+                raise self._kernel_error(exc) from None
+            response = None
+            if req is None:
+                break
+            what = req[0]
+            if what == "cmd":
+                cmd = req[1]
+                if isinstance(cmd, PeCpuOverheadCmd):
+                    dur = cost.cycles_to_ns(cmd.cycles)
+                    if bus.active:
+                        bus.emit(env.now, EventKind.CPU_WORK, cpu, end_ns=env.now + dur, label="tl.cycles", value=cmd.cycles)
+                    self._log(cmd, cmd.cycles)
+                    pe.cpu_busy_ns += dur
+                    if dur > 0:
+                        yield env.timeout(dur)
+                    continue
+                if isinstance(cmd, CompositeCmd):
+                    cost.check_composite(cmd)  # D7 again for replay with other knobs
+                if len(self._outstanding) >= pe.queue_depth:
+                    yield from self._queue_space(cpu)
+                cycles = cost.dispatch_cycles(cmd)
+                dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
+                corr = pe.network.new_corr_id()
+                if bus.active:
+                    bus.emit(env.now, EventKind.DISPATCH, cpu, end_ns=env.now + dur, corr_id=corr, label=cmd.name, value=cycles, detail=str(cmd.logical_bytes))
+                self._log(cmd, cycles)
+                self.dispatch_cycles += cycles
+                self.commands += 1
+                pe.cpu_busy_ns += dur
+                yield env.timeout(dur)
+                if bus.active and isinstance(cmd, DmaReadCmd):
+                    bus.emit(env.now, EventKind.LOAD_ISSUE, cpu, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                self._outstanding.append(pe.scheduler.submit(cmd, corr))
+            elif what == "wait":
+                ref, reason = req[1], req[2]
+                ev = pe.ready.get(ref.id)
+                t0 = env.now
+                if isinstance(ev, simpy.Event) and not ev.processed:
+                    self.waiting_on = f"{reason.value}: {ref.name}"
+                    yield ev
+                    self.waiting_on = None
+                    pe.cpu_stall_ns += env.now - t0
+                    if bus.active:
+                        bus.emit(t0, EventKind.STALL, cpu, end_ns=env.now, label=reason.value, detail=ref.name)
+                if bus.active and reason is StallReason.LAZY_LOAD:
+                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=env.now, label=ref.name)
+            else:
+                raise RuntimeError(f"unknown PE_CPU request {what!r}")
+        # The kernel has returned: its work is done when every command is.
+        for c in list(self._outstanding):
+            t = ready_time(c)
+            if t is None:
+                self.waiting_on = "completion of its last commands"
+                yield c
+                self.waiting_on = None
+            elif t > env.now:
+                yield env.timeout(t - env.now)
+        self._outstanding.clear()
+        pe.done_ns = env.now
+        self.finished = True
+
+    def _queue_space(self, cpu: str) -> Iterator[simpy.Event]:
+        """Stall until the scheduler queue has room (oldest command completes)."""
+        env = self.env
+        q = self._outstanding
+        while q and (t := ready_time(q[0])) is not None and t <= env.now:
+            q.popleft()
+        if len(q) < self.pe.queue_depth:
+            return
+        t0 = env.now
+        oldest = q[0]
+        self.waiting_on = f"{StallReason.QUEUE_FULL.value} ({len(q)} commands in flight)"
+        t = ready_time(oldest)
+        if t is None:
+            yield oldest
+        else:
+            yield env.timeout(t - env.now)
+        self.waiting_on = None
+        q.popleft()
+        self.pe.cpu_stall_ns += env.now - t0
+        if self.pe.bus.active:
+            self.pe.bus.emit(t0, EventKind.STALL, cpu, end_ns=env.now, label=StallReason.QUEUE_FULL.value, detail=f"oldest of {self.pe.queue_depth} in-flight commands")
+
+    def _log(self, cmd: Any, cycles: float) -> None:
+        entry = {
+            "t_ns": self.env.now,
+            "op": OP_LOG_KIND[type(cmd)],
+            "cmd": cmd.name,
+            "logical_bytes": cmd.logical_bytes,
+            "dispatch_cycles": cycles,
+        }
+        if isinstance(cmd, MathCmd):
+            entry["op"] = f"compute/math.{cmd.op}"
+        if isinstance(cmd, CompositeCmd):
+            entry["ops"] = [op.kind for op in cmd.ops]
+        self.op_log.append(entry)
+
+    def _kernel_error(self, exc: BaseException) -> KernelError:
+        where = self.describe_error(exc)
+        err = KernelError(f"{self.pe.pe_id} (program {self.pe.program_id}): {type(exc).__name__}: {exc}{where}")
+        err.__cause__ = None
+        return err
+
+
+def kernel_location(exc: BaseException, kernel_file: str) -> str:
+    """`` at file:line`` of the deepest frame in the kernel's own file, with its source."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == kernel_file]
+    if not frames:
+        return ""
+    f = frames[-1]
+    line = (linecache.getline(f.filename, f.lineno) or "").strip()
+    return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"

@@ -1,0 +1,143 @@
+"""One PE: its engines, their parameters, and per-handle readiness."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import simpy
+
+from kernbench.cost_model import DispatchCostModel
+from kernbench.events.bus import Bus
+from kernbench.events.types import EventKind
+from kernbench.pe.lane import Channel, Lane
+from kernbench.pe.scheduler import Ready, Scheduler
+from kernbench.sim.network import Network
+from kernbench.topology.graph import Graph
+
+ENGINES = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
+
+
+class ProcessingElement:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        graph: Graph,
+        network: Network,
+        bus: Bus,
+        fabric: "IpcqFabric",
+        pe_id: str,
+        program_id: int,
+    ) -> None:
+        self.env = env
+        self.bus = bus
+        self.network = network
+        self.fabric = fabric
+        self.pe_id = pe_id
+        self.program_id = program_id
+        node = graph.node(f"{pe_id}.cpu")
+        attrs = node.attrs
+        self.attrs = attrs
+        self.cost = DispatchCostModel.from_attrs(attrs)
+        self.clock_ghz = attrs["clock_freq_ghz"]
+        self.cpu_overhead_ns = attrs["cpu_overhead_ns"]
+        self.sched_overhead_ns = attrs["sched_overhead_ns"]
+        self.queue_depth = attrs["sched_queue_depth"]
+        self.tcm_bw_gbps = attrs["tcm_bw_gbps"]
+        self.scratch_bytes = attrs["scratch_bytes"]
+        self.composite_tile_bytes = attrs["composite_tile_bytes"]
+        self._gemm_flops_per_ns = attrs["gemm_tflops"] * 1e3
+        self._gemm_fixed_ns = attrs["gemm_pipeline_cycles"] / self.clock_ghz
+        self._math_lanes = attrs["math_elems_per_cycle"]
+        self._math_fixed_cycles = attrs["math_pipeline_cycles"]
+        self.dma_node = f"{pe_id}.dma"
+        self.ipcq_node = f"{pe_id}.ipcq"
+        self.sched = Lane(f"{pe_id}.sched", bus)
+        self.fetch = Lane(f"{pe_id}.fs", bus)
+        self.store = Lane(f"{pe_id}.fs", bus)
+        self.gemm = Lane(f"{pe_id}.gemm", bus)
+        self.math = Lane(f"{pe_id}.math", bus)
+        self.rd = Channel(f"{pe_id}.dma.rd", env, bus)
+        self.wr = Channel(f"{pe_id}.dma.wr", env, bus)
+        self.ipcq = Channel(f"{pe_id}.ipcq", env, bus)
+        self.ready: dict[int, Ready] = {}
+        self.scheduler = Scheduler(self)
+        self.ctx: Any = None  # the live KernelContext (None when replaying)
+        self.cpu_busy_ns = 0.0
+        self.cpu_stall_ns = 0.0
+        self.done_ns: float | None = None
+
+    # --- service times (the engines' own parameters) ----------------------
+
+    def gemm_ns(self, flops: float) -> float:
+        return self._gemm_fixed_ns + flops / self._gemm_flops_per_ns
+
+    def math_ns(self, elems: float) -> float:
+        return (self._math_fixed_cycles + math.ceil(elems / self._math_lanes)) / self.clock_ghz
+
+    # --- hooks the scheduler calls ----------------------------------------
+
+    def load_landed(self, ref: Any, corr: int, size_bytes: int) -> None:
+        if self.ctx is not None:
+            self.ctx.load_landed(ref.id)
+        if self.bus.active:
+            self.bus.emit(self.env.now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
+
+    def receive(self, ref: Any, data: Any) -> None:
+        if self.ctx is not None and data is not None:
+            self.ctx.deliver(ref.id, data)
+
+    def engine_busy_ns(self) -> dict[str, float]:
+        return {
+            "cpu": self.cpu_busy_ns,
+            "sched": self.sched.busy_ns,
+            "dma.rd": self.rd.busy_ns,
+            "dma.wr": self.wr.busy_ns,
+            "fs": self.fetch.busy_ns + self.store.busy_ns,
+            "gemm": self.gemm.busy_ns,
+            "math": self.math.busy_ns,
+            "ipcq": self.ipcq.busy_ns,
+        }
+
+
+class IpcqFabric:
+    """Matches sends to posted receives, per (source, destination) in order."""
+
+    def __init__(self) -> None:
+        self.pes: dict[int, ProcessingElement] = {}
+        self._arrived: dict[tuple[int, int], deque] = {}
+        self._posted: dict[tuple[int, int], deque] = {}
+
+    def pe_of_program(self, program: int) -> ProcessingElement:
+        return self.pes[program]
+
+    def deliver(self, src: int, dst: int, data: Any) -> None:
+        posted = self._posted.get((src, dst))
+        if posted:
+            landed, ref = posted.popleft()
+            self._land(dst, landed, ref, data)
+        else:
+            self._arrived.setdefault((src, dst), deque()).append(data)
+
+    def post(self, src: int, dst: int, landed: simpy.Event, ref: Any) -> None:
+        arrived = self._arrived.get((src, dst))
+        if arrived:
+            self._land(dst, landed, ref, arrived.popleft())
+        else:
+            self._posted.setdefault((src, dst), deque()).append((landed, ref))
+
+    def _land(self, dst: int, landed: simpy.Event, ref: Any, data: Any) -> None:
+        pe = self.pes[dst]
+        pe.receive(ref, data)
+        landed.succeed(pe.env.now)
+
+    def unmatched(self) -> list[str]:
+        out = []
+        for (s, d), q in sorted(self._posted.items()):
+            if q:
+                out.append(f"program {d} posted {len(q)} receive(s) from program {s} that no send matched")
+        for (s, d), q in sorted(self._arrived.items()):
+            if q:
+                out.append(f"program {s} sent {len(q)} message(s) to program {d} that no receive took")
+        return out

@@ -1,0 +1,352 @@
+"""PE_SCHEDULER and the engines behind it.
+
+A command reaches the scheduler after PE_CPU has paid its dispatch cost.
+The scheduler spends its node overhead, then:
+
+* single-op compute (GEMM, MATH, COPY): FETCH operands from TCM →
+  engine → STORE the result, each an in-order lane reservation, starting
+  when the operands are ready;
+* DMA read/write: a transfer over the graph on the PE's read or write
+  channel (capacity one each, ADR-0062);
+* IPCQ send/recv: a message over the NoC to another PE's PE_IPCQ;
+* a :class:`CompositeCmd`: a tile feeder that, per tile, reads every
+  ``tl.ref`` operand's chunk (DMA_READ), FETCHes, runs each OpSpec on its
+  engine, STOREs and writes HBM outputs (DMA_WRITE) — tiles stream through
+  the engines with no redispatch, two tile buffers deep, and composites that
+  share a handle (operand, out or ``rw_handles``) run in program order.
+
+Readiness of every handle is tracked per PE: a float time, or a SimPy
+event whose value is that time once it fires.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from kernbench.pe.commands import (
+    CompositeCmd,
+    CopyCmd,
+    DmaReadCmd,
+    DmaWriteCmd,
+    GemmCmd,
+    IpcqRecvCmd,
+    IpcqSendCmd,
+    MathCmd,
+)
+from kernbench.pe.opkinds import op_kind
+
+if TYPE_CHECKING:
+    from kernbench.pe.processing_element import ProcessingElement
+
+Ready = float | simpy.Event
+
+
+def ready_time(r: Ready) -> float | None:
+    """The time a handle is ready, or None while its event is still pending."""
+    if isinstance(r, simpy.Event):
+        return r.value if r.processed else None
+    return r
+
+
+def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...] | None, extra: dict) -> float:
+    """FLOPs of a GEMM, elements of a MATH op, from operand shapes."""
+    k = op_kind(kind)
+    if k.engine == "gemm":
+        (m, kk), b = shapes[0][-2:], shapes[1][-2:]
+        n = b[0] if extra.get("transpose_b") else b[1]
+        return 2.0 * m * kk * n
+    sizes = [_size(s) for s in shapes] + ([_size(out_shape)] if out_shape else [])
+    return float(max(sizes))
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Scheduler:
+    def __init__(self, pe: "ProcessingElement"):
+        self.pe = pe
+        self.env = pe.env
+        self._handlers = {
+            GemmCmd: self._gemm,
+            MathCmd: self._math,
+            CopyCmd: self._copy,
+            DmaReadCmd: self._dma_read,
+            DmaWriteCmd: self._dma_write,
+            IpcqSendCmd: self._ipcq_send,
+            IpcqRecvCmd: self._ipcq_recv,
+            CompositeCmd: self._composite,
+        }
+
+    def submit(self, cmd: Any, corr_id: int) -> Ready:
+        """Accept a dispatched command now; returns when it will be (or is) complete."""
+        pe = self.pe
+        _, arrive = pe.sched.reserve(self.env.now, pe.sched_overhead_ns, cmd.name, corr_id)
+        return self._handlers[type(cmd)](cmd, arrive, corr_id)
+
+    # --- readiness --------------------------------------------------------
+
+    def _inputs(self, refs) -> tuple[float, list[simpy.Event]]:
+        t = 0.0
+        pending = []
+        ready = self.pe.ready
+        for r in refs:
+            if r is None or r.space != "tcm":
+                continue
+            v = ready.get(r.id, 0.0)
+            rt = ready_time(v)
+            if rt is None:
+                pending.append(v)
+            elif rt > t:
+                t = rt
+        return t, pending
+
+    def _after_inputs(self, refs, arrive: float, outs, body) -> Ready:
+        """Run ``body(earliest) -> end`` once inputs are ready; mark ``outs`` ready at end."""
+        t_in, pending = self._inputs(refs)
+        if not pending:
+            end = body(max(arrive, t_in))
+            for o in outs:
+                self.pe.ready[o.id] = end
+            return end
+        done = self.env.event()
+        for o in outs:
+            self.pe.ready[o.id] = done
+
+        def wait_then_run():
+            yield simpy.AllOf(self.env, pending)
+            t_in2, _ = self._inputs(refs)
+            end = body(max(arrive, t_in2, self.env.now))
+            if end > self.env.now:
+                yield self.env.timeout(end - self.env.now)
+            done.succeed(end)
+
+        self.env.process(wait_then_run())
+        return done
+
+    # --- single-op compute ------------------------------------------------
+
+    def _stages(self, earliest: float, in_bytes: int, lane, service_ns: float, out_bytes: int, label: str, corr: int) -> float:
+        pe = self.pe
+        _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr)
+        _, t = lane.reserve(t, service_ns, label, corr)
+        _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr)
+        return t
+
+    def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)
+        in_bytes = cmd.a.nbytes + cmd.b.nbytes
+        return self._after_inputs(
+            (cmd.a, cmd.b), arrive, (cmd.out,),
+            lambda t: self._stages(t, in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
+        )
+
+    def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        work = op_work(cmd.op, [r.shape for r in cmd.inputs], cmd.out.shape, cmd.extra)
+        service = pe.math_ns(work)
+        in_bytes = sum(r.nbytes for r in cmd.inputs)
+        return self._after_inputs(
+            cmd.inputs, arrive, (cmd.out,),
+            lambda t: self._stages(t, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
+        )
+
+    def _copy(self, cmd: CopyCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+
+        def body(t: float) -> float:
+            _, t = pe.fetch.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr)
+            _, t = pe.store.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr)
+            return t
+
+        return self._after_inputs((cmd.src,), arrive, (cmd.dst,), body)
+
+    # --- DMA --------------------------------------------------------------
+
+    def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        prev, mine = pe.rd.claim()
+        pe.ready[cmd.dst.id] = mine
+        label = cmd.dst.name
+        env = self.env
+
+        def run():
+            if arrive > env.now:
+                yield env.timeout(arrive - env.now)
+            if prev is not None and not prev.processed:
+                yield prev
+            start = env.now
+            yield pe.network.read(pe.dma_node, cmd.src.memory, cmd.src.offset, cmd.size_bytes, corr_id=corr)
+            pe.rd.record(start, env.now, "dma_read", corr, cmd.size_bytes)
+            pe.load_landed(cmd.dst, corr, cmd.size_bytes)
+            mine.succeed(env.now)
+
+        env.process(run())
+        return mine
+
+    def _dma_write(self, cmd: DmaWriteCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        env = self.env
+        prev, mine = pe.wr.claim()
+        t_in, pending = self._inputs((cmd.src,))
+
+        def run():
+            for ev in pending:
+                if not ev.processed:
+                    yield ev
+            t0 = max(arrive, t_in, ready_time(pe.ready.get(cmd.src.id, 0.0)) or 0.0)
+            if t0 > env.now:
+                yield env.timeout(t0 - env.now)
+            if prev is not None and not prev.processed:
+                yield prev
+            start = env.now
+            yield pe.network.write(pe.dma_node, cmd.dst.memory, cmd.dst.offset, cmd.size_bytes, corr_id=corr)
+            pe.wr.record(start, env.now, "dma_write", corr, cmd.size_bytes)
+            mine.succeed(env.now)
+
+        env.process(run())
+        return mine
+
+    # --- IPCQ -------------------------------------------------------------
+
+    def _ipcq_send(self, cmd: IpcqSendCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        env = self.env
+        prev, mine = pe.ipcq.claim()
+        t_in, pending = self._inputs((cmd.src,))
+        dst = pe.fabric.pe_of_program(cmd.dst_pe)
+
+        def run():
+            for ev in pending:
+                if not ev.processed:
+                    yield ev
+            t0 = max(arrive, ready_time(pe.ready.get(cmd.src.id, 0.0)) or 0.0)
+            if t0 > env.now:
+                yield env.timeout(t0 - env.now)
+            if prev is not None and not prev.processed:
+                yield prev
+            start = env.now
+            yield pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr)
+            pe.ipcq.record(start, env.now, f"send to {cmd.dst_pe}", corr, cmd.size_bytes)
+            pe.fabric.deliver(pe.program_id, cmd.dst_pe, cmd.payload)
+            mine.succeed(env.now)
+
+        env.process(run())
+        return mine
+
+    def _ipcq_recv(self, cmd: IpcqRecvCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        landed = self.env.event()
+        pe.ready[cmd.dst.id] = landed
+        pe.fabric.post(cmd.src_pe, pe.program_id, landed, cmd.dst)
+        return arrive
+
+    # --- composites -------------------------------------------------------
+
+    def _composite(self, cmd: CompositeCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        env = self.env
+        refs: dict[int, Any] = {}
+        for op in cmd.ops:
+            for r in list(op.operands.values()) + ([op.out] if op.out is not None else []):
+                refs.setdefault(r.id, r)
+        for r in cmd.rw_handles:
+            refs.setdefault(r.id, r)
+        tcm = [r for r in refs.values() if r.space == "tcm"]
+        streamed = [
+            r for r in refs.values()
+            if r.space == "hbm" and any(r in op.operands.values() for op in cmd.ops)
+        ]
+        hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
+        big = max([r.nbytes for r in streamed + hbm_outs], default=0)
+        n_tiles = max(1, -(-big // pe.composite_tile_bytes))
+        stages = []
+        for op in cmd.ops:
+            k = op_kind(op.kind)
+            work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
+            lane = pe.gemm if k.engine == "gemm" else pe.math
+            service = pe.gemm_ns(work / n_tiles) if k.engine == "gemm" else pe.math_ns(work / n_tiles)
+            stages.append((lane, service, op.kind))
+        in_bytes = sum(r.nbytes for op in cmd.ops for r in op.operands.values()) / n_tiles
+        out_bytes = sum(op.out.nbytes for op in cmd.ops if op.out is not None) / n_tiles
+        # Readiness of everything it touches *before* it claims its outputs:
+        # this is how composites sharing a handle (rw_handles) stay in order.
+        t_in, pending = self._inputs(tcm)
+        done = env.event()
+        for op in cmd.ops:
+            if op.out is not None and op.out.space == "tcm":
+                pe.ready[op.out.id] = done
+        for r in cmd.rw_handles:
+            if r.space == "tcm":
+                pe.ready[r.id] = done
+        label = "+".join(op.kind for op in cmd.ops) if len(cmd.ops) <= 3 else f"{cmd.ops[0].kind}+{len(cmd.ops) - 1} ops"
+
+        def feeder():
+            t0 = max(arrive, t_in)
+            if pending:
+                yield simpy.AllOf(env, pending)
+                t0 = max(t0, *(ev.value for ev in pending))
+            if t0 > env.now:
+                yield env.timeout(t0 - env.now)
+            fetch_ends: list[float] = []
+            writes = []
+            last = env.now
+            for i in range(n_tiles):
+                if streamed and i >= 2 and fetch_ends[i - 2] > env.now:
+                    yield env.timeout(fetch_ends[i - 2] - env.now)  # two tile buffers
+                for r in streamed:
+                    yield from self._tile_read(r, i, n_tiles, corr)
+                _, t = pe.fetch.reserve(env.now, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr)
+                fetch_ends.append(t)
+                for lane, service, kind in stages:
+                    _, t = lane.reserve(t, service, kind, corr)
+                _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr)
+                for r in hbm_outs:
+                    writes.append(env.process(self._tile_write(r, i, n_tiles, t, corr)))
+                last = max(last, t)
+            if last > env.now:
+                yield env.timeout(last - env.now)
+            for w in writes:
+                if not w.processed:
+                    yield w
+            done.succeed(env.now)
+
+        env.process(feeder())
+        return done
+
+    def _chunk(self, r, i: int, n_tiles: int) -> tuple[int, int]:
+        size = -(-r.nbytes // n_tiles)
+        lo = i * size
+        return lo, max(1, min(size, r.nbytes - lo))
+
+    def _tile_read(self, r, i: int, n_tiles: int, corr: int):
+        pe = self.pe
+        env = self.env
+        lo, size = self._chunk(r, i, n_tiles)
+        prev, mine = pe.rd.claim()
+        if prev is not None and not prev.processed:
+            yield prev
+        start = env.now
+        yield pe.network.read(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
+        pe.rd.record(start, env.now, f"tile {i} {r.name}", corr, size)
+        mine.succeed(env.now)
+
+    def _tile_write(self, r, i: int, n_tiles: int, t_ready: float, corr: int):
+        pe = self.pe
+        env = self.env
+        lo, size = self._chunk(r, i, n_tiles)
+        if t_ready > env.now:
+            yield env.timeout(t_ready - env.now)
+        prev, mine = pe.wr.claim()
+        if prev is not None and not prev.processed:
+            yield prev
+        start = env.now
+        yield pe.network.write(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
+        pe.wr.record(start, env.now, f"tile {i} {r.name}", corr, size)
+        mine.succeed(env.now)

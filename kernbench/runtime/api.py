@@ -1,0 +1,300 @@
+"""The host-facing API: deploy tensors, launch kernels, run, read back.
+
+It knows nothing of routing. Placement is by memory: give ``pe=`` (an index
+into :meth:`Runtime.pe_ids`, or a PE id) to put a tensor in that PE's own
+HBM slice (the default is PE 0's), or ``memory=`` to name any HBM slice or
+SRAM node. Tensors are placed one after another in a memory, aligned to the
+burst size, so contiguous data spreads over all pseudo-channels.
+
+    rt = Runtime("cube1")
+    a = rt.deploy(np.ones((64, 64), np.float16), pe=0)
+    out = rt.empty((64, 64), np.float16, pe=0)
+    rt.launch(my_kernel, pes=[0], args=(a, out))
+    result = rt.run()
+    rt.read(out), result.latency_ns
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import simpy
+
+from kernbench.errors import DeadlockError
+from kernbench.events.bus import Bus, Recorder
+from kernbench.events.types import Event
+from kernbench.pe.cpu import PeCpu, kernel_location
+from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
+from kernbench.sim.network import Mode, Network
+from kernbench.tl.context import KernelContext, kernel_greenlet
+from kernbench.tl.handles import HbmTensor
+from kernbench.topology.compile import load_topology
+from kernbench.topology.graph import Graph
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: Callable[..., Any]
+    pes: tuple[str, ...]
+    args: tuple
+    kwargs: dict
+
+
+@dataclass
+class RunResult:
+    """What a run produced: latency, per-PE accounting, op logs, events."""
+
+    latency_ns: float
+    pes: tuple[str, ...]
+    op_logs: dict[str, list[dict]]
+    dispatch_cycles: dict[str, float]
+    commands: dict[str, int]
+    engine_busy_ns: dict[str, dict[str, float]]
+    stall_ns: dict[str, float]
+    scratch_peak_bytes: dict[str, int]
+    events: list[Event] | None
+    command_logs: dict[str, list[tuple]] = field(repr=False, default_factory=dict)
+    wall_events: int = 0
+
+    @property
+    def total_dispatch_cycles(self) -> float:
+        return sum(self.dispatch_cycles.values())
+
+    @property
+    def total_commands(self) -> int:
+        return sum(self.commands.values())
+
+    def engine_util_pct(self) -> dict[str, float]:
+        """Busy time of each engine kind over (latency × PEs), in percent."""
+        if self.latency_ns <= 0:
+            return {e: 0.0 for e in ENGINES}
+        n = len(self.pes)
+        return {
+            e: 100.0 * sum(b[e] for b in self.engine_busy_ns.values()) / (self.latency_ns * n)
+            for e in ENGINES
+        }
+
+
+class Runtime:
+    def __init__(
+        self,
+        topology: str | Path | Graph | None = None,
+        overrides: Sequence[str] | None = None,
+        mode: Mode = "fast",
+    ) -> None:
+        self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
+        self.mode = mode
+        self._next_offset: dict[str, int] = {}
+        self._launches: list[Launch] = []
+        self._names = 0
+
+    # --- placement --------------------------------------------------------
+
+    def pe_ids(self) -> list[str]:
+        """Every PE, ordered by SIP, CUBE, PE."""
+        ids = [n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")]
+        return sorted(ids, key=_pe_key)
+
+    def pe_id(self, pe: int | str) -> str:
+        ids = self.pe_ids()
+        if isinstance(pe, str):
+            if pe not in ids:
+                raise ValueError(f"unknown PE {pe!r}; PEs are {ids[0]} … {ids[-1]}")
+            return pe
+        if not 0 <= pe < len(ids):
+            raise ValueError(f"PE index {pe} out of range 0..{len(ids) - 1}")
+        return ids[pe]
+
+    def local_slice(self, pe: int | str) -> str:
+        """The HBM slice beside a PE."""
+        pid = self.pe_id(pe)
+        prefix, p = pid.rsplit(".pe", 1)
+        return f"{prefix}.hbm.slice{p}"
+
+    def _place(self, nbytes: int, pe: int | str | None, memory: str | None) -> tuple[str, int]:
+        mem = memory if memory is not None else self.local_slice(pe if pe is not None else 0)
+        node = self.graph.node(mem)
+        if node.kind not in ("hbm_slice", "sram"):
+            raise ValueError(f"{mem} is a {node.kind}, not an HBM slice or SRAM")
+        burst = node.attrs["burst_bytes"]
+        off = self._next_offset.get(mem, 0)
+        end = off + nbytes
+        if end > node.attrs["capacity_bytes"]:
+            raise ValueError(f"{mem} is full: {off} B used, {nbytes} B more do not fit in {node.attrs['capacity_bytes']} B")
+        self._next_offset[mem] = -(-end // burst) * burst
+        return mem, off
+
+    def deploy(self, array: np.ndarray, *, pe: int | str | None = None, memory: str | None = None, name: str | None = None, dtype: Any = None) -> HbmTensor:
+        """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``)."""
+        arr = np.asarray(array)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        elif arr.dtype.kind == "f" and arr.dtype != np.float16:
+            arr = arr.astype(np.float16)
+        arr = np.ascontiguousarray(arr).copy()
+        mem, off = self._place(arr.nbytes, pe, memory)
+        self._names += 1
+        return HbmTensor(name or f"t{self._names}", mem, off, arr)
+
+    def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
+        """A zero-filled HBM tensor to write results into."""
+        return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, **where)
+
+    def read(self, tensor: HbmTensor) -> np.ndarray:
+        return np.array(tensor.array, copy=True)
+
+    # --- launching --------------------------------------------------------
+
+    def launch(self, kernel: Callable[..., Any], pes: Sequence[int | str], args: Sequence[Any] = (), **kwargs: Any) -> None:
+        """Queue ``kernel(*args, **kwargs)`` on each PE; ``tl.program_id()`` is its index in ``pes``."""
+        ids = tuple(self.pe_id(p) for p in pes)
+        if len(set(ids)) != len(ids):
+            raise ValueError("a PE appears twice in one launch")
+        self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
+
+    def run(self, *, record: bool = False, bus: Bus | None = None) -> RunResult:
+        """Run every launched kernel to completion; ``record`` keeps the event stream."""
+        if not self._launches:
+            raise ValueError("nothing launched: call Runtime.launch first")
+        launches, self._launches = self._launches, []
+        return _simulate(self.graph, self.mode, launches, None, record, bus)
+
+    def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None) -> RunResult:
+        """Re-time ``result``'s command logs without running kernel code.
+
+        With ``overrides`` (``--set``-style) the commands are re-timed on a
+        changed topology, e.g. another dispatch cost ``R``.
+        """
+        graph = self.graph
+        if overrides:
+            graph = load_topology(self.graph.spec_source, list(overrides)) if hasattr(self.graph, "spec_source") else _reload(self.graph, overrides)
+        return _simulate(graph, self.mode, None, result.command_logs, record, bus)
+
+
+def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
+    from kernbench.topology.compile import compile_spec
+    from kernbench.topology.schema import validate
+    from kernbench.topology.spec import TOPOLOGY_SCHEMA, apply_overrides, cross_check
+    from kernbench.errors import TopologyError
+
+    raw = _thaw(graph.spec)
+    doc = apply_overrides(raw, list(overrides))
+    spec, problems = validate(doc, TOPOLOGY_SCHEMA)
+    problems = problems or cross_check(spec)
+    if problems:
+        raise TopologyError(problems, "--set")
+    return compile_spec(spec)
+
+
+def _thaw(obj: Any) -> Any:
+    from collections.abc import Mapping
+
+    if isinstance(obj, Mapping):
+        return {k: _thaw(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [_thaw(v) for v in obj]
+    return obj
+
+
+def _pe_key(pe_id: str) -> tuple[int, int, int]:
+    sip, cube, pe = pe_id.split(".")
+    return int(sip[3:]), int(cube[4:]), int(pe[2:])
+
+
+def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dict[str, list[tuple]] | None, record: bool, bus: Bus | None) -> RunResult:
+    env = simpy.Environment()
+    bus = bus if bus is not None else Bus()
+    recorder = Recorder(bus) if record else None
+    network = Network(env, graph, bus, mode)
+    fabric = IpcqFabric()
+    cpus: dict[str, PeCpu] = {}
+    contexts: dict[str, KernelContext] = {}
+    programs: list[tuple[str, int]] = []
+    if launches is not None:
+        for launch in launches:
+            for i, pid in enumerate(launch.pes):
+                programs.append((pid, i))
+    else:
+        for pid, log in logs.items():
+            programs.append((pid, log[0][1] if log and log[0][0] == "program" else 0))
+    seen = set()
+    for pid, _ in programs:
+        if pid in seen:
+            raise ValueError(f"{pid} is used by two launches in one run")
+        seen.add(pid)
+    pes: dict[str, ProcessingElement] = {}
+    for pid, prog in programs:
+        pe = ProcessingElement(env, graph, network, bus, fabric, pid, prog)
+        pes[pid] = pe
+        fabric.pes[prog] = pe
+    if launches is not None:
+        for launch in launches:
+            kfile = inspect.getsourcefile(launch.kernel) or launch.kernel.__code__.co_filename
+            for i, pid in enumerate(launch.pes):
+                pe = pes[pid]
+                ctx = KernelContext(pe.program_id if False else i, pid, i, len(launch.pes), pe.cost, pe.scratch_bytes)
+                ctx.requests.append(("program", i))
+                pe.ctx = ctx
+                contexts[pid] = ctx
+                g = kernel_greenlet(lambda l=launch: l.kernel(*l.args, **l.kwargs), ctx)
+                cpus[pid] = PeCpu(pe, _live_requests(g, ctx), lambda exc, f=kfile: kernel_location(exc, f))
+    else:
+        for pid, log in logs.items():
+            cpus[pid] = PeCpu(pes[pid], _replay_requests(log))
+    for pid in sorted(cpus, key=_pe_key):
+        env.process(cpus[pid].run())
+    env.run()
+    network.flush()
+    blocked = [c for c in cpus.values() if not c.finished]
+    if blocked:
+        lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
+        lines += fabric.unmatched()
+        raise DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines))
+    latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
+    order = sorted(pes, key=_pe_key)
+    return RunResult(
+        latency_ns=latency,
+        pes=tuple(order),
+        op_logs={p: cpus[p].op_log for p in order},
+        dispatch_cycles={p: cpus[p].dispatch_cycles for p in order},
+        commands={p: cpus[p].commands for p in order},
+        engine_busy_ns={p: pes[p].engine_busy_ns() for p in order},
+        stall_ns={p: pes[p].cpu_stall_ns for p in order},
+        scratch_peak_bytes={p: contexts[p].scratch_peak for p in order} if contexts else {},
+        events=recorder.events() if recorder is not None else None,
+        command_logs={p: contexts[p].requests for p in order} if contexts else dict(logs or {}),
+    )
+
+
+def _live_requests(g, ctx: KernelContext):
+    """Drive the kernel greenlet: each call returns its next request (None when done)."""
+    import greenlet
+
+    started = False
+
+    def next_request(response: Any) -> tuple | None:
+        nonlocal started
+        if g.dead:
+            return None
+        ctx.driver = greenlet.getcurrent()
+        req = g.switch(response) if started else g.switch()
+        started = True
+        if g.dead:
+            return None
+        return req
+
+    return next_request
+
+
+def _replay_requests(log: list[tuple]):
+    it = iter(r for r in log if r[0] != "program")
+
+    def next_request(_response: Any) -> tuple | None:
+        return next(it, None)
+
+    return next_request

@@ -1,0 +1,164 @@
+"""The per-PE kernel context: the bridge between ``tl`` calls and PE_CPU.
+
+A kernel runs in its own greenlet. Each ``tl`` call computes its numerics at
+once, then hands PE_CPU a *request* by switching to the driver greenlet:
+
+``("cmd", cmd)``            dispatch a command (pays ADR-0064 dispatch cost)
+``("wait", ref, reason)``   block until a handle's load/recv has landed
+``("cycles", n)``           explicit CPU work (``tl.cycles``)
+
+The requests are also kept in order: that list *is* the command log the
+replay path re-times without running the kernel.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import greenlet
+import numpy as np
+
+from kernbench.cost_model import DispatchCostModel
+from kernbench.events.types import StallReason
+from kernbench.tl.handles import HandleRef, Ptr, TensorHandle
+
+
+class ScratchError(MemoryError):
+    """The kernel's live TCM handles exceed its scratch budget."""
+
+
+class KernelContext:
+    def __init__(
+        self,
+        pe_index: int,
+        pe_id: str,
+        program_id: int,
+        num_programs: int,
+        cost: DispatchCostModel,
+        scratch_bytes: int,
+    ) -> None:
+        self.pe_index = pe_index
+        self.pe_id = pe_id
+        self.program_id = program_id
+        self.num_programs = num_programs
+        self.cost = cost
+        self.scratch_bytes = scratch_bytes
+        self.scratch_used = 0
+        self.scratch_peak = 0
+        self.requests: list[tuple] = []
+        self.driver: greenlet.greenlet | None = None
+        self._next_id = 0
+        self._pending: dict[int, str] = {}  # handle id -> "load" | "recv"
+        self._in_flight: set[int] = set()  # loads whose DMA has not completed
+        self._dropped_in_flight: dict[int, int] = {}
+        self._recv_handles: dict[int, weakref.ref] = {}
+
+    # --- handles and scratch ----------------------------------------------
+
+    def new_handle(
+        self,
+        shape: tuple[int, ...],
+        dtype: Any,
+        label: str,
+        data: np.ndarray | None,
+        *,
+        space: str = "tcm",
+        ptr: Ptr | None = None,
+    ) -> TensorHandle:
+        hid = self._next_id
+        self._next_id += 1
+        where = (ptr.memory, ptr.offset) if ptr is not None else ("", 0)
+        ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), np.dtype(dtype).name, space, *where)
+        if space == "tcm":
+            need = ref.nbytes
+            if self.scratch_used + need > self.scratch_bytes:
+                raise ScratchError(
+                    f"TCM scratch exhausted: {label} needs {need} B but {self.scratch_used} B of "
+                    f"{self.scratch_bytes} B are held by live handles; drop references to tiles "
+                    "you no longer need or use smaller tiles"
+                )
+            self.scratch_used += need
+            self.scratch_peak = max(self.scratch_peak, self.scratch_used)
+        h = TensorHandle(ref, data, ptr)
+        if space == "tcm":
+            weakref.finalize(h, self._release, hid, ref.nbytes)
+        return h
+
+    def _release(self, hid: int, nbytes: int) -> None:
+        # ADR-0062: an in-flight load's buffer is not recycled before it lands.
+        if hid in self._in_flight:
+            self._dropped_in_flight[hid] = nbytes
+            return
+        self.scratch_used -= nbytes
+
+    def load_issued(self, ref: HandleRef) -> None:
+        self._pending[ref.id] = "load"
+        self._in_flight.add(ref.id)
+
+    def load_landed(self, hid: int) -> None:
+        """Called by PE_DMA when a load's data is in TCM."""
+        self._in_flight.discard(hid)
+        nbytes = self._dropped_in_flight.pop(hid, None)
+        if nbytes is not None:
+            self.scratch_used -= nbytes
+
+    def recv_posted(self, h: TensorHandle) -> None:
+        self._pending[h.ref.id] = "recv"
+        self._recv_handles[h.ref.id] = weakref.ref(h)
+
+    def deliver(self, hid: int, data: np.ndarray) -> None:
+        """Called by PE_IPCQ when a message lands in a posted receive."""
+        h = self._recv_handles.pop(hid)()
+        if h is None:
+            return
+        if tuple(data.shape) != h.shape:
+            raise ValueError(f"received {data.shape} into {h.name} of shape {h.shape}")
+        h.data = data.astype(h.dtype)
+
+    # --- requests to PE_CPU -----------------------------------------------
+
+    def _request(self, req: tuple) -> Any:
+        self.requests.append(req)
+        return self.driver.switch(req)
+
+    def issue(self, cmd: Any) -> Any:
+        return self._request(("cmd", cmd))
+
+    def need(self, handles: tuple) -> None:
+        """Auto-wait (ADR-0062): block on any operand whose load/recv is pending."""
+        for h in handles:
+            if not isinstance(h, TensorHandle):
+                continue
+            why = self._pending.pop(h.ref.id, None)
+            if why is not None:
+                reason = StallReason.LAZY_LOAD if why == "load" else StallReason.RECV_WAIT
+                self._request(("wait", h.ref, reason))
+
+    def wait_explicit(self, h: TensorHandle) -> None:
+        why = self._pending.pop(h.ref.id, None)
+        if why is not None:
+            reason = StallReason.RECV_WAIT if why == "recv" else StallReason.EXPLICIT_WAIT
+            self._request(("wait", h.ref, reason))
+
+    def cycles(self, n: float) -> None:
+        self._request(("cycles", float(n)))
+
+
+class _KernelGreenlet(greenlet.greenlet):
+    ctx: KernelContext
+
+
+def current() -> KernelContext:
+    """The context of the kernel running now; ``tl`` is only usable inside one."""
+    g = greenlet.getcurrent()
+    ctx = getattr(g, "ctx", None)
+    if ctx is None:
+        raise RuntimeError("tl.* can only be called inside a kernel launched by kernbench")
+    return ctx
+
+
+def kernel_greenlet(run, ctx: KernelContext) -> greenlet.greenlet:
+    g = _KernelGreenlet(run)
+    g.ctx = ctx
+    return g
