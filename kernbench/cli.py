@@ -18,7 +18,15 @@ from kernbench.errors import KernbenchError
 
 COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
+    "kernbench.commands.run",
 )
+
+
+def tui_simulation(argv: list[str]):
+    """``kernbench-tui run``'s hook: ``(fn(bus), metadata)`` for a kernel's live run."""
+    from kernbench.commands.run import tui_simulation as build
+
+    return build(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ class ProcessingElement:
         fabric: "IpcqFabric",
         pe_id: str,
         program_id: int,
+        launch_id: int = 0,
     ) -> None:
         self.env = env
         self.bus = bus
@@ -36,6 +37,7 @@ class ProcessingElement:
         self.fabric = fabric
         self.pe_id = pe_id
         self.program_id = program_id
+        self.launch_id = launch_id
         node = graph.node(f"{pe_id}.cpu")
         attrs = node.attrs
         self.attrs = attrs
@@ -105,39 +107,39 @@ class IpcqFabric:
     """Matches sends to posted receives, per (source, destination) in order."""
 
     def __init__(self) -> None:
-        self.pes: dict[int, ProcessingElement] = {}
-        self._arrived: dict[tuple[int, int], deque] = {}
-        self._posted: dict[tuple[int, int], deque] = {}
+        self.pes: dict[tuple[int, int], ProcessingElement] = {}  # (launch, program) -> PE
+        self._arrived: dict[tuple, deque] = {}
+        self._posted: dict[tuple, deque] = {}
 
-    def pe_of_program(self, program: int) -> ProcessingElement:
-        return self.pes[program]
+    def pe_of_program(self, launch: int, program: int) -> ProcessingElement:
+        return self.pes[(launch, program)]
 
-    def deliver(self, src: int, dst: int, data: Any) -> None:
-        posted = self._posted.get((src, dst))
+    def deliver(self, launch: int, src: int, dst: int, data: Any) -> None:
+        posted = self._posted.get((launch, src, dst))
         if posted:
             landed, ref = posted.popleft()
-            self._land(dst, landed, ref, data)
+            self._land(launch, dst, landed, ref, data)
         else:
-            self._arrived.setdefault((src, dst), deque()).append(data)
+            self._arrived.setdefault((launch, src, dst), deque()).append(data)
 
-    def post(self, src: int, dst: int, landed: simpy.Event, ref: Any) -> None:
-        arrived = self._arrived.get((src, dst))
+    def post(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: Any) -> None:
+        arrived = self._arrived.get((launch, src, dst))
         if arrived:
-            self._land(dst, landed, ref, arrived.popleft())
+            self._land(launch, dst, landed, ref, arrived.popleft())
         else:
-            self._posted.setdefault((src, dst), deque()).append((landed, ref))
+            self._posted.setdefault((launch, src, dst), deque()).append((landed, ref))
 
-    def _land(self, dst: int, landed: simpy.Event, ref: Any, data: Any) -> None:
-        pe = self.pes[dst]
+    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: Any, data: Any) -> None:
+        pe = self.pes[(launch, dst)]
         pe.receive(ref, data)
         landed.succeed(pe.env.now)
 
     def unmatched(self) -> list[str]:
         out = []
-        for (s, d), q in sorted(self._posted.items()):
+        for (_, s, d), q in sorted(self._posted.items()):
             if q:
                 out.append(f"program {d} posted {len(q)} receive(s) from program {s} that no send matched")
-        for (s, d), q in sorted(self._arrived.items()):
+        for (_, s, d), q in sorted(self._arrived.items()):
             if q:
                 out.append(f"program {s} sent {len(q)} message(s) to program {d} that no receive took")
         return out

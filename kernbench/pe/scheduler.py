@@ -220,7 +220,7 @@ class Scheduler:
         env = self.env
         prev, mine = pe.ipcq.claim()
         t_in, pending = self._inputs((cmd.src,))
-        dst = pe.fabric.pe_of_program(cmd.dst_pe)
+        dst = pe.fabric.pe_of_program(pe.launch_id, cmd.dst_pe)
 
         def run():
             for ev in pending:
@@ -234,7 +234,7 @@ class Scheduler:
             start = env.now
             yield pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr)
             pe.ipcq.record(start, env.now, f"send to {cmd.dst_pe}", corr, cmd.size_bytes)
-            pe.fabric.deliver(pe.program_id, cmd.dst_pe, cmd.payload)
+            pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload)
             mine.succeed(env.now)
 
         env.process(run())
@@ -244,7 +244,7 @@ class Scheduler:
         pe = self.pe
         landed = self.env.event()
         pe.ready[cmd.dst.id] = landed
-        pe.fabric.post(cmd.src_pe, pe.program_id, landed, cmd.dst)
+        pe.fabric.post(pe.launch_id, cmd.src_pe, pe.program_id, landed, cmd.dst)
         return arrive
 
     # --- composites -------------------------------------------------------

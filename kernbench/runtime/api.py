@@ -214,31 +214,32 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
     fabric = IpcqFabric()
     cpus: dict[str, PeCpu] = {}
     contexts: dict[str, KernelContext] = {}
-    programs: list[tuple[str, int]] = []
+    programs: list[tuple[str, int, int]] = []  # (PE id, program id, launch index)
     if launches is not None:
-        for launch in launches:
+        for li, launch in enumerate(launches):
             for i, pid in enumerate(launch.pes):
-                programs.append((pid, i))
+                programs.append((pid, i, li))
     else:
         for pid, log in logs.items():
-            programs.append((pid, log[0][1] if log and log[0][0] == "program" else 0))
+            head = log[0] if log and log[0][0] == "program" else ("program", 0, 0)
+            programs.append((pid, head[1], head[2]))
     seen = set()
-    for pid, _ in programs:
+    for pid, _, _ in programs:
         if pid in seen:
             raise ValueError(f"{pid} is used by two launches in one run")
         seen.add(pid)
     pes: dict[str, ProcessingElement] = {}
-    for pid, prog in programs:
-        pe = ProcessingElement(env, graph, network, bus, fabric, pid, prog)
+    for pid, prog, li in programs:
+        pe = ProcessingElement(env, graph, network, bus, fabric, pid, prog, li)
         pes[pid] = pe
-        fabric.pes[prog] = pe
+        fabric.pes[(li, prog)] = pe
     if launches is not None:
-        for launch in launches:
+        for li, launch in enumerate(launches):
             kfile = inspect.getsourcefile(launch.kernel) or launch.kernel.__code__.co_filename
             for i, pid in enumerate(launch.pes):
                 pe = pes[pid]
-                ctx = KernelContext(pe.program_id if False else i, pid, i, len(launch.pes), pe.cost, pe.scratch_bytes)
-                ctx.requests.append(("program", i))
+                ctx = KernelContext(i, pid, i, len(launch.pes), pe.cost, pe.scratch_bytes)
+                ctx.requests.append(("program", i, li))
                 pe.ctx = ctx
                 contexts[pid] = ctx
                 g = kernel_greenlet(lambda l=launch: l.kernel(*l.args, **l.kwargs), ctx)

@@ -238,8 +238,9 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
     """Issue one CompositeCmd: the ops run per tile on the engines, streamed by PE_SCHEDULER.
 
     Operands may be TCM handles or ``tl.ref`` HBM operands; each op's ``out``
-    must be a TCM handle (created with ``tl.zeros``/``tl.full`` or an earlier
-    result) and is overwritten with the op's result. ``extra`` may carry
+    is a TCM handle (from ``tl.zeros``/``tl.full`` or an earlier result) or a
+    ``tl.ref`` (written back per tile by DMA_WRITE) and is overwritten with
+    the op's result. ``extra`` may carry
     ``transpose_b`` for a GEMM and ``accumulate=True`` to add into ``out``.
     The descriptor is checked against the D7 cap before anything is issued.
     """
@@ -270,8 +271,6 @@ def _spec_refs(op: OpSpec) -> OpSpec:
         operands[name] = h.ref
     if op.out is not None and not isinstance(op.out, TensorHandle):
         raise TypeError(f"OpSpec {op.kind}: out must be a handle, got {op.out!r}")
-    if op.out is not None and op.out.ref.space != "tcm":
-        raise TypeError(f"OpSpec {op.kind}: out {op.out.name} must be a TCM handle")
     return OpSpec(op.kind, operands, op.out.ref if op.out is not None else None, op.scope, dict(op.extra))
 
 
@@ -287,7 +286,7 @@ def _run_spec(op: OpSpec) -> None:
     if op.out is None:
         return
     if op.extra.get("accumulate"):
-        r = op.out.data.astype(np.float32) + r
+        r = _value(op.out).astype(np.float32) + r
     if r.shape != op.out.shape:
         try:
             r = np.broadcast_to(r, op.out.shape)
@@ -295,7 +294,10 @@ def _run_spec(op: OpSpec) -> None:
             raise ValueError(
                 f"OpSpec {op.kind}: result shape {r.shape} does not fit out {op.out.name} {op.out.shape}"
             ) from None
-    op.out.data = np.array(r, dtype=op.out.dtype)
+    if op.out.ref.space == "hbm":
+        op.out.ptr.write(np.asarray(r).astype(op.out.dtype))
+    else:
+        op.out.data = np.array(r, dtype=op.out.dtype)
 
 
 def cycles(n: float) -> None:

@@ -1,0 +1,1 @@
+"""Bench kernels written against ``tl``; see :mod:`kernbench.kernels.registry`."""
