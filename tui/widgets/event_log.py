@@ -15,6 +15,7 @@ from textual.widgets import Input, Static
 from kernbench.events.types import EventKind
 from tui.navigator import Navigator
 from tui.timefmt import format_ns
+from tui.widgets.panels import panel_area
 
 KIND_NAMES = {k.name.lower(): k for k in EventKind}
 
@@ -51,9 +52,8 @@ class EventLog(Vertical):
     def show(self, nav: Navigator) -> None:
         text_filter = self.query_one("#log-filter", Input).value
         kinds, needle = parse_filter(text_filter)
-        parent = self.parent
-        height = max(2, (parent.size.height if parent is not None and parent.size.height else 8) - 1)
-        width = max(20, (parent.size.width if parent is not None and parent.size.width else 78) - 2)
+        width, height = panel_area(self)
+        height = max(2, height - 1)
         before_n = max(1, (height - 1) // 3)
         model = nav.model
         before, after = model.events_around(nav.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)

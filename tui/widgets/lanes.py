@@ -104,10 +104,11 @@ class LanesView(ScrollView, can_focus=True):
     def sync(self) -> None:
         """Re-read the navigator (call after any change of cursor/window/data)."""
         rows = AXIS_ROWS + ROWS_PER_PE * len(self.nav.pes)
+        relayout = rows != self.virtual_size.height
         self.virtual_size = Size(self.scrollable_content_region.width, rows)
         if len(self._cache) > 2048:
             self._cache.clear()
-        self.refresh()
+        self.refresh(layout=relayout)
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()

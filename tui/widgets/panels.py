@@ -7,7 +7,7 @@ it costs O(what it lists) and reads the same without colour.
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from kernbench.events.timeline import pe_of
 from kernbench.events.types import EventKind
@@ -20,20 +20,40 @@ def _fit(s: str, width: int) -> str:
     return s if len(s) <= width else s[: max(0, width - 1)] + "…"
 
 
+def short_edge(edge: str, width: int) -> str:
+    """``sip0.cube0.hbm.pc0->sip0.cube0.r0`` → ``sip0.cube0 hbm.pc0->r0``;
+    cut from the left (the destination end matters most) if still too long."""
+    a, sep, b = edge.partition("->")
+    if sep:
+        pa, pb = a.split("."), b.split(".")
+        common = 0
+        while common < min(len(pa), len(pb)) - 1 and pa[common] == pb[common]:
+            common += 1
+        if common:
+            edge = f"{'.'.join(pa[:common])} {'.'.join(pa[common:])}->{'.'.join(pb[common:])}"
+    return edge if len(edge) <= width else "…" + edge[len(edge) - width + 1 :]
+
+
+def panel_area(widget) -> tuple[int, int]:
+    """(width, height) a panel may fill: its tab pane, less tabs and padding."""
+    node = widget
+    while node is not None and not isinstance(node, TabbedContent):
+        node = node.parent
+    if node is None or not node.size.height:
+        return 78, 8
+    return max(20, node.size.width - 2), max(1, node.size.height - 2)
+
+
 class Panel(Static):
     DEFAULT_CSS = """
     Panel { height: auto; padding: 0 1; }
     """
 
     def lines_available(self) -> int:
-        parent = self.parent
-        h = parent.size.height if parent is not None and parent.size.height else 8
-        return max(1, h)
+        return panel_area(self)[1]
 
     def content_width(self) -> int:
-        parent = self.parent
-        w = parent.size.width if parent is not None and parent.size.width else 78
-        return max(20, w - 2)
+        return panel_area(self)[0]
 
 
 class FifoPanel(Panel):
@@ -45,8 +65,8 @@ class FifoPanel(Panel):
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
         now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
         ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
-        spark_w = max(8, min(32, width // 3))
-        name_w = max(10, width - spark_w - 22)
+        spark_w = max(8, min(40, width // 3))
+        name_w = max(12, min(36, width - spark_w - 14))
         text = Text(no_wrap=True)
         text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
         if not ranked:
@@ -54,7 +74,7 @@ class FifoPanel(Panel):
         for f in ranked:
             series = model.fifo_series(f.edge, nav.t0, nav.t1, spark_w)
             depth = now.get(f.edge, 0.0)
-            text.append(f"{_fit(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
+            text.append(f"{short_edge(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
         self.update(text)
