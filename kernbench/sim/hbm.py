@@ -52,6 +52,11 @@ class ChannelArray:
 
     def layout(self, offset: int, n: int, stride_bytes: int) -> tuple[int, int, list[int]]:
         """(period, step, first channel of each residue class) for ``n`` bursts."""
+        if stride_bytes <= 0 or stride_bytes % self.burst_bytes:
+            raise ValueError(
+                f"stride_bytes={stride_bytes} must be a positive multiple of the "
+                f"{self.burst_bytes} B burst (one flit carries one burst)"
+            )
         q = stride_bytes // self.burst_bytes
         step = q % self.channels
         period = self.channels // gcd(self.channels, step) if step else 1
