@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernelkit import PE0, busy, dispatches, events, rng_array, run1
 
-from kernbench import tl
+import kernbench.tl as tl
 from kernbench.cost_model import DispatchCostModel
 from kernbench.errors import CompositeCapError
 from kernbench.events.bus import Bus, Recorder

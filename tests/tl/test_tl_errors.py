@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernbench import tl
+import kernbench.tl as tl
 from kernbench.errors import DeadlockError, KernelError
 from kernbench.runtime.api import Runtime
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from kernelkit import PE0, busy, events, f32, rng_array, run1
 
-from kernbench import tl
+import kernbench.tl as tl
 from kernbench.events.types import EventKind, StallReason
 from kernbench.runtime.api import Runtime
 from kernbench.tl.context import ScratchError, current

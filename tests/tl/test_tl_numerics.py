@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from kernelkit import f32, rng_array, run1
 
-from kernbench import tl
+import kernbench.tl as tl
 from kernbench.runtime.api import Runtime
 
 
