@@ -1,3 +1,19 @@
-"""kernbench: a discrete-event simulator for LLM kernels on AHBM."""
+"""kernbench: a discrete-event simulator for LLM kernels on AHBM.
+
+``from kernbench import Runtime, tl`` is all a kernel author needs.
+"""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Lazy so that ``import kernbench`` stays cheap for the CLI and the TUI.
+    if name == "Runtime":
+        from kernbench.runtime.api import Runtime
+
+        return Runtime
+    if name == "tl":
+        from kernbench import tl
+
+        return tl
+    raise AttributeError(f"module 'kernbench' has no attribute {name!r}")
