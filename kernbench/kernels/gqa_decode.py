@@ -1,0 +1,296 @@
+"""GQA fused-attention decode (one new token), flash-decoding over the PEs.
+
+Shapes: ``heads`` query heads share ``kv_heads`` KV heads (G = heads /
+kv_heads query heads per KV head), ``head_dim`` d, ``context`` tokens of KV
+cache, batch 1, float16 inputs, float32 accumulation, KV tile ``tile`` tokens.
+
+Placement (split-K / flash-decoding): each KV head is served by
+``pes_per_head`` PEs (P). Program ``h * P + r`` owns the contiguous KV range
+``[context * r // P, context * (r + 1) // P)`` of KV head ``h`` and finds it
+in its *own* HBM slice, with a copy of the group's Q block (G × d). K is kept
+transposed (``Kᵀ``: d × n, a KV-cache layout that lets ``S = Q·Kᵀ`` be a
+plain GEMM for every variant); V is n × d.
+
+Per tile (T tokens, the last one may be shorter) every program runs the
+online-softmax update on its running ``(m, l, O)``::
+
+    S = Q·Kᵀ_t            (G × T, Q pre-scaled by 1/sqrt(d))
+    m' = max(m, rowmax(S));  corr = exp(m − m');  P = exp(S − m')
+    l = l·corr + rowsum(P);  O = O·corr + P·V_t
+
+Then the P programs of a KV head merge their partials pairwise with IPCQ
+send/recv in a binary tree over ``r`` (steps 1, 2, 4, … — with 8 PEs per
+CUBE the first steps stay inside a CUBE, later ones cross CUBEs) and program
+``r = 0`` writes ``O / l`` (float16) to its HBM slice.
+
+Variants (same math, different command streams):
+
+``primitive``
+    single-op ``tl`` calls: lazy ``tl.load`` of the Kᵀ and V tiles (next
+    tile's loads issued before this tile's math), ``tl.dot``, math ops —
+    15 commands per tile.
+``opt3``
+    the ADR-0060 hybrid: both GEMMs as ``tl.composite`` with the K / V tiles
+    as ``tl.ref`` operands, the softmax merge as single-OpSpec composites —
+    11 composite commands per tile.
+``opt2``
+    ADR-0065 "Option Y": composite #1 = Q·Kᵀ, composite #2 = the 9-step
+    softmax-merge recipe plus the accumulating P·V GEMM as one 10-op
+    composite with the running ``m``, ``l``, ``O`` as ``rw_handles`` —
+    2 commands per tile.
+
+The tile loop is bracketed by two zero-cycle ``tl.cycles(0)`` markers (no
+dispatch, no time) so per-tile figures can be read off the command log.
+The prologue (Q load + scale) and the merge epilogue are the same single-op
+code in all three variants.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import kernbench.tl as tl
+from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
+from kernbench.runtime.api import Runtime, RunResult
+
+VARIANTS = ("primitive", "opt3", "opt2")
+
+#: Stated tolerance vs the float32 numpy reference (f16 inputs, f16 scaled Q,
+#: f32 accumulation, f16 output): max |err| on outputs of magnitude ≲ 1.
+TOLERANCE = 4e-3
+
+
+def _ranges(context: int, pes: int) -> list[tuple[int, int]]:
+    return [(context * r // pes, context * (r + 1) // pes) for r in range(pes)]
+
+
+def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
+    return [(t0, min(n, t0 + tile)) for t0 in range(0, n, tile)]
+
+
+# --- the per-tile bodies ----------------------------------------------------
+
+
+def _loop_primitive(q, kt, v, n, tile, m, l, o):
+    tiles = _tiles(n, tile)
+    nxt = (tl.load(kt[:, tiles[0][0] : tiles[0][1]]), tl.load(v[tiles[0][0] : tiles[0][1], :]))
+    for i, _ in enumerate(tiles):
+        k_t, v_t = nxt
+        if i + 1 < len(tiles):
+            a, b = tiles[i + 1]
+            nxt = (tl.load(kt[:, a:b]), tl.load(v[a:b, :]))
+        s = tl.dot(q, k_t)
+        m_new = tl.maximum(m, tl.rowmax(s))
+        corr = tl.exp(tl.sub(m, m_new))
+        p = tl.exp(tl.sub_bcast(s, m_new))
+        l = tl.add(tl.mul(l, corr), tl.rowsum(p))
+        o = tl.add(tl.mul_bcast(o, corr), tl.dot(p, v_t))
+        m = m_new
+        del k_t, v_t, s, corr, p
+    return m, l, o
+
+
+def _loop_opt3(q, kt, v, n, tile, m, l, o):
+    g, d = q.shape
+    C = tl.composite
+    for t0, t1 in _tiles(n, tile):
+        T = t1 - t0
+        s = tl.zeros((g, T))
+        C([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        mt, m_new, corr = tl.zeros((g, 1)), tl.zeros((g, 1)), tl.zeros((g, 1))
+        C([tl.OpSpec("rowmax", {"x": s}, mt)])
+        C([tl.OpSpec("maximum", {"a": m, "b": mt}, m_new)])
+        C([tl.OpSpec("sub", {"a": m, "b": m_new}, corr)])
+        C([tl.OpSpec("exp", {"x": corr}, corr)], rw_handles=(corr,))
+        C([tl.OpSpec("sub_bcast", {"a": s, "b": m_new}, s)], rw_handles=(s,))
+        C([tl.OpSpec("exp", {"x": s}, s)], rw_handles=(s,))
+        C([tl.OpSpec("mul", {"a": l, "b": corr}, l)], rw_handles=(l,))
+        C([tl.OpSpec("rowsum", {"x": s}, l, extra={"accumulate": True})], rw_handles=(l,))
+        C([tl.OpSpec("mul_bcast", {"a": o, "b": corr}, o)], rw_handles=(o,))
+        C([tl.OpSpec("gemm", {"a": s, "b": tl.ref(v[t0:t1, :])}, o, extra={"m": g, "k": T, "n": d, "accumulate": True})], rw_handles=(o,))
+        m = m_new
+        del s, mt, corr
+    return m, l, o
+
+
+def opt2_recipe(q_s, m, m_new, l, o, corr, mt, v_ref, g: int, T: int, d: int) -> list[tl.OpSpec]:
+    """Composite #2 of opt2: softmax_merge (9 ops) + accumulating P·V GEMM."""
+    S = tl.OpSpec
+    return [
+        S("rowmax", {"x": q_s}, mt),
+        S("maximum", {"a": m, "b": mt}, m_new),
+        S("sub", {"a": m, "b": m_new}, corr),
+        S("exp", {"x": corr}, corr),
+        S("sub_bcast", {"a": q_s, "b": m_new}, q_s),
+        S("exp", {"x": q_s}, q_s),
+        S("mul", {"a": l, "b": corr}, l),
+        S("rowsum", {"x": q_s}, l, extra={"accumulate": True}),
+        S("mul_bcast", {"a": o, "b": corr}, o),
+        S("gemm", {"a": q_s, "b": v_ref}, o, extra={"m": g, "k": T, "n": d, "accumulate": True}),
+    ]
+
+
+def _loop_opt2(q, kt, v, n, tile, m, l, o, extra_ops: int = 0):
+    g, d = q.shape
+    m_other = tl.zeros((g, 1))
+    corr, mt = tl.zeros((g, 1)), tl.zeros((g, 1))
+    for t0, t1 in _tiles(n, tile):
+        T = t1 - t0
+        s = tl.zeros((g, T))
+        tl.composite([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        ops = opt2_recipe(s, m, m_other, l, o, corr, mt, tl.ref(v[t0:t1, :]), g, T, d)
+        # extra_ops > 0 pads the recipe with no-op copies (tests of the D7 cap).
+        ops += [tl.OpSpec("copy", {"x": o}, o) for _ in range(extra_ops)]
+        tl.composite(ops, rw_handles=(m_other, l, o))
+        m, m_other = m_other, m  # the two m buffers alternate tile to tile
+        del s
+    return m, l, o
+
+
+LOOPS = {"primitive": _loop_primitive, "opt3": _loop_opt3, "opt2": _loop_opt2}
+
+
+def _merge(m, l, o, m2, l2, o2):
+    m_new = tl.maximum(m, m2)
+    c1 = tl.exp(tl.sub(m, m_new))
+    c2 = tl.exp(tl.sub(m2, m_new))
+    l = tl.add(tl.mul(l, c1), tl.mul(l2, c2))
+    o = tl.add(tl.mul_bcast(o, c1), tl.mul_bcast(o2, c2))
+    return m_new, l, o
+
+
+def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_ops: int = 0):
+    me = tl.program_id()
+    h, r = divmod(me, pes_per_head)
+    g, d = qs[me].shape
+    n = kts[me].shape[1]
+    q = tl.scale(tl.load(qs[me]), 1.0 / math.sqrt(d))
+    m = tl.full((g, 1), -np.inf)
+    l = tl.zeros((g, 1))
+    o = tl.zeros((g, d))
+    tl.cycles(0)  # marker: tile loop starts
+    if variant == "opt2":
+        m, l, o = _loop_opt2(q, kts[me], vs[me], n, tile, m, l, o, extra_ops)
+    else:
+        m, l, o = LOOPS[variant](q, kts[me], vs[me], n, tile, m, l, o)
+    tl.cycles(0)  # marker: tile loop ends
+    step = 1
+    while step < pes_per_head:
+        if r % (2 * step) == step:
+            for x in (m, l, o):
+                tl.send(me - step, x)
+            return
+        if r + step < pes_per_head:
+            src = me + step
+            futs = (tl.recv_async(src, (g, 1)), tl.recv_async(src, (g, 1)), tl.recv_async(src, (g, d)))
+            m2, l2, o2 = (tl.wait(f) for f in futs)
+            m, l, o = _merge(m, l, o, m2, l2, o2)
+            del m2, l2, o2, futs
+        step *= 2
+    tl.store(outs[h], tl.div(o, l))
+
+
+# --- reference, setup, registration -----------------------------------------
+
+
+def reference(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """float32 attention of one query token: Q (H, d), K/V (kv_heads, ctx, d) → (H, d)."""
+    H, d = Q.shape
+    kvh = K.shape[0]
+    G = H // kvh
+    out = np.empty((H, d), np.float32)
+    for h in range(kvh):
+        q = Q[h * G : (h + 1) * G].astype(np.float32)
+        s = q @ K[h].astype(np.float32).T / np.float32(math.sqrt(d))
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        out[h * G : (h + 1) * G] = (p @ V[h].astype(np.float32)) / p.sum(axis=1, keepdims=True)
+    return out
+
+
+def pes_per_head_for(rt: Runtime, p: dict) -> int:
+    pph = p.get("pes_per_head", 0) or len(rt.pe_ids()) // p["kv_heads"]
+    return max(1, min(pph, p["context"]))
+
+
+def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
+    variant = p["variant"]
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+    H, kvh, d, ctx, T = p["heads"], p["kv_heads"], p["head_dim"], p["context"], p["tile"]
+    if kvh <= 0 or H % kvh:
+        raise ValueError(f"heads ({H}) must be a positive multiple of kv_heads ({kvh})")
+    if min(d, ctx, T) <= 0:
+        raise ValueError("head_dim, context and tile must be positive")
+    P = pes_per_head_for(rt, p)
+    if kvh * P > len(rt.pe_ids()):
+        raise ValueError(f"kv_heads × pes_per_head = {kvh * P} PEs, but {rt.graph.name} has {len(rt.pe_ids())}")
+    G = H // kvh
+    rng = np.random.default_rng(p.get("seed", 0))
+    Q = rng.standard_normal((H, d)).astype(np.float16)
+    K = rng.standard_normal((kvh, ctx, d)).astype(np.float16)
+    V = rng.standard_normal((kvh, ctx, d)).astype(np.float16)
+    qs, kts, vs, outs = [], [], [], []
+    ranges = _ranges(ctx, P)
+    for h in range(kvh):
+        for r, (a, b) in enumerate(ranges):
+            pe = h * P + r
+            qs.append(rt.deploy(Q[h * G : (h + 1) * G], pe=pe, name=f"Q{h}.{r}"))
+            kts.append(rt.deploy(np.ascontiguousarray(K[h, a:b].T), pe=pe, name=f"Kt{h}.{r}"))
+            vs.append(rt.deploy(V[h, a:b], pe=pe, name=f"V{h}.{r}"))
+        outs.append(rt.empty((G, d), np.float16, pe=h * P, name=f"O{h}"))
+    rt.launch(gqa_decode, pes=range(kvh * P), args=(variant, qs, kts, vs, outs, P, T, extra_ops))
+    ref = reference(Q, K, V)
+    tiles_total = kvh * sum(len(_tiles(b - a, T)) for a, b in ranges)
+
+    def check() -> float:
+        got = np.concatenate([rt.read(o) for o in outs]).astype(np.float32)
+        return float(np.abs(got - ref).max())
+
+    def summary(result: RunResult) -> dict:
+        s = per_tile(result, tiles_total)
+        s.update(tiles=tiles_total, pes_per_head=P, group=G)
+        return s
+
+    return Prepared(check, summary, variant)
+
+
+def loop_entries(op_log: list[dict]) -> list[dict]:
+    """The commands a PE issued inside its tile loop (between the two markers)."""
+    marks = [i for i, e in enumerate(op_log) if e["op"] == "cpu/cycles"]
+    if len(marks) < 2:
+        return []
+    return [e for e in op_log[marks[0] + 1 : marks[1]]]
+
+
+def per_tile(result: RunResult, tiles_total: int) -> dict:
+    entries = [e for log in result.op_logs.values() for e in loop_entries(log)]
+    t = max(1, tiles_total)
+    return {
+        "cmds_per_tile": round(len(entries) / t, 3),
+        "bytes_per_tile": round(sum(e["logical_bytes"] for e in entries) / t, 3),
+        "dispatch_cycles_per_tile": round(sum(e["dispatch_cycles"] for e in entries) / t, 3),
+    }
+
+
+PARAMS = (
+    Param("variant", str, "opt2", "kernel form", VARIANTS),
+    Param("heads", int, 64, "query heads"),
+    Param("kv_heads", int, 8, "KV heads (query heads per KV head = heads / kv_heads)"),
+    Param("head_dim", int, 128, "head dimension d"),
+    Param("context", int, 32768, "KV context length (tokens)"),
+    Param("tile", int, 128, "KV tile (tokens per tile)"),
+    Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)"),
+    Param("seed", int, 0, "random seed of the inputs"),
+)
+
+register(
+    KernelSpec(
+        "gqa-decode",
+        "GQA fused-attention decode, flash-decoding split over PEs (variants primitive, opt3, opt2)",
+        PARAMS,
+        setup,
+        default_topology="paper",
+    )
+)
