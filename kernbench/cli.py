@@ -19,6 +19,7 @@ from kernbench.errors import KernbenchError
 COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
     "kernbench.commands.run",
+    "kernbench.commands.bench",
 )
 
 
