@@ -15,6 +15,8 @@ on the UI thread, so the user browses what has been simulated so far.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.app import App
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -31,7 +33,7 @@ from tui.sources import Source, WholeTraceSource
 
 
 class KernbenchApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kernbench"
     COMMANDS = App.COMMANDS | {DebuggerCommands}
     ENABLE_COMMAND_PALETTE = True

@@ -40,9 +40,9 @@ def parse_filter(text: str) -> tuple[set[EventKind] | None, str | None]:
 
 class EventLog(Vertical):
     DEFAULT_CSS = """
-    EventLog { height: auto; }
+    EventLog { height: 1fr; }
     EventLog Input { height: 1; border: none; padding: 0 1; margin: 0; }
-    EventLog Static { padding: 0 1; }
+    EventLog Static { height: 1fr; padding: 0 1; }
     """
 
     def compose(self) -> ComposeResult:
@@ -69,4 +69,4 @@ class EventLog(Vertical):
             text.append(line[:width] + "\n", style=style)
         if not before and not after:
             text.append("no event matches the filter")
-        self.query_one("#log-lines", Static).update(text)
+        self.query_one("#log-lines", Static).update(text, layout=False)

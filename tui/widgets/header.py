@@ -31,4 +31,4 @@ class TraceHeader(Static):
         if nav.follow:
             text.append(" │ following", style="italic")
         text.append(" │ kernbench", style="dim")
-        self.update(text)
+        self.update(text, layout=False)

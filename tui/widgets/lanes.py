@@ -23,6 +23,8 @@ A run of busy cells long enough shows its command name.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -56,6 +58,14 @@ KIND_COLORS = {
     int(EventKind.LOAD_WAIT): "magenta",
     int(EventKind.CPU_WORK): "yellow",
 }
+
+
+@lru_cache(maxsize=256)
+def _style(color: str, text: bool, selected: bool) -> Style:
+    style = Style(color="black", bgcolor=color, bold=True) if text else Style(color=color)
+    if selected:
+        style += Style(underline=True, bold=True, bgcolor="grey35")
+    return style
 
 
 def engine_of(lane: str) -> str:
@@ -245,18 +255,20 @@ class LanesView(ScrollView, can_focus=True):
         if selected is not None:
             nav = self.nav
             sel_lo = int((max(selected.t_ns, nav.t0) - nav.t0) / nav.width_ns * n)
-            sel_hi = int((min(selected.end_ns, nav.t1) - nav.t0) / nav.width_ns * n)
+            sel_hi = max(sel_lo, int((min(selected.end_ns, nav.t1) - nav.t0) / nav.width_ns * n) - 1)
         segments: list[Segment] = []
+        run_key = None
+        run_chars: list[str] = []
         for i in range(n):
-            color = colors[i]
-            if text_cell[i]:
-                style = Style(color="black", bgcolor=color, bold=True)
-            else:
-                style = Style(color=color)
-            if sel_lo <= i <= max(sel_lo, sel_hi - 1) and selected is not None and count[i]:
-                style += Style(underline=True, bold=True, bgcolor="grey35")
-            segments.append(Segment(chars[i], style))
-        return list(Segment.simplify(segments))
+            key = (colors[i], text_cell[i], sel_lo <= i <= sel_hi and count[i] > 0)
+            if key != run_key:
+                if run_chars:
+                    segments.append(Segment("".join(run_chars), _style(*run_key)))
+                run_key, run_chars = key, []
+            run_chars.append(chars[i])
+        if run_chars:
+            segments.append(Segment("".join(run_chars), _style(*run_key)))
+        return segments
 
     def _lane_row(self, lane: str, width: int) -> Strip:
         engine = engine_of(lane)

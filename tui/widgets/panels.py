@@ -46,7 +46,7 @@ def panel_area(widget) -> tuple[int, int]:
 
 class Panel(Static):
     DEFAULT_CSS = """
-    Panel { height: auto; padding: 0 1; }
+    Panel { height: 1fr; padding: 0 1; }
     """
 
     def lines_available(self) -> int:
@@ -77,7 +77,7 @@ class FifoPanel(Panel):
             text.append(f"{short_edge(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
-        self.update(text)
+        self.update(text, layout=False)
 
 
 class StallsPanel(Panel):
@@ -99,7 +99,7 @@ class StallsPanel(Panel):
         nxt = model.next_change(t, kind=EventKind.STALL, starts_only=True)
         if nxt is not None:
             text.append(f"next stall starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
-        self.update(text)
+        self.update(text, layout=False)
 
 
 class LoadsPanel(Panel):
@@ -122,7 +122,7 @@ class LoadsPanel(Panel):
             text.append("no lazy load in flight at the cursor\n")
         else:
             text.append(f"{len(loads)} in flight", style="dim")
-        self.update(text)
+        self.update(text, layout=False)
 
 
 class DetailsPanel(Panel):
@@ -133,7 +133,7 @@ class DetailsPanel(Panel):
         text = Text(no_wrap=True)
         if e is None:
             text.append("no span selected — click a span in the lanes, or press n for the next stall")
-            self.update(text)
+            self.update(text, layout=False)
             return
         rows = [
             ("kind", e.kind.name),
@@ -152,4 +152,4 @@ class DetailsPanel(Panel):
             left = f"{rows[i][0]:>10}: {rows[i][1]}"
             right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
             text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
-        self.update(text)
+        self.update(text, layout=False)

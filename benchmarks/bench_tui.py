@@ -1,0 +1,186 @@
+"""How fast the debugger answers on a trace of about one million events.
+
+Prints: time to build and open the trace file, memory per million events,
+keypress-to-frame latency (median / p95) when stepping and zooming, and the
+time from launching ``kernbench-tui open FILE`` to its first frame with the
+trace drawn. Target: under 50 ms median keypress-to-frame.
+
+    python benchmarks/bench_tui.py [--events 1000000] [--size 160x50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernbench.events.bus import Bus  # noqa: E402
+from kernbench.events.store import EventStore  # noqa: E402
+from kernbench.events.tracefile import open_trace, save_trace  # noqa: E402
+from tui.demo import DemoParams, run_demo  # noqa: E402
+
+EVENTS_PER_TILE_PER_PE = 28.4  # measured on the demo kernel
+
+
+def build_trace(n_events: int) -> tuple[EventStore, object]:
+    n_pes = 32
+    tiles = max(1, round(n_events / (n_pes * EVENTS_PER_TILE_PER_PE)))
+    bus = Bus()
+    events: list = []
+    bus.subscribe(events.append)
+    meta = run_demo(bus, DemoParams(n_pes=n_pes, tiles=tiles))
+    return EventStore.from_events(events), meta
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+async def key_latencies(path: Path, size: tuple[int, int], pes: int) -> dict[str, list[float]]:
+    """Key event in → next frame out, as the terminal would get it.
+
+    The key goes straight to the driver's queue (as a real keypress does);
+    the clock stops when the app hands the resulting screen update to the
+    display and it has been turned into terminal output. This includes
+    Textual's frame pacing (the screen refreshes on a 60 Hz timer).
+    """
+    from textual import events
+
+    from tui.app import KernbenchApp
+    from tui.messages import PEsChosen
+    from tui.sources import TraceFileSource
+
+    app = KernbenchApp(TraceFileSource(path))
+    out: dict[str, list[float]] = {"step": [], "zoom": [], "pan": [], "stall": []}
+    frames: list[float] = []
+    frame = asyncio.Event()
+    display = app._display
+
+    def timed_display(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None:
+            "".join(renderable.render_segments(app.console))
+            frames.append(time.perf_counter())
+            frame.set()
+
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if pes > 1:
+            app.screen.post_message(PEsChosen(app.model.pes()[:pes]))
+            await pilot.pause()
+        app._display = timed_display
+        chars = {"full_stop": ".", "comma": ",", "right_square_bracket": "]", "left_square_bracket": "["}
+
+        async def timed(group: str, key: str) -> None:
+            await pilot.pause()
+            frame.clear()
+            t0 = time.perf_counter()
+            app._driver.send_message(events.Key(key, chars.get(key, key)))
+            await asyncio.wait_for(frame.wait(), timeout=10)
+            out[group].append((frames[-1] - t0) * 1000)
+
+        # From the fitted view: zoom in step by step and back out, stepping between.
+        for _ in range(10):
+            await timed("zoom", "w")
+            for key in ("full_stop", "full_stop", "right_square_bracket", "comma", "left_square_bracket"):
+                await timed("step", key)
+            await timed("pan", "d")
+        for _ in range(10):
+            await timed("zoom", "s")
+            await timed("pan", "a")
+        for _ in range(5):
+            await timed("stall", "n")
+        await timed("zoom", "f")
+    return out
+
+
+def first_frame_s(path: Path, size: tuple[int, int]) -> float:
+    """Launch a fresh interpreter running the app on ``path``; time to first drawn trace frame."""
+    code = f"""
+import os, sys
+os.environ['TEXTUAL_ANIMATIONS'] = 'none'
+sys.path.insert(0, {str(ROOT)!r})
+from tui.app import KernbenchApp
+from tui.sources import TraceFileSource
+
+class Probe(KernbenchApp):
+    def on_trace_opened(self, message):
+        super().on_trace_opened(message)
+        self.call_after_refresh(lambda: self.exit('frame'))
+
+async def main():
+    app = Probe(TraceFileSource({str(path)!r}))
+    async with app.run_test(size={size!r}) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        while app.is_running:
+            await pilot.pause(0.005)
+    print('first-frame')
+
+import asyncio
+asyncio.run(main())
+"""
+    t0 = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    elapsed = time.perf_counter() - t0
+    assert "first-frame" in result.stdout, result.stderr
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--size", default="160x50")
+    args = parser.parse_args()
+    size = tuple(int(x) for x in args.size.split("x"))
+
+    t0 = time.perf_counter()
+    store, meta = build_trace(args.events)
+    t_build = time.perf_counter() - t0
+    n = len(store)
+    print(f"trace: {n:,} events from the synthetic kernel (32 PEs), simulated+stored in {t_build:.1f} s")
+    print(f"memory: {store.nbytes() / n:.1f} bytes/event = {store.nbytes() / n:.0f} MB per million events "
+          f"(columns + indices, string tables excluded)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.kbtrace"
+        t0 = time.perf_counter()
+        save_trace(path, store, meta)
+        t_save = time.perf_counter() - t0
+        print(f"save: {t_save:.2f} s, file {path.stat().st_size / 1e6:.1f} MB "
+              f"({path.stat().st_size / n:.1f} bytes/event)")
+        opens = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            opened = open_trace(path).store
+            opens.append(time.perf_counter() - t0)
+        assert len(opened) == n
+        print(f"open: {min(opens) * 1000:.0f} ms (best of 3), per million events "
+              f"{min(opens) * 1e6 / n * 1000:.0f} ms")
+        del opened
+
+        for pes in (1, 8):
+            lat = asyncio.run(key_latencies(path, size, pes))
+            print(f"keypress-to-frame at {size[0]}x{size[1]}, {pes} PE(s) shown ({pes * 8} lanes):")
+            for group, xs in lat.items():
+                print(f"  {group:<6} n={len(xs):3d}  median {statistics.median(xs):6.1f} ms"
+                      f"   p95 {percentile(xs, 0.95):6.1f} ms   max {max(xs):6.1f} ms")
+
+        t_first = first_frame_s(path, size)
+        print(f"launch to first frame (fresh interpreter, imports + open + draw): {t_first:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
