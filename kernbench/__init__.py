@@ -13,7 +13,8 @@ def __getattr__(name: str):
 
         return Runtime
     if name == "tl":
-        from kernbench import tl
+        import importlib
 
-        return tl
+        # not ``from kernbench import tl``: that asks this __getattr__ again (RecursionError)
+        return importlib.import_module("kernbench.tl")
     raise AttributeError(f"module 'kernbench' has no attribute {name!r}")
