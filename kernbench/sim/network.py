@@ -15,18 +15,16 @@ side; the data moves as a train of flits.
 Two timing modes behind this one interface:
 
 ``"fast"`` (default)
-    A transfer's whole flit train crosses each edge in one step, in closed
-    form (:mod:`kernbench.sim.train`), when its head reaches that edge; an
-    edge remembers only when its last reserved flit leaves. Exact for
-    isolated transfers (tests/sim). Under contention trains are served
-    whole, first come by head arrival, instead of interleaved flit by flit.
-    Where one shared link is the bottleneck the last completion is exact
-    and an early train simply finishes first; where trains that were
-    thinned by slower links upstream merge onto a faster link, the later
-    train waits for the earlier one's tail instead of using its gaps, and
-    finishes late (up to ~2× on the paper's hub-port → UCIe merges; see
-    tests/sim/test_contention.py, which states the tolerances and keeps the
-    known-bad cases as strict xfails).
+    A transfer's whole flit train crosses each edge in one step, when its
+    head reaches that edge. Alone on an edge it follows the exact closed
+    form (:mod:`kernbench.sim.train`); sharing an edge with trains still
+    crossing it, it is served as a fluid by the slots they leave free
+    (:mod:`kernbench.sim.share`): a train paced by a slower upstream link
+    fits in another's gaps, and on a saturated edge it waits for capacity.
+    Exact for isolated transfers; under contention it agrees with the
+    oracle within the tolerances tests/sim/test_contention.py states (an
+    early train is not slowed by one arriving after it, so a saturated
+    link's total is exact but its split favours the first comer).
 ``"oracle"``
     Every flit crosses every edge as its own event, FIFO in arrival order.
     The reference the fast mode is tested against; cost grows with flits.
@@ -42,12 +40,15 @@ import simpy
 from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
+from kernbench.sim import share
 from kernbench.sim import train as tr
 from kernbench.sim.hbm import ChannelArray, ChannelSpan
 from kernbench.topology.graph import Graph, Route
 
 Mode = Literal["fast", "oracle"]
 MEMORY_KINDS = ("hbm_slice", "sram")
+FAST_CHUNKS = 4  # fast mode moves a transfer as at most this many trains (see _move_chunks)
+MIN_CHUNK_FLITS = 16  # … each of at least this many flits
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +67,19 @@ class TransferResult:
 
 
 class Network:
-    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast"):
+    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", chunks: int = FAST_CHUNKS):
         if mode not in ("fast", "oracle"):
             raise ValueError(f"mode must be 'fast' or 'oracle', got {mode!r}")
         self.env = env
         self.graph = graph
         self.bus = bus if bus is not None else Bus()
         self.mode = mode
+        if chunks < 1:
+            raise ValueError(f"chunks must be >= 1, got {chunks}")
+        self.chunks = chunks
         self.flit_bytes = graph.flit_bytes
         self.edge_free = [0.0] * len(graph.edges)
+        self._loads: list[list[share.Load]] = [[] for _ in graph.edges]
         self._depth_shown = [0.0] * len(graph.edges)
         self._memories: dict[str, ChannelArray] = {}
         self._next_corr = 1
@@ -188,8 +193,8 @@ class Network:
         if self.mode == "fast":
             pieces, spans = mem.read_train(env.now, offset, n, stride)
             self._publish_channels(mem, spans, corr)
-            pieces = yield from self._move_train(pieces, resp, n, corr)
-            end = tr.at(pieces, n - 1)
+            ends = yield from self._move_chunks(pieces, resp, n, corr)
+            end = max(ends)
         else:
             ready = []
             for k in range(n):
@@ -214,12 +219,13 @@ class Network:
         corr = self._begin(kind, initiator, memory, size_bytes, corr_id)
         start = t0 + fwd.src_overhead_ns
         if self.mode == "fast":
-            pieces = yield from self._move_train([(start, 0.0, 0)], fwd, n, corr)
-            head = tr.at(pieces, 0)
-            if head > env.now:
-                yield env.timeout(head - env.now)
-            done, spans = mem.write_done(pieces, offset, n, stride)
-            self._publish_channels(mem, spans, corr)
+
+            def commit(c0: int, count: int, pieces) -> float:
+                done_c, spans = mem.write_done(pieces, offset + c0 * stride, count, stride)
+                self._publish_channels(mem, spans, corr)
+                return done_c
+
+            done = max((yield from self._move_chunks([(start, 0.0, 0)], fwd, n, corr, at_dst=commit)))
         else:
 
             def commit(k: int, t: float) -> float:
@@ -242,8 +248,7 @@ class Network:
         corr = self._begin(kind, src, dst, size_bytes, corr_id)
         start = t0 + route.src_overhead_ns
         if self.mode == "fast":
-            pieces = yield from self._move_train([(start, 0.0, 0)], route, n, corr)
-            end = tr.at(pieces, n - 1)
+            end = max((yield from self._move_chunks([(start, 0.0, 0)], route, n, corr)))
         else:
             arrivals = yield from self._move_flits([start] * n, route, corr)
             end = max(arrivals)
@@ -253,9 +258,38 @@ class Network:
 
     # --- fast mode: trains ------------------------------------------------
 
+    def _move_chunks(self, pieces, route: Route, n: int, corr: int, at_dst=None):
+        """Move a train as up to ``self.chunks`` consecutive trains; each one's end time.
+
+        Chunks keep a late transfer from queueing behind the whole of an
+        early one (it can slip in between chunks, as flits interleave in the
+        oracle) at a cost that does not grow with the flit count. Chunks of
+        one transfer follow each other exactly (the closed form splits at any
+        flit). ``at_dst(first_flit, count, pieces)`` handles each chunk's
+        arrival at the destination, at that time, and returns its end.
+        """
+        env = self.env
+        k = max(1, min(self.chunks, n // MIN_CHUNK_FLITS))
+        bounds = [n * i // k for i in range(k + 1)]
+        procs = []
+        for c0, c1 in zip(bounds, bounds[1:]):
+            procs.append(env.process(self._chunk(tr.restrict(pieces, c0, c1), route, c1 - c0, corr, c0, at_dst)))
+        yield simpy.AllOf(env, procs)
+        return [p.value for p in procs]
+
+    def _chunk(self, pieces, route: Route, count: int, corr: int, c0: int, at_dst):
+        out = yield from self._move_train(pieces, route, count, corr)
+        if at_dst is None:
+            return tr.at(out, count - 1)
+        head = tr.at(out, 0)
+        if head > self.env.now:
+            yield self.env.timeout(head - self.env.now)
+        return at_dst(c0, count, out)
+
     def _move_train(self, pieces, route: Route, n: int, corr: int):
         env = self.env
         free = self.edge_free
+        loads = self._loads
         bus = self.bus
         for hop in route.hops:
             head = tr.at(pieces, 0)
@@ -264,18 +298,26 @@ class Network:
             e = hop.edge.index
             s = hop.flit_ns
             f = free[e]
-            out = tr.through_edge(pieces, s, f)
-            tail = tr.at(out, n - 1)
-            free[e] = tail
+            running = [ld for ld in loads[e] if ld[1] > head]
+            if all(ld[3] == corr for ld in running):
+                # Alone on the edge: the exact closed form.
+                out = tr.through_edge(pieces, s, f)
+                first, tail = tr.at(out, 0), tr.at(out, n - 1)
+            else:
+                first, tail = share.departures(head, tr.at(pieces, n - 1), n, s, running)
+                out = [(first, (tail - first) / (n - 1) if n > 1 else s, 0)]
+            running.append((first - s, tail, share.share_of(n, s, first - s, tail), corr))
+            loads[e] = running
+            free[e] = max(f, tail)
             if bus.active:
-                first = tr.at(out, 0)
                 bus.emit(first - s, EventKind.EDGE_BUSY, hop.edge.id, end_ns=tail, corr_id=corr, value=n)
-                self._publish_depth(e, hop.edge.id, head, f, s)
+                self._publish_depth(e, hop.edge.id, head, f, running[:-1], s)
             pieces = tr.shift(out, hop.prop_ns + hop.next_overhead_ns)
         return pieces
 
-    def _publish_depth(self, e: int, edge_id: str, head: float, prev_free: float, s: float) -> None:
-        backlog = max(0.0, (prev_free - head) / s)
+    def _publish_depth(self, e: int, edge_id: str, head: float, prev_free: float, ahead: list, s: float) -> None:
+        """Flits of earlier trains still to cross the edge when this train's head arrives."""
+        backlog = sum(ld[2] * (ld[1] - head) / s for ld in ahead)
         shown = self._depth_shown[e]
         if shown > 0 and head >= prev_free:
             self.bus.emit(prev_free, EventKind.QUEUE_DEPTH, edge_id, value=0.0)

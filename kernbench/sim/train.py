@@ -54,3 +54,16 @@ def prune(pieces: list[Piece]) -> list[Piece]:
         if not dominated:
             kept.append((a, r, k0))
     return kept
+
+
+def restrict(pieces: list[Piece], c0: int, c1: int) -> list[Piece]:
+    """The sub-train of flits ``c0 … c1-1``, renumbered from 0."""
+    out = []
+    for a, r, k0 in pieces:
+        if k0 >= c1:
+            continue
+        if k0 <= c0:
+            out.append((a + (c0 - k0) * r, r, 0))
+        else:
+            out.append((a, r, k0 - c0))
+    return prune(out)

@@ -1,38 +1,39 @@
 """Fast mode vs the flit-by-flit oracle under contention (issue 2, section 3).
 
-The fast mode moves a whole flit train through an edge when its head gets
-there, first come first served; the oracle interleaves flits in arrival
-order. Measured on the scenarios below (32 KiB each, all issued at t = 0
-unless staggered), with error = (fast end - oracle end) / oracle latency:
+The fast mode moves a transfer as up to four consecutive flit trains; each
+crosses an edge in closed form when its head gets there, alone exactly, and
+beside trains still crossing that edge as a fluid served by the slots they
+leave free (kernbench/sim/share.py). The oracle interleaves every flit in
+arrival order. Measured on the scenarios below (32 KiB each, all issued at
+t = 0 unless staggered), error = (fast end - oracle end) / oracle latency:
 
     scenario                                 makespan   per transfer
-    two sends sharing r0->r1                  0.00 %    -46.6 %, 0.0 %
-    two reads sharing r1->r0                  0.00 %    -44.1 %, 0.0 %
-    two sends, second 40 ns later             0.00 %    -37.4 %, 0.0 %
-    four writes sharing r0->r1                0.00 %    -44.1 % .. 0.0 %
-    four sends sharing r0->r1                 0.00 %    -63.3 % .. 0.0 %
-    fan-in: 4 reads from one slice            0.00 %    0.0 % (exact)
-    fan-in: 4 writes to one slice            -2.91 %    -72.3 % .. -2.9 %
-    crossing flows in one CUBE (3 sends)     -1.07 %    -45.9 % .. 0.0 %
-    crossing flows over the 2x2 mesh         +3.49 %    -43.5 % .. +3.5 %
+    two sends sharing r0->r1                  0.00 %    -11.4 % .. 0.0 %
+    two reads sharing r1->r0                  0.00 %    -10.8 % .. 0.0 %
+    two sends, second 40 ns later             0.00 %     -9.9 % .. 0.0 %
+    four writes sharing r0->r1                0.00 %    -10.8 % .. 0.0 %
+    four sends sharing r0->r1                 0.00 %    -14.9 % .. 0.0 %
+    fan-in: 4 reads from one slice            0.00 %      0.0 % (exact)
+    fan-in: 4 writes to one slice            -2.91 %    -15.7 % .. -2.9 %
+    crossing flows in one CUBE (3 sends)     -1.07 %    -11.2 % .. 0.0 %
+    crossing flows over the 2x2 mesh          0.00 %    -10.6 % .. +0.2 %
+    two writes merging onto UCIe              0.00 %      0.0 %
+    two sends merging onto UCIe              +0.01 %    +0.0 %
+    four corners reading the neighbour CUBE  +0.90 %    +0.1 % .. +0.9 %
+    40 random staggered mixes (2x2 mesh)   within 3 %  -17.2 % .. +10.2 %
 
-Stated tolerance (tested): the makespan within 4 %; each transfer ends no
-more than 4 % of its oracle latency *later* than in the oracle, and up to
-75 % *earlier* (the first-come train is not slowed by one that arrives after
-its head: the oracle shares the link fairly, the fast mode serves trains in
-turn). The per-transfer bound is wide because of that policy, not because of
-noise: where the shared edge is the bottleneck the fast mode gives the same
-total but a different split.
-
-Not within tolerance (xfail, reported): trains that *merge onto a faster
-link*. Each is paced by a slower upstream edge (128 GB/s hub ports) and they
-share a 512 GB/s UCIe hop; the oracle fills one train's gaps with the
-other's flits, the fast mode reserves the edge until the first train's tail.
-Measured makespan error: +76.7 % (two writes), +85.7 % (two sends),
-+114.8 % (four corner PEs reading from the neighbour CUBE).
+Stated tolerance (tested): the makespan within 4 %; on the named scenarios
+each transfer ends no more than 4 % of its oracle latency later and no more
+than 20 % earlier than in the oracle; on random mixes no more than 15 %
+later and 25 % earlier. A transfer can end early because a train already on
+an edge is never slowed by one arriving after its head (the oracle shares a
+saturated link fairly, the fast mode in turn, chunk by chunk); it can end
+late by up to about one chunk when it arrives just behind another's chunk.
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from simrun import Op, run
@@ -42,7 +43,10 @@ S = 32768
 
 MAKESPAN_TOL = 0.04
 LATE_TOL = 0.04
-EARLY_TOL = 0.75
+EARLY_TOL = 0.20
+RANDOM_MAKESPAN_TOL = 0.04
+RANDOM_LATE_TOL = 0.15
+RANDOM_EARLY_TOL = 0.25
 
 SCENARIOS = {
     "two_streams_sends": ("cube1", [Op("send", C + "pe0.ipcq", C + "pe2.ipcq", S), Op("send", C + "pe1.ipcq", C + "pe3.ipcq", S)]),
@@ -125,14 +129,35 @@ def test_fan_in_reads_to_one_slice_agree_exactly(request):
     assert max(abs(x) for x in per) <= 1e-9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fast mode reserves a shared edge for a whole train from head to tail; trains "
-    "paced by a slower upstream edge that merge onto a faster link are serialized instead "
-    "of interleaved (makespan +76.7 % / +85.7 % / +114.8 % vs the oracle)",
-)
 @pytest.mark.parametrize("name", list(MERGING))
 def test_fast_agrees_with_oracle_when_trains_merge_onto_a_faster_link(request, name):
     makespan, per = errors(request, *MERGING[name])
-    assert abs(makespan) <= MAKESPAN_TOL, (name, makespan)
-    assert max(per) <= LATE_TOL, (name, per)
+    assert abs(makespan) <= 0.01, (name, makespan)
+    assert max(abs(x) for x in per) <= 0.01, (name, per)
+
+
+def _random_mix(rng: random.Random) -> list[Op]:
+    pes = [f"sip0.cube{c}.pe{p}" for c in range(4) for p in range(8)]
+    ops = []
+    for _ in range(rng.randint(2, 6)):
+        a, b = rng.choice(pes), rng.choice(pes)
+        kind = rng.choice(["read", "write", "send"])
+        at = rng.uniform(0, 200)
+        size = rng.choice([4096, 32768])
+        if kind == "send":
+            if a != b:
+                ops.append(Op("send", a + ".ipcq", b + ".ipcq", size, at_ns=at))
+        else:
+            mem = b.replace(".pe", ".hbm.slice")
+            ops.append(Op(kind, a + ".dma", mem, size, offset=rng.randrange(64) * 32768, at_ns=at))
+    return ops
+
+
+def test_fast_agrees_with_oracle_on_random_staggered_mixes(request):
+    rng = random.Random(1)
+    for _ in range(40):
+        ops = _random_mix(rng)
+        makespan, per = errors(request, "sip2x2", ops)
+        assert abs(makespan) <= RANDOM_MAKESPAN_TOL, (ops, makespan)
+        assert max(per) <= RANDOM_LATE_TOL, (ops, per)
+        assert min(per) >= -RANDOM_EARLY_TOL, (ops, per)
