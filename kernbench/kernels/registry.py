@@ -56,15 +56,22 @@ def register(spec: KernelSpec) -> KernelSpec:
 KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode")
 
 
+_loaded = False
+
+
 def _load_all() -> None:
+    global _loaded
     import importlib
 
     for name in KERNEL_MODULES:
         importlib.import_module(name)
+    _loaded = True
 
 
 def kernels() -> dict[str, KernelSpec]:
-    if not KERNELS:
+    # Not "if not KERNELS": importing one kernel module directly registers it
+    # and would hide the others.
+    if not _loaded:
         _load_all()
     return dict(sorted(KERNELS.items()))
 
