@@ -206,30 +206,29 @@ class EventStore:
     def _columns_of(self, events: Sequence[Event]) -> dict[str, np.ndarray]:
         cid, sid = self._component_ids, self._string_ids
         comps, strs = self.components, self.strings
-
-        def intern(table: dict[str, int], names: list[str], s: str) -> int:
-            i = table.get(s)
-            if i is None:
-                i = table[s] = len(names)
-                names.append(s)
-            return i
-
-        rows = [
-            (
-                e.t_ns,
-                e.end_ns if int(e.kind) in SPAN_KINDS else e.t_ns,
-                int(e.kind),
-                intern(cid, comps, e.component),
-                intern(sid, strs, e.label),
-                intern(sid, strs, e.detail),
-                e.value,
-                e.corr_id,
-                e.seq,
-            )
-            for e in events
-        ]
-        cols = list(zip(*rows))
-        return {name: np.array(col, dtype=dt) for (name, dt), col in zip(COLUMNS.items(), cols)}
+        # Intern in first-seen order (never set order: ids must not depend on hashing).
+        for name in dict.fromkeys(e.component for e in events):
+            if name not in cid:
+                cid[name] = len(comps)
+                comps.append(name)
+        for name in dict.fromkeys(s for e in events for s in (e.label, e.detail)):
+            if name not in sid:
+                sid[name] = len(strs)
+                strs.append(name)
+        kind = np.fromiter((e.kind for e in events), dtype=np.uint8, count=len(events))
+        t = np.fromiter((e.t_ns for e in events), dtype=np.float64, count=len(events))
+        end = np.fromiter((e.end_ns for e in events), dtype=np.float64, count=len(events))
+        return {
+            "t_ns": t,
+            "end_ns": np.where(_SPAN_KIND_MASK[kind], end, t),
+            "kind": kind,
+            "component": np.fromiter((cid[e.component] for e in events), dtype=np.int32, count=len(events)),
+            "label": np.fromiter((sid[e.label] for e in events), dtype=np.int32, count=len(events)),
+            "detail": np.fromiter((sid[e.detail] for e in events), dtype=np.int32, count=len(events)),
+            "value": np.fromiter((e.value for e in events), dtype=np.float64, count=len(events)),
+            "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=len(events)),
+            "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=len(events)),
+        }
 
     def _index_from(self, p: int, old_n: int, new_spans: dict[str, np.ndarray] | None = None) -> None:
         """Re-index rows ``p:`` (rows before ``p`` did not move)."""
@@ -357,3 +356,34 @@ class EventStore:
         for s in self._streams.values():
             total += s.rows.nbytes() + (s.ends.nbytes() if s.ends is not None else 0)
         return total
+
+
+class StoreRecorder:
+    """A bus subscriber that fills an :class:`EventStore` in batches.
+
+    ``rec = StoreRecorder(bus)``; run the simulation; ``store = rec.finish()``.
+    Events are buffered and appended every ``batch_events`` so recording
+    costs one list append per event while the simulation runs.
+    """
+
+    def __init__(self, bus=None, batch_events: int = 65536) -> None:
+        self.store = EventStore()
+        self._buf: list[Event] = []
+        self._batch = batch_events
+        if bus is not None:
+            bus.subscribe(self)
+
+    def __call__(self, event: Event) -> None:
+        self._buf.append(event)
+        if len(self._buf) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            self.store.append(self._buf)
+            self._buf = []
+
+    def finish(self) -> EventStore:
+        """Append what is buffered and return the store."""
+        self.flush()
+        return self.store

@@ -34,6 +34,10 @@ ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "m
 #: Span kinds that mean "the lane is stalled" rather than "busy".
 STALL_KINDS = frozenset({EventKind.STALL, EventKind.LOAD_WAIT})
 
+_KIND_PRIORITY = np.arange(N_KINDS) + 2
+_KIND_PRIORITY[int(EventKind.STALL)] = 0
+_KIND_PRIORITY[int(EventKind.LOAD_WAIT)] = 1
+
 _PE_RE = re.compile(r"^(sip(\d+)\.cube(\d+)\.pe(\d+))\.(.+)$")
 _NUM_RE = re.compile(r"(\d+)")
 
@@ -299,7 +303,8 @@ class TimelineModel:
         cov_sum = np.bincount(inv, weights=cover)
         cnt_sum = np.bincount(inv)
         u_cell = uniq // N_KINDS // (int(lab.max()) + 1)
-        order = np.lexsort((-cnt_sum, -cov_sum, u_cell))
+        # Ties: a stall's reason beats the load wait it coincides with, then busy kinds.
+        order = np.lexsort((_KIND_PRIORITY[uniq % N_KINDS], -cnt_sum, -cov_sum, u_cell))
         first = np.ones(len(order), dtype=bool)
         first[1:] = u_cell[order][1:] != u_cell[order][:-1]
         best = order[first]
@@ -456,57 +461,65 @@ class TimelineModel:
     # ------------------------------------------------------------ loads & stalls
     def loads(self) -> list[LoadInfo]:
         """Every lazy load, by issue time (joined on ``corr_id``)."""
-        return self._cached("loads", self._build_loads)
+        table = self._load_table()
+        return [self._load_info(table, i) for i in range(len(table["row"]))]
 
-    def _build_loads(self) -> list[LoadInfo]:
-        store = self.store
-        t_col = store.col("t_ns")
+    def _load_table(self) -> dict[str, np.ndarray]:
+        """Columns of every LOAD_ISSUE with its first completion and first wait."""
 
-        def rows_of(kind: EventKind) -> np.ndarray:
-            parts = [store.stream_rows(k) for k in store.stream_keys_of_kind(kind)]
-            return np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int32)
+        def build() -> dict[str, np.ndarray]:
+            store = self.store
+            t_col, corr = store.col("t_ns"), store.col("corr_id")
 
-        corr = store.col("corr_id")
-        complete: dict[int, float] = {}
-        for r in rows_of(EventKind.LOAD_COMPLETE).tolist():
-            complete.setdefault(int(corr[r]), float(t_col[r]))
-        waited: dict[int, float] = {}
-        for r in rows_of(EventKind.LOAD_WAIT).tolist():
-            waited.setdefault(int(corr[r]), float(t_col[r]))
-        out = []
-        comp, label, value = store.col("component"), store.col("label"), store.col("value")
-        for r in rows_of(EventKind.LOAD_ISSUE).tolist():
-            c = int(corr[r])
-            out.append(
-                LoadInfo(
-                    handle=store.strings[int(label[r])],
-                    component=store.components[int(comp[r])],
-                    size_bytes=float(value[r]),
-                    issued_ns=float(t_col[r]),
-                    complete_ns=complete.get(c) if c >= 0 else None,
-                    waited_at_ns=waited.get(c) if c >= 0 else None,
-                    corr_id=c,
-                )
-            )
-        return out
+            def rows_of(kind: EventKind) -> np.ndarray:
+                parts = [store.stream_rows(k) for k in store.stream_keys_of_kind(kind)]
+                return np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.empty(0, np.int64)
+
+            def first_time_by_corr(kind: EventKind, wanted: np.ndarray) -> np.ndarray:
+                rows = rows_of(kind)
+                out = np.full(len(wanted), np.nan)
+                if len(rows) == 0:
+                    return out
+                keys, first = np.unique(corr[rows], return_index=True)  # rows are in time order
+                pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+                hit = (keys[pos] == wanted) & (wanted >= 0)
+                out[hit] = t_col[rows[first[pos[hit]]]]
+                return out
+
+            issue = rows_of(EventKind.LOAD_ISSUE)
+            c = corr[issue]
+            complete = first_time_by_corr(EventKind.LOAD_COMPLETE, c)
+            return {
+                "row": issue,
+                "issued": t_col[issue],
+                "complete": complete,
+                "until": np.where(np.isnan(complete), np.inf, complete),
+                "waited": first_time_by_corr(EventKind.LOAD_WAIT, c),
+            }
+
+        return self._cached("load_table", build)
+
+    def _load_info(self, table: dict[str, np.ndarray], i: int) -> LoadInfo:
+        store, row = self.store, int(table["row"][i])
+        complete, waited = float(table["complete"][i]), float(table["waited"][i])
+        return LoadInfo(
+            handle=store.strings[int(store.col("label")[row])],
+            component=store.components[int(store.col("component")[row])],
+            size_bytes=float(store.col("value")[row]),
+            issued_ns=float(table["issued"][i]),
+            complete_ns=None if np.isnan(complete) else complete,
+            waited_at_ns=None if np.isnan(waited) else waited,
+            corr_id=int(store.col("corr_id")[row]),
+        )
 
     def loads_in_flight(self, t_ns: float, pe: str | None = None) -> list[LoadInfo]:
-        loads = self._cached("loads_arrays", self._load_arrays)
-        issued, complete = loads
-        idx = np.flatnonzero((issued <= t_ns) & (t_ns < complete))
-        all_loads = self.loads()
-        out = [all_loads[i] for i in idx.tolist()]
+        """Loads issued at or before ``t_ns`` and not complete at ``t_ns``."""
+        table = self._load_table()
+        idx = np.flatnonzero((table["issued"] <= t_ns) & (t_ns < table["until"]))
+        out = [self._load_info(table, i) for i in idx.tolist()]
         if pe is not None:
             out = [ld for ld in out if pe_of(ld.component) == pe]
         return out
-
-    def _load_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        loads = self.loads()
-        issued = np.array([ld.issued_ns for ld in loads], dtype=np.float64)
-        complete = np.array(
-            [np.inf if ld.complete_ns is None else ld.complete_ns for ld in loads], dtype=np.float64
-        )
-        return issued, complete
 
     def stalls_at(self, t_ns: float, pes: Sequence[str] | None = None) -> list[Event]:
         """STALL spans active at ``t_ns`` (all PEs, or only ``pes``)."""

@@ -18,6 +18,7 @@ slots, or in an operand slot and in ``rw_handles``, is counted each time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 FRAMING = 4
@@ -64,7 +65,7 @@ class DmaReadCmd(PeCommand):
     dst: Any
     size_bytes: int
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + HANDLE + HANDLE + SCALAR
 
@@ -77,7 +78,7 @@ class DmaWriteCmd(PeCommand):
     dst: Any
     size_bytes: int
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + HANDLE + HANDLE + SCALAR
 
@@ -93,7 +94,7 @@ class GemmCmd(PeCommand):
     k: int
     n: int
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + OPCODE + 3 * HANDLE + 3 * SCALAR
 
@@ -107,7 +108,7 @@ class MathCmd(PeCommand):
     out: Any
     extra: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return (
             FRAMING
@@ -128,7 +129,7 @@ class CopyCmd(PeCommand):
     dst: Any
     size_bytes: int
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + HANDLE + HANDLE + SCALAR
 
@@ -142,7 +143,7 @@ class IpcqSendCmd(PeCommand):
     size_bytes: int
     payload: Any = field(default=None, repr=False)  # the value sent (numerics only)
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + SCALAR + HANDLE + SCALAR
 
@@ -155,7 +156,7 @@ class IpcqRecvCmd(PeCommand):
     dst: Any
     size_bytes: int
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + SCALAR + HANDLE + SCALAR
 
@@ -170,7 +171,7 @@ class OpSpec:
     scope: str = "tile"
     extra: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return (
             OPCODE
@@ -192,7 +193,7 @@ class CompositeCmd(PeCommand):
 
     is_composite = True
 
-    @property
+    @cached_property
     def logical_bytes(self) -> int:
         return (
             FRAMING

@@ -92,7 +92,10 @@ class PeCpu:
                     continue
                 if isinstance(cmd, CompositeCmd):
                     cost.check_composite(cmd)  # D7 again for replay with other knobs
-                if len(self._outstanding) >= pe.queue_depth:
+                q = self._outstanding
+                while q and (t_done := ready_time(q[0])) is not None and t_done <= env.now:
+                    q.popleft()
+                if len(q) >= pe.queue_depth:
                     yield from self._queue_space(cpu)
                 cycles = cost.dispatch_cycles(cmd)
                 dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns

@@ -19,6 +19,10 @@ class OpKind:
     engine: str  # "gemm" or "math"
     arity: tuple[str, ...]  # operand names, in order
     fn: Callable[..., np.ndarray]
+    params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
+
+    def compute(self, operands: list[np.ndarray], extra: dict) -> np.ndarray:
+        return self.fn(*operands, **{k: v for k, v in extra.items() if k in self.params})
 
     def work(self, operands: list[np.ndarray], out: np.ndarray) -> float:
         """FLOPs for a GEMM, elements processed for PE_MATH."""
@@ -62,7 +66,7 @@ def _binary(fn):
 OP_KINDS: dict[str, OpKind] = {
     k.name: k
     for k in [
-        OpKind("gemm", "gemm", ("a", "b"), _gemm),
+        OpKind("gemm", "gemm", ("a", "b"), _gemm, ("transpose_b",)),
         OpKind("add", "math", ("a", "b"), _binary(np.add)),
         OpKind("sub", "math", ("a", "b"), _binary(np.subtract)),
         OpKind("mul", "math", ("a", "b"), _binary(np.multiply)),
@@ -72,12 +76,12 @@ OP_KINDS: dict[str, OpKind] = {
         OpKind("mul_bcast", "math", ("a", "b"), _binary(np.multiply)),
         OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide)),
         OpKind("exp", "math", ("x",), lambda x: np.exp(_f32(x))),
-        OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor)),
+        OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",)),
         OpKind("copy", "math", ("x",), _f32),
         OpKind("rowmax", "math", ("x",), _rowmax),
         OpKind("rowsum", "math", ("x",), _rowsum),
-        OpKind("max", "math", ("x",), _reduce(np.max)),
-        OpKind("sum", "math", ("x",), _reduce(np.sum)),
+        OpKind("max", "math", ("x",), _reduce(np.max), ("axis",)),
+        OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",)),
     ]
 }
 

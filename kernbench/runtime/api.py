@@ -170,9 +170,7 @@ class Runtime:
         With ``overrides`` (``--set``-style) the commands are re-timed on a
         changed topology, e.g. another dispatch cost ``R``.
         """
-        graph = self.graph
-        if overrides:
-            graph = load_topology(self.graph.spec_source, list(overrides)) if hasattr(self.graph, "spec_source") else _reload(self.graph, overrides)
+        graph = _reload(self.graph, overrides) if overrides else self.graph
         return _simulate(graph, self.mode, None, result.command_logs, record, bus)
 
 
@@ -195,7 +193,8 @@ def _thaw(obj: Any) -> Any:
     from collections.abc import Mapping
 
     if isinstance(obj, Mapping):
-        return {k: _thaw(v) for k, v in obj.items()}
+        # Absent optional sections compile to None; leave them absent again.
+        return {k: _thaw(v) for k, v in obj.items() if v is not None}
     if isinstance(obj, tuple):
         return [_thaw(v) for v in obj]
     return obj

@@ -152,7 +152,7 @@ def _math(kind: str, inputs: tuple, extra: dict | None = None) -> TensorHandle:
     ctx.need(inputs)
     extra = extra or {}
     k = op_kind(kind)
-    r = k.fn(*[x.data for x in inputs], **extra).astype(_out_dtype(*inputs))
+    r = k.compute([x.data for x in inputs], extra).astype(_out_dtype(*inputs))
     out = ctx.new_handle(r.shape, r.dtype, kind, r)
     ctx.issue(MathCmd(kind, tuple(x.ref for x in inputs), out.ref, dict(extra)))
     return out
@@ -281,8 +281,7 @@ def _value(h: TensorHandle) -> np.ndarray:
 def _run_spec(op: OpSpec) -> None:
     k = op_kind(op.kind)
     args = [_value(op.operands[name]) for name in op.operands]
-    extra = {key: v for key, v in op.extra.items() if key not in ("accumulate", "m", "k", "n", "tiles")}
-    r = k.fn(*args, **extra)
+    r = k.compute(args, op.extra)
     if op.out is None:
         return
     if op.extra.get("accumulate"):

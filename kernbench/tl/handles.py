@@ -6,7 +6,9 @@ whose lifetime frees scratch); they hold its frozen :class:`HandleRef`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -24,9 +26,15 @@ class HandleRef:
     memory: str = ""  # for "hbm": the memory node and byte offset it lives at
     offset: int = 0
 
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+    nbytes: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nbytes", math.prod(self.shape) * _itemsize(self.dtype))
+
+
+@lru_cache(maxsize=None)
+def _itemsize(dtype: str) -> int:
+    return np.dtype(dtype).itemsize
 
 
 class HbmTensor:

@@ -425,16 +425,12 @@ def test_the_cap_is_overridable_and_inclusive():
         _launch_named(below, "gemm")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Runtime.replay(overrides=...) re-validates graph.spec, which fails on "
-                   "single-SIP topologies (system.sip_ring.bw_gbps/prop_ns 'required key is missing')")
 def test_replay_with_a_smaller_cap_rejects_the_recorded_composite(rt):
     r = _launch_named(rt, "gemm")
     with pytest.raises(CompositeCapError, match="54"):
         rt.replay(r, overrides=["pe.attrs.pe_cost_model.max_composite_logical_bytes=40"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpSpec.extra keys other than accumulate/m/k/n/tiles/transpose_b/factor/axis "
-                   "are passed to the numpy op and raise TypeError, though D2 names shape=(64, 64) as an extra")
 def test_descriptor_metadata_in_extra_such_as_shape_does_not_break_the_numerics(rt):
     def k(a, out):
         x = tl.load(a)

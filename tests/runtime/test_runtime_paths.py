@@ -157,8 +157,6 @@ def test_replay_with_overrides_equals_a_live_run_on_the_overridden_topology(pape
     assert rep.total_dispatch_cycles > base.total_dispatch_cycles
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Runtime.replay(overrides=...) fails on single-SIP topologies "
-                   "(re-validating graph.spec reports system.sip_ring.* missing)")
 def test_replay_with_overrides_on_cube1_equals_a_live_run(cube1):
     over = ["pe.attrs.pe_cost_model.byte_cycles_recip=0.25"]
     rt, base = _run(cube1, "gemm_composite")
