@@ -86,9 +86,11 @@ class CallableSource:
                 last = time.monotonic()
 
         bus.subscribe(collect)
-        result = self.fn(bus)
-        if buf:
-            emit_batch(buf)
+        try:
+            result = self.fn(bus)
+        finally:  # what was simulated before a failure is still worth browsing
+            if buf:
+                emit_batch(buf)
         meta = result if isinstance(result, TraceMetadata) else self.metadata
         return meta
 

@@ -1,0 +1,77 @@
+"""`kernbench-tui` argument handling (the app itself is not launched here)."""
+
+import sys
+import types
+
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import save_trace
+from tui import cli
+from tui.sources import CallableSource, TraceFileSource
+
+
+def capture():
+    launched = []
+
+    def launch(source):
+        launched.append(source)
+        return 0
+
+    return launched, launch
+
+
+def test_open_launches_on_the_trace_file(tmp_path):
+    path = tmp_path / "r.kbtrace"
+    save_trace(path, EventStore())
+    launched, launch = capture()
+    assert cli.main(["open", str(path)], launch=launch) == 0
+    assert isinstance(launched[0], TraceFileSource) and launched[0].path == str(path)
+
+
+def test_open_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
+    launched, launch = capture()
+    assert cli.main(["open", str(tmp_path / "nope.kbtrace")], launch=launch) == 2
+    assert "no such trace file" in capsys.readouterr().err
+    assert launched == []
+
+
+def test_run_uses_the_simulators_tui_simulation_hook(monkeypatch):
+    calls = []
+
+    def tui_simulation(argv):
+        calls.append(argv)
+        return (lambda bus: None), cli.TraceMetadata(kernel=argv[0])
+
+    fake = types.ModuleType("kernbench.cli")
+    fake.tui_simulation = tui_simulation
+    monkeypatch.setitem(sys.modules, "kernbench.cli", fake)
+    launched, launch = capture()
+    assert cli.main(["run", "gemm", "--m", "64"], launch=launch) == 0
+    assert calls == [["gemm", "--m", "64"]]
+    assert isinstance(launched[0], CallableSource) and launched[0].metadata.kernel == "gemm"
+
+
+def test_run_without_the_simulator_hook_says_what_is_missing(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "kernbench.cli", types.ModuleType("kernbench.cli"))
+    launched, launch = capture()
+    assert cli.main(["run", "gemm"], launch=launch) == 2
+    assert "tui_simulation is not available" in capsys.readouterr().err
+
+
+def test_no_arguments_runs_default_gqa_decode_or_falls_back_to_the_demo(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "kernbench.cli", types.ModuleType("kernbench.cli"))
+    launched, launch = capture()
+    assert cli.main([], launch=launch) == 0
+    assert launched[0].description == "demo"
+    assert "synthetic demo instead" in capsys.readouterr().err
+
+
+def test_probe_delegates_to_probes_dma(monkeypatch):
+    seen = []
+    fake = types.ModuleType("probes.dma")
+    fake.main = lambda argv: seen.append(argv) or 0
+    monkeypatch.setitem(sys.modules, "probes.dma", fake)
+    import probes
+
+    monkeypatch.setattr(probes, "dma", fake, raising=False)
+    assert cli.main(["probe", "--topology", "small"]) == 0
+    assert seen == [["--topology", "small"]]
