@@ -24,7 +24,7 @@ def _kernel(w):
     x = tl.full((256, 256), 0.5)
     y = tl.zeros((256, 256))
     # A: slow TCM-only math producing y
-    tl.composite([tl.OpSpec("exp", {"x": x}, y)] + [tl.OpSpec("exp", {"x": y}, y) for _ in range(7)])
+    tl.composite([tl.OpSpec("exp", {"x": x}, y)] + [tl.OpSpec("scale", {"x": y}, y, extra={"factor": 0.5}) for _ in range(7)])
     z = tl.zeros((256, 64))
     # B: consumes y and streams W from HBM
     tl.composite([tl.OpSpec("gemm", {"a": y, "b": tl.ref(w)}, z, extra={"m": 256, "k": 256, "n": 64})])
