@@ -8,9 +8,15 @@
 * SimPy events per wall-second of the engine on that run vs a bare SimPy
   timeout loop measured in the same process (target: ratio >= 1/3).
 
-Events are counted as calls to ``Environment.schedule`` (one per SimPy event
-that enters the queue: timeouts, process resumes, succeeded events), in a
-separate counting run so the count costs no wall time in the timed runs.
+Two event counts, each taken in a separate counting run so that counting
+costs no wall time in the timed runs:
+
+* *modeled events*: what the engine publishes on its bus (dispatch charges,
+  engine busy spans, stalls, loads, transfers, edge spans, …) — the engine's
+  own events, the figure the target is about;
+* *SimPy events*: calls to ``Environment.schedule``. PE_CPU runs ahead of
+  SimPy's clock while it only touches its own engines, so a compute-only
+  kernel needs almost none; they are printed to show where SimPy is used.
 """
 
 from __future__ import annotations
@@ -83,6 +89,21 @@ def count_events(fn) -> tuple[int, object]:
     return _Counter.n, out
 
 
+def count_modeled(fn) -> int:
+    """Events the engine publishes during ``fn(bus)``."""
+    from kernbench.events.bus import Bus
+
+    bus = Bus()
+    n = [0]
+
+    def tally(_event) -> None:
+        n[0] += 1
+
+    bus.subscribe(tally)
+    fn(bus)
+    return n[0]
+
+
 def bare_simpy(n: int) -> float:
     """Wall seconds for n timeouts yielded by one process."""
     env = simpy.Environment()
@@ -121,19 +142,17 @@ def main() -> None:
         rt, live = live_run(kernel)
         cmds = live.total_commands
         ev_live, _ = count_events(lambda: live_run(kernel))
-        ev_replay, _ = count_events(lambda: rt.replay(live))
+        modeled = count_modeled(lambda bus: rt.replay(live, bus=bus))
         t_live, m_live = best(lambda: live_run(kernel), args.repeats)
         t_rep, m_rep = best(lambda: rt.replay(live), args.repeats)
-        live_eps = ev_live / t_live
-        rep_eps = ev_replay / t_rep
         print(f"\n{kernel.__name__}: {(kernel.__doc__ or '').strip()}")
         print(f"  {cmds} commands on one PE of cube1, simulated latency {live.latency_ns:.0f} ns, "
-              f"{ev_live / cmds:.2f} SimPy events per command")
-        print(f"  live   : {cmds / t_live:10,.0f} commands/s  ({t_live * 1e3:7.1f} ms best, {m_live * 1e3:7.1f} median)  "
-              f"{live_eps:10,.0f} events/s = {live_eps / bare_eps:.2f} of bare SimPy")
-        print(f"  replay : {cmds / t_rep:10,.0f} commands/s  ({t_rep * 1e3:7.1f} ms best, {m_rep * 1e3:7.1f} median)  "
-              f"{rep_eps:10,.0f} events/s = {rep_eps / bare_eps:.2f} of bare SimPy")
-    print("\ntarget: engine events/s >= 0.33 of bare SimPy")
+              f"{modeled / cmds:.2f} modeled events and {ev_live / cmds:.2f} SimPy events per command")
+        for name, t, m in (("live", t_live, m_live), ("replay", t_rep, m_rep)):
+            eps = modeled / t
+            print(f"  {name:<7}: {cmds / t:10,.0f} commands/s  ({t * 1e3:7.1f} ms best, {m * 1e3:7.1f} median)  "
+                  f"{eps:10,.0f} modeled events/s = {eps / bare_eps:.2f} of bare SimPy")
+    print("\ntarget: engine (modeled) events/s >= 0.33 of bare SimPy timeouts/s")
     rt, live = live_run()
 
     if args.profile:

@@ -47,6 +47,11 @@ OP_LOG_KIND = {
 }
 
 
+# Commands whose submission another actor orders by time: a receive matches
+# messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
+SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
+
+
 class PeCpu:
     def __init__(self, pe: ProcessingElement, requests: Callable[[Any], Any], describe_error: Callable[[BaseException], str] | None = None):
         """``requests(response) -> request | None``: the next request, given the last response."""
@@ -62,12 +67,19 @@ class PeCpu:
         self._outstanding: deque = deque()
 
     def run(self) -> Iterator[simpy.Event]:
+        """The PE_CPU loop. It keeps its own clock ``self.t`` and runs ahead of
+        SimPy's while what it touches is its own (dispatch, PE-local engine
+        lanes, in program order); it catches SimPy up before anything another
+        actor orders by time: a wait, a receive, or a lane an asynchronous
+        stage of this PE may also reserve."""
         pe = self.pe
         env = self.env
         bus = pe.bus
         cost = pe.cost
         cpu = f"{pe.pe_id}.cpu"
+        q = self._outstanding
         response: Any = None
+        self.t = env.now
         while True:
             try:
                 req = self.next_request(response)
@@ -84,49 +96,55 @@ class PeCpu:
                 if isinstance(cmd, PeCpuOverheadCmd):
                     dur = cost.cycles_to_ns(cmd.cycles)
                     if bus.active:
-                        bus.emit(env.now, EventKind.CPU_WORK, cpu, end_ns=env.now + dur, label="tl.cycles", value=cmd.cycles)
+                        bus.emit(self.t, EventKind.CPU_WORK, cpu, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles)
                     self._log(cmd, cmd.cycles)
                     pe.cpu_busy_ns += dur
-                    if dur > 0:
-                        yield env.timeout(dur)
+                    self.t += dur
                     continue
                 if isinstance(cmd, CompositeCmd):
                     cost.check_composite(cmd)  # D7 again for replay with other knobs
-                q = self._outstanding
-                while q and (t_done := ready_time(q[0])) is not None and t_done <= env.now:
+                while q and (t_done := ready_time(q[0])) is not None and t_done <= self.t:
                     q.popleft()
                 if len(q) >= pe.queue_depth:
                     yield from self._queue_space(cpu)
                 cycles = cost.dispatch_cycles(cmd)
                 dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
                 corr = pe.network.new_corr_id()
+                t = self.t
                 if bus.active:
-                    bus.emit(env.now, EventKind.DISPATCH, cpu, end_ns=env.now + dur, corr_id=corr, label=cmd.name, value=cycles, detail=str(cmd.logical_bytes))
+                    bus.emit(t, EventKind.DISPATCH, cpu, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles, detail=str(cmd.logical_bytes))
                 self._log(cmd, cycles)
                 self.dispatch_cycles += cycles
                 self.commands += 1
                 pe.cpu_busy_ns += dur
-                yield env.timeout(dur)
+                self.t = t = t + dur
+                if pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT:
+                    yield from self._catch_up()
                 if bus.active and isinstance(cmd, DmaReadCmd):
-                    bus.emit(env.now, EventKind.LOAD_ISSUE, cpu, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
-                self._outstanding.append(pe.scheduler.submit(cmd, corr))
+                    bus.emit(t, EventKind.LOAD_ISSUE, cpu, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                q.append(pe.scheduler.submit(cmd, corr, t))
             elif what == "wait":
                 ref, reason = req[1], req[2]
+                yield from self._catch_up()
                 ev = pe.ready.get(ref.id)
-                t0 = env.now
+                t0 = self.t
                 if isinstance(ev, simpy.Event) and not ev.processed:
                     self.waiting_on = f"{reason.value}: {ref.name}"
                     yield ev
                     self.waiting_on = None
-                    pe.cpu_stall_ns += env.now - t0
+                    self.t = env.now
+                    pe.cpu_stall_ns += self.t - t0
                     if bus.active:
-                        bus.emit(t0, EventKind.STALL, cpu, end_ns=env.now, label=reason.value, detail=ref.name)
+                        bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, label=reason.value, detail=ref.name)
                 if bus.active and reason is StallReason.LAZY_LOAD:
-                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=env.now, label=ref.name)
+                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=self.t, label=ref.name)
+            elif what == "sync":
+                yield from self._catch_up()
             else:
                 raise RuntimeError(f"unknown PE_CPU request {what!r}")
         # The kernel has returned: its work is done when every command is.
-        for c in list(self._outstanding):
+        yield from self._catch_up()
+        for c in list(q):
             t = ready_time(c)
             if t is None:
                 self.waiting_on = "completion of its last commands"
@@ -134,31 +152,33 @@ class PeCpu:
                 self.waiting_on = None
             elif t > env.now:
                 yield env.timeout(t - env.now)
-        self._outstanding.clear()
+        q.clear()
         pe.done_ns = env.now
         self.finished = True
 
+    def _catch_up(self) -> Iterator[simpy.Event]:
+        """Let SimPy's clock reach this CPU's."""
+        if self.t > self.env.now:
+            yield self.env.timeout(self.t - self.env.now)
+
     def _queue_space(self, cpu: str) -> Iterator[simpy.Event]:
-        """Stall until the scheduler queue has room (oldest command completes)."""
-        env = self.env
+        """Stall until the scheduler queue has room (its oldest command completes)."""
         q = self._outstanding
-        while q and (t := ready_time(q[0])) is not None and t <= env.now:
-            q.popleft()
-        if len(q) < self.pe.queue_depth:
-            return
-        t0 = env.now
+        t0 = self.t
         oldest = q[0]
         self.waiting_on = f"{StallReason.QUEUE_FULL.value} ({len(q)} commands in flight)"
         t = ready_time(oldest)
         if t is None:
+            yield from self._catch_up()
             yield oldest
+            self.t = max(self.t, self.env.now)
         else:
-            yield env.timeout(t - env.now)
+            self.t = max(self.t, t)
         self.waiting_on = None
         q.popleft()
-        self.pe.cpu_stall_ns += env.now - t0
-        if self.pe.bus.active:
-            self.pe.bus.emit(t0, EventKind.STALL, cpu, end_ns=env.now, label=StallReason.QUEUE_FULL.value, detail=f"oldest of {self.pe.queue_depth} in-flight commands")
+        self.pe.cpu_stall_ns += self.t - t0
+        if self.pe.bus.active and self.t > t0:
+            self.pe.bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, label=StallReason.QUEUE_FULL.value, detail=f"oldest of {self.pe.queue_depth} in-flight commands")
 
     def _log(self, cmd: Any, cycles: float) -> None:
         entry = {

@@ -64,6 +64,7 @@ class ProcessingElement:
         self.wr = Channel(f"{pe_id}.dma.wr", env, bus)
         self.ipcq = Channel(f"{pe_id}.ipcq", env, bus)
         self.ready: dict[int, Ready] = {}
+        self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
         self.ctx: Any = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0

@@ -83,10 +83,10 @@ class Scheduler:
             CompositeCmd: self._composite,
         }
 
-    def submit(self, cmd: Any, corr_id: int) -> Ready:
-        """Accept a dispatched command now; returns when it will be (or is) complete."""
+    def submit(self, cmd: Any, corr_id: int, t_ns: float) -> Ready:
+        """Accept a command dispatched at ``t_ns`` (>= now); returns when it will be complete."""
         pe = self.pe
-        _, arrive = pe.sched.reserve(self.env.now, pe.sched_overhead_ns, cmd.name, corr_id)
+        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id)
         return self._handlers[type(cmd)](cmd, arrive, corr_id)
 
     # --- readiness --------------------------------------------------------
@@ -117,11 +117,13 @@ class Scheduler:
         done = self.env.event()
         for o in outs:
             self.pe.ready[o.id] = done
+        self.pe.async_stages += 1
 
         def wait_then_run():
             yield simpy.AllOf(self.env, pending)
             t_in2, _ = self._inputs(refs)
             end = body(max(arrive, t_in2, self.env.now))
+            self.pe.async_stages -= 1
             if end > self.env.now:
                 yield self.env.timeout(end - self.env.now)
             done.succeed(end)
@@ -287,6 +289,8 @@ class Scheduler:
                 pe.ready[r.id] = done
         label = "+".join(op.kind for op in cmd.ops) if len(cmd.ops) <= 3 else f"{cmd.ops[0].kind}+{len(cmd.ops) - 1} ops"
 
+        pe.async_stages += 1
+
         def feeder():
             t0 = max(arrive, t_in)
             if pending:
@@ -310,6 +314,7 @@ class Scheduler:
                 for r in hbm_outs:
                     writes.append(env.process(self._tile_write(r, i, n_tiles, t, corr)))
                 last = max(last, t)
+            pe.async_stages -= 1
             if last > env.now:
                 yield env.timeout(last - env.now)
             for w in writes:

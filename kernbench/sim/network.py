@@ -270,6 +270,8 @@ class Network:
         """
         env = self.env
         k = max(1, min(self.chunks, n // MIN_CHUNK_FLITS))
+        if k == 1:  # one train: no sub-process
+            return [(yield from self._chunk(pieces, route, n, corr, 0, at_dst))]
         bounds = [n * i // k for i in range(k + 1)]
         procs = []
         for c0, c1 in zip(bounds, bounds[1:]):

@@ -5,7 +5,7 @@ once, then hands PE_CPU a *request* by switching to the driver greenlet:
 
 ``("cmd", cmd)``            dispatch a command (pays ADR-0064 dispatch cost)
 ``("wait", ref, reason)``   block until a handle's load/recv has landed
-``("cycles", n)``           explicit CPU work (``tl.cycles``)
+``("sync",)``               let SimPy's clock reach PE_CPU's (PE_CPU runs ahead)
 
 The requests are also kept in order: that list *is* the command log the
 replay path re-times without running the kernel.
@@ -44,7 +44,7 @@ class KernelContext:
         self.num_programs = num_programs
         self.cost = cost
         self.scratch_bytes = scratch_bytes
-        self.scratch_used = 0
+        self._scratch_used = 0
         self.scratch_peak = 0
         self.requests: list[tuple] = []
         self.driver: greenlet.greenlet | None = None
@@ -55,6 +55,13 @@ class KernelContext:
         self._recv_handles: dict[int, weakref.ref] = {}
 
     # --- handles and scratch ----------------------------------------------
+
+    @property
+    def scratch_used(self) -> int:
+        """Bytes of scratch held now (in this kernel's simulated time)."""
+        if self._dropped_in_flight:
+            self.sync()
+        return self._scratch_used
 
     def new_handle(
         self,
@@ -72,14 +79,16 @@ class KernelContext:
         ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), np.dtype(dtype).name, space, *where)
         if space == "tcm":
             need = ref.nbytes
-            if self.scratch_used + need > self.scratch_bytes:
+            if self._scratch_used + need > self.scratch_bytes and self._dropped_in_flight:
+                self.sync()  # dropped loads that landed by now give their buffers back
+            if self._scratch_used + need > self.scratch_bytes:
                 raise ScratchError(
-                    f"TCM scratch exhausted: {label} needs {need} B but {self.scratch_used} B of "
+                    f"TCM scratch exhausted: {label} needs {need} B but {self._scratch_used} B of "
                     f"{self.scratch_bytes} B are held by live handles; drop references to tiles "
                     "you no longer need or use smaller tiles"
                 )
-            self.scratch_used += need
-            self.scratch_peak = max(self.scratch_peak, self.scratch_used)
+            self._scratch_used += need
+            self.scratch_peak = max(self.scratch_peak, self._scratch_used)
         h = TensorHandle(ref, data, ptr)
         if space == "tcm":
             weakref.finalize(h, self._release, hid, ref.nbytes)
@@ -90,7 +99,7 @@ class KernelContext:
         if hid in self._in_flight:
             self._dropped_in_flight[hid] = nbytes
             return
-        self.scratch_used -= nbytes
+        self._scratch_used -= nbytes
 
     def load_issued(self, ref: HandleRef) -> None:
         self._pending[ref.id] = "load"
@@ -101,7 +110,7 @@ class KernelContext:
         self._in_flight.discard(hid)
         nbytes = self._dropped_in_flight.pop(hid, None)
         if nbytes is not None:
-            self.scratch_used -= nbytes
+            self._scratch_used -= nbytes
 
     def recv_posted(self, h: TensorHandle) -> None:
         self._pending[h.ref.id] = "recv"
@@ -141,8 +150,9 @@ class KernelContext:
             reason = StallReason.RECV_WAIT if why == "recv" else StallReason.EXPLICIT_WAIT
             self._request(("wait", h.ref, reason))
 
-    def cycles(self, n: float) -> None:
-        self._request(("cycles", float(n)))
+    def sync(self) -> None:
+        """Let the simulation catch up with this PE's clock (loads land, messages arrive)."""
+        self._request(("sync",))
 
 
 class _KernelGreenlet(greenlet.greenlet):
