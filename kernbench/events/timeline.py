@@ -458,6 +458,32 @@ class TimelineModel:
             np.maximum.at(out, bucket, v_col[sel])
         return out
 
+    def busiest_over(self, kind: int, t0: float, t1: float, k: int = 10) -> list[FifoDepth]:
+        """Components whose ``kind`` spans cover most of ``[t0, t1)``.
+
+        The result reuses :class:`FifoDepth` with ``depth`` = busy fraction
+        (0..1). Used for link (EDGE_BUSY) and HBM channel (CHANNEL_BUSY)
+        occupancy when a run publishes no queue depths.
+        """
+
+        def build() -> list[FifoDepth]:
+            if t1 <= t0:
+                return []
+            out = []
+            for key in self.store.stream_keys_of_kind(kind):
+                rows = self._window_rows(key, t0, t1)
+                if len(rows) == 0:
+                    continue
+                s = np.clip(self.store.col("t_ns")[rows], t0, t1)
+                e = np.clip(self.store.col("end_ns")[rows], t0, t1)
+                busy = _union_length(s, e) / (t1 - t0)
+                if busy > 0:
+                    out.append(FifoDepth(self.store.components[key // N_KINDS], busy))
+            out.sort(key=lambda f: (-f.depth, f.edge))
+            return out
+
+        return self._cached(("busiest", int(kind), t0, t1), build)[:k]
+
     # ------------------------------------------------------------ loads & stalls
     def loads(self) -> list[LoadInfo]:
         """Every lazy load, by issue time (joined on ``corr_id``)."""

@@ -189,6 +189,21 @@ def test_fifo_series_is_max_depth_per_bucket(case):
             assert series[i] == max([brute_depth(events, edge, a)] + samples)
 
 
+def test_busiest_components_over_a_window_match_brute_force(case):
+    events, model = case
+    for t0, t1 in [(0, 100), (10, 30), (55, 56)]:
+        want = []
+        for lane in LANES:
+            sp = [e for e in brute_in(events, lane, t0, t1) if e.kind == EventKind.ENGINE_BUSY]
+            busy = union((max(e.t_ns, t0), min(e.end_ns, t1)) for e in sp) / (t1 - t0)
+            if busy > 0:
+                want.append((lane, busy))
+        want.sort(key=lambda x: (-x[1], x[0]))
+        got = [(f.edge, f.depth) for f in model.busiest_over(EventKind.ENGINE_BUSY, t0, t1, k=3)]
+        assert [g[0] for g in got] == [w[0] for w in want[:3]]
+        assert [g[1] for g in got] == pytest.approx([w[1] for w in want[:3]])
+
+
 def test_loads_in_flight_match_brute_force(case):
     events, model = case
     issues = [e for e in sorted(events, key=key) if e.kind == EventKind.LOAD_ISSUE]

@@ -57,20 +57,26 @@ class Panel(Static):
 
 
 class FifoPanel(Panel):
-    """Deepest FIFOs at the cursor, with the depth over the visible window."""
+    """Deepest FIFOs at the cursor, with the depth over the visible window.
+
+    A run that publishes no queue depths still shows where traffic went:
+    the busiest links over the window, with their occupancy along it.
+    """
 
     def show(self, nav: Navigator) -> None:
         model, width, rows = nav.model, self.content_width(), self.lines_available() - 1
         t = nav.cursor_ns
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
-        now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
-        ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
         spark_w = max(8, min(40, width // 3))
         name_w = max(12, min(36, width - spark_w - 14))
         text = Text(no_wrap=True)
+        if not over:
+            self._show_links(nav, text, width, rows, spark_w, name_w)
+            self.update(text, layout=False)
+            return
+        now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
+        ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
         text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
-        if not ranked:
-            text.append("no FIFO holds flits in the visible window")
         for f in ranked:
             series = model.fifo_series(f.edge, nav.t0, nav.t1, spark_w)
             depth = now.get(f.edge, 0.0)
@@ -78,6 +84,20 @@ class FifoPanel(Panel):
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
         self.update(text, layout=False)
+
+    def _show_links(self, nav: Navigator, text: Text, width: int, rows: int, spark_w: int, name_w: int) -> None:
+        model = nav.model
+        busiest = model.busiest_over(EventKind.EDGE_BUSY, nav.t0, nav.t1, k=max(rows, 0))
+        if not busiest:
+            text.append("no FIFO holds flits and no link is busy in the visible window")
+            return
+        text.append(_fit(f"{'busiest link (no queue depths)':<{name_w}} {'now':>5} {'busy':>5}  occupancy over window", width) + "\n", style="bold")
+        for f in busiest:
+            cells = model.lane_cells(f.edge, nav.t0, nav.t1, spark_w, kinds=[EventKind.EDGE_BUSY])
+            active = model.active_spans(f.edge, nav.cursor_ns, kinds=[EventKind.EDGE_BUSY])
+            text.append(f"{short_edge(f.edge, name_w):<{name_w}} {'busy' if active else '-':>5} {f.depth:>5.0%}  ")
+            text.append(sparkline(cells.busy.tolist(), 1.0), style="yellow" if active else "dim")
+            text.append("\n")
 
 
 class StallsPanel(Panel):
