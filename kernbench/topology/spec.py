@@ -198,26 +198,39 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``key.path=value`` overrides to a raw document (validated later)."""
+    """Apply ``key.path=value`` overrides to a raw document (validated later).
+
+    A list item is addressed by its index (``cube.links.4.prop_ns=1``). A
+    path through something that is not a section, or past the end of a
+    list, is reported as a :class:`TopologyError` naming the path.
+    """
     doc = copy.deepcopy(doc)
     for text in overrides:
         parts, value = parse_override(text)
         node: Any = doc
-        for i, part in enumerate(parts[:-1]):
+        for i, part in enumerate(parts):
+            where = ".".join(parts[: i + 1])
+            last = i == len(parts) - 1
             if isinstance(node, list):
-                node = node[int(part)]
+                if not part.isdigit() or int(part) >= len(node):
+                    raise TopologyError(
+                        [f"--set {text}: {where}: a list of {len(node)} item(s) is indexed 0..{len(node) - 1}"],
+                        "--set",
+                    )
+                if last:
+                    node[int(part)] = value
+                else:
+                    node = node[int(part)]
                 continue
-            nxt = node.get(part)
-            if nxt is None:
-                nxt = node[part] = {}
-            if not isinstance(nxt, (dict, list)):
-                where = ".".join(parts[: i + 1])
-                raise TopologyError([f"--set {text}: {where} is a value, not a section"], "--set")
-            node = nxt
-        if isinstance(node, list):
-            node[int(parts[-1])] = value
-        else:
-            node[parts[-1]] = value
+            if not isinstance(node, dict):
+                raise TopologyError([f"--set {text}: {'.'.join(parts[:i])} is a value, not a section"], "--set")
+            if last:
+                node[part] = value
+            else:
+                nxt = node.get(part)
+                if nxt is None:
+                    nxt = node[part] = {}
+                node = nxt
     return doc
 
 

@@ -4,6 +4,7 @@ each with its YAML key path and the offending value (issue 2, section 2)."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -233,3 +234,21 @@ def test_override_into_a_scalar_is_reported():
 def test_override_without_equals_sign_is_reported():
     (p,) = problems_of("cube1", ["flit_bytes"])
     assert "KEY.PATH=VALUE" in p
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("cube.links.99.prop_ns=1", "cube.links.99: a list of 8 item(s) is indexed 0..7"),
+        ("cube.links.x.prop_ns=1", "cube.links.x: a list of 8 item(s)"),
+        ("name.foo=1", "name is a value, not a section"),
+    ],
+)
+def test_an_override_path_through_a_list_or_a_value_is_a_topology_error(override, message):
+    with pytest.raises(TopologyError, match=re.escape(message)):
+        load_topology("cube1", overrides=[override])
+
+
+def test_an_override_can_address_a_list_item_by_index():
+    g = load_topology("cube1", overrides=["cube.links.0.prop_ns=3"])
+    assert g.edge("sip0.cube0.r0", "sip0.cube0.r2").prop_ns == 3.0
