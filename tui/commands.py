@@ -32,6 +32,7 @@ class DebuggerCommands(Provider):
             ("Follow live", "keep the cursor on the newest simulated time", screen.action_follow),
             ("Play / pause", "advance the cursor by Δt ten times a second", screen.action_play),
             ("Help", "keys and glyphs", screen.action_help),
+            ("Probe: DMA hop-distance table", "latency by hop distance with path breakdowns", screen.action_probe),
             (f"Save trace to {stem}.kbtrace", "write the events so far as a trace file",
              partial(self._save, f"{stem}.kbtrace", save_trace)),
             (f"Export Perfetto JSON to {stem}.json", "open it in ui.perfetto.dev",

@@ -105,3 +105,21 @@ async def test_main_screen_at_80x24(snap):
 async def test_whole_cube_at_large_size(snap):
     _, text = await render([*goto(200)], size=(160, 50), pes=[f"sip0.cube0.pe{i}" for i in range(4)])
     snap.assert_match(text, "cube_160x50.txt")
+
+
+@sync
+async def test_probe_screen(snap):
+    from tui.screens.probe import ProbeScreen
+
+    app = demo_app()
+    async with app.run_test(size=(124, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("P")
+        assert isinstance(app.screen, ProbeScreen)
+        await app.screen.workers.wait_for_complete()
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "PE → local HBM" in text and "what the model charged" in text
+        snap.assert_match(text, "probe.txt")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ProbeScreen)

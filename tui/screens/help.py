@@ -26,6 +26,7 @@ KEYS = [
     ("1-5", "FIFOs, stalls, loads, log, details panel"),
     ("tab", "next panel / widget"),
     ("click", "select the span under the mouse"),
+    ("P", "probe screen: DMA hop-distance table"),
     ("ctrl+p", "command palette"),
     ("?", "this help"),
     ("q", "quit"),

@@ -49,6 +49,7 @@ class MainScreen(Screen):
         Binding("3", "panel('loads')", show=False),
         Binding("4", "panel('log')", show=False),
         Binding("5", "panel('details')", show=False),
+        Binding("P", "probe", "probe", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
     ]
@@ -203,6 +204,11 @@ class MainScreen(Screen):
                 self.refresh_view()
 
         self.app.push_screen(GotoTimeScreen(self.nav.model.end_ns), done)
+
+    def action_probe(self) -> None:
+        from tui.screens.probe import ProbeScreen
+
+        self.app.push_screen(ProbeScreen(self.app.metadata.topology or None))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
