@@ -19,6 +19,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -501,26 +502,42 @@ class TimelineModel:
                 parts = [store.stream_rows(k) for k in store.stream_keys_of_kind(kind)]
                 return np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.empty(0, np.int64)
 
-            def first_time_by_corr(kind: EventKind, wanted: np.ndarray) -> np.ndarray:
+            comp_col, label_col = store.col("component"), store.col("label")
+
+            def first_time(kind: EventKind, issue: np.ndarray) -> np.ndarray:
+                """First ``kind`` event joined by corr_id; a publisher that leaves
+                corr_id at -1 is joined by (component, handle) at or after issue."""
                 rows = rows_of(kind)
-                out = np.full(len(wanted), np.nan)
+                wanted = corr[issue]
+                out = np.full(len(issue), np.nan)
                 if len(rows) == 0:
                     return out
                 keys, first = np.unique(corr[rows], return_index=True)  # rows are in time order
                 pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
                 hit = (keys[pos] == wanted) & (wanted >= 0)
                 out[hit] = t_col[rows[first[pos[hit]]]]
+                loose = rows[corr[rows] < 0]
+                if len(loose) and not hit.all():
+                    by_name: dict[tuple[int, int], list[float]] = {}
+                    for r in loose.tolist():
+                        by_name.setdefault((int(comp_col[r]), int(label_col[r])), []).append(float(t_col[r]))
+                    for i in np.flatnonzero(~hit).tolist():
+                        r = int(issue[i])
+                        times = by_name.get((int(comp_col[r]), int(label_col[r])))
+                        if times:
+                            j = bisect.bisect_left(times, float(t_col[r]))
+                            if j < len(times):
+                                out[i] = times[j]
                 return out
 
             issue = rows_of(EventKind.LOAD_ISSUE)
-            c = corr[issue]
-            complete = first_time_by_corr(EventKind.LOAD_COMPLETE, c)
+            complete = first_time(EventKind.LOAD_COMPLETE, issue)
             return {
                 "row": issue,
                 "issued": t_col[issue],
                 "complete": complete,
                 "until": np.where(np.isnan(complete), np.inf, complete),
-                "waited": first_time_by_corr(EventKind.LOAD_WAIT, c),
+                "waited": first_time(EventKind.LOAD_WAIT, issue),
             }
 
         return self._cached("load_table", build)

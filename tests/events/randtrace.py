@@ -24,7 +24,7 @@ def random_trace(seed: int, n: int = 200) -> list[Event]:
         elif r < 0.35:
             kind = rng.choice([EventKind.LOAD_ISSUE, EventKind.LOAD_COMPLETE])
             comp = rng.choice([lane for lane in LANES if lane.endswith("cpu")])
-            ev = Event(t, kind, comp, corr_id=rng.randrange(0, 6), label=rng.choice(LABELS),
+            ev = Event(t, kind, comp, corr_id=rng.randrange(-1, 6), label=rng.choice(LABELS),
                        value=64.0, seq=seq)
         else:
             comp = rng.choice(LANES)

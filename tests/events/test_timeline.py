@@ -204,14 +204,38 @@ def test_busiest_components_over_a_window_match_brute_force(case):
         assert [g[1] for g in got] == pytest.approx([w[1] for w in want[:3]])
 
 
+def brute_join(events, issue, kind):
+    """First ``kind`` event with the issue's corr_id; else, among those with
+    corr_id -1, the first on the same component with the same handle at or
+    after the issue."""
+    ordered = [e for e in sorted(events, key=key) if e.kind == kind]
+    if issue.corr_id >= 0:
+        same = [e.t_ns for e in ordered if e.corr_id == issue.corr_id]
+        if same:
+            return same[0]
+    loose = [e.t_ns for e in ordered if e.corr_id < 0 and e.component == issue.component
+             and e.label == issue.label and e.t_ns >= issue.t_ns]
+    return loose[0] if loose else None
+
+
+def test_loads_join_completion_and_wait_like_brute_force(case):
+    events, model = case
+    issues = [e for e in sorted(events, key=key) if e.kind == EventKind.LOAD_ISSUE]
+    got = model.loads()
+    assert [(ld.issued_ns, ld.handle) for ld in got] == [(e.t_ns, e.label) for e in issues]
+    for ld, e in zip(got, issues):
+        assert ld.complete_ns == brute_join(events, e, EventKind.LOAD_COMPLETE)
+        assert ld.waited_at_ns == brute_join(events, e, EventKind.LOAD_WAIT)
+
+
 def test_loads_in_flight_match_brute_force(case):
     events, model = case
     issues = [e for e in sorted(events, key=key) if e.kind == EventKind.LOAD_ISSUE]
     for t in TIMES:
         want = []
         for e in issues:
-            done = [c.t_ns for c in sorted(events, key=key) if c.kind == EventKind.LOAD_COMPLETE and c.corr_id == e.corr_id]
-            end = done[0] if done else float("inf")
+            done = brute_join(events, e, EventKind.LOAD_COMPLETE)
+            end = float("inf") if done is None else done
             if e.t_ns <= t < end:
                 want.append((e.t_ns, e.label, e.corr_id))
         got = [(ld.issued_ns, ld.handle, ld.corr_id) for ld in model.loads_in_flight(t)]

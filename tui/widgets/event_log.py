@@ -14,7 +14,7 @@ from textual.widgets import Input, Static
 
 from kernbench.events.types import EventKind
 from tui.navigator import Navigator
-from tui.timefmt import format_ns
+from tui.timefmt import format_in, format_ns, unit_for
 from tui.widgets.panels import panel_area
 
 KIND_NAMES = {k.name.lower(): k for k in EventKind}
@@ -57,12 +57,14 @@ class EventLog(Vertical):
         before_n = max(1, (height - 1) // 3)
         model = nav.model
         before, after = model.events_around(nav.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)
+        unit, scale = unit_for(model.end_ns)
+        resolution = scale / 1000 if scale > 1 else 0.001  # one unit, three decimals: a steady column
         text = Text(no_wrap=True)
         for i, row in enumerate(before + after):
             e = model.store.event(row)
             mark = "▶" if i == len(before) else " "
             span = f"+{format_ns(e.duration_ns)}" if e.is_span else ""
-            line = f"{mark}{format_ns(e.t_ns):>10} {e.kind.name.lower():<14} {e.component:<28} {e.label} {span}"
+            line = f"{mark}{format_in(e.t_ns, unit, scale, resolution):>11} {e.kind.name.lower():<14} {e.component:<28} {e.label} {span}"
             if e.detail and e.kind == EventKind.STALL:
                 line += f" on {e.detail}"
             style = "bold" if mark == "▶" else ("red" if e.kind == EventKind.STALL else "")

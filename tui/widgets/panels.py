@@ -130,12 +130,13 @@ class LoadsPanel(Panel):
         t = nav.cursor_ns
         pes = set(nav.pes)
         loads = [ld for ld in model.loads_in_flight(t) if not pes or pe_of(ld.component) in pes]
+        hw = max(10, min(28, width - 62))
         text = Text(no_wrap=True)
-        text.append(_fit(f"{'handle':<10} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
+        text.append(_fit(f"{'handle':<{hw}} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
         for ld in loads[: max(1, self.lines_available() - 2)]:
             done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
             waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
-            line = (f"{_fit(ld.handle, 10):<10} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
+            line = (f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
                     f"{format_ns(ld.issued_ns):>9} {done:>11} {waited:>10}")
             text.append(_fit(line, width) + "\n")
         if not loads:
