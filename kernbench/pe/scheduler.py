@@ -291,6 +291,22 @@ class Scheduler:
 
         pe.async_stages += 1
 
+        # DMA_READ of the streamed operands needs only HBM: it starts when the
+        # command arrives, two tile buffers ahead of FETCH, while the stages
+        # that read TCM inputs wait for them.
+        tile_read: list[simpy.Event] = [env.event() for _ in range(n_tiles)] if streamed else []
+        fetched: list[simpy.Event] = [env.event() for _ in range(n_tiles)]
+
+        def reader():
+            if arrive > env.now:
+                yield env.timeout(arrive - env.now)
+            for i in range(n_tiles):
+                if i >= 2 and not fetched[i - 2].processed:
+                    yield fetched[i - 2]  # two tile buffers
+                for r in streamed:
+                    yield from self._tile_read(r, i, n_tiles, corr)
+                tile_read[i].succeed(env.now)
+
         def feeder():
             t0 = max(arrive, t_in)
             if pending:
@@ -298,22 +314,23 @@ class Scheduler:
                 t0 = max(t0, *(ev.value for ev in pending))
             if t0 > env.now:
                 yield env.timeout(t0 - env.now)
-            fetch_ends: list[float] = []
             writes = []
             last = env.now
             for i in range(n_tiles):
-                if streamed and i >= 2 and fetch_ends[i - 2] > env.now:
-                    yield env.timeout(fetch_ends[i - 2] - env.now)  # two tile buffers
-                for r in streamed:
-                    yield from self._tile_read(r, i, n_tiles, corr)
+                if streamed and not tile_read[i].processed:
+                    yield tile_read[i]
                 _, t = pe.fetch.reserve(env.now, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr)
-                fetch_ends.append(t)
+                fetch_end = t
                 for lane, service, kind in stages:
                     _, t = lane.reserve(t, service, kind, corr)
                 _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr)
                 for r in hbm_outs:
                     writes.append(env.process(self._tile_write(r, i, n_tiles, t, corr)))
                 last = max(last, t)
+                if fetch_end > env.now:
+                    env.timeout(fetch_end - env.now).callbacks.append(lambda _e, ev=fetched[i]: ev.succeed())
+                else:
+                    fetched[i].succeed()
             pe.async_stages -= 1
             if last > env.now:
                 yield env.timeout(last - env.now)
@@ -322,6 +339,8 @@ class Scheduler:
                     yield w
             done.succeed(env.now)
 
+        if streamed:
+            env.process(reader())
         env.process(feeder())
         return done
 
