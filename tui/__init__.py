@@ -1,0 +1,1 @@
+"""kernbench-tui: a terminal debugger that steps through a kernel's simulated time."""

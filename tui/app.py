@@ -15,6 +15,7 @@ on the UI thread, so the user browses what has been simulated so far.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from textual.app import App
@@ -32,6 +33,13 @@ from tui.screens.main import MainScreen
 from tui.sources import Source, WholeTraceSource
 
 
+MAX_PENDING_BATCHES = 4
+
+
+class SourceCancelled(Exception):
+    """Raised into a running simulation when the app closes, to end it early."""
+
+
 class KernbenchApp(App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kernbench"
@@ -47,6 +55,7 @@ class KernbenchApp(App):
         self.metadata = TraceMetadata(kernel=getattr(source, "description", ""))
         self.running = True
         self.error: str | None = None
+        self._batch_slots = threading.Semaphore(MAX_PENDING_BATCHES)
 
     def get_default_screen(self) -> Screen:
         return MainScreen()
@@ -64,12 +73,26 @@ class KernbenchApp(App):
 
     def _run_source(self) -> None:
         worker = get_current_worker()
+
+        def emit(batch: list) -> None:
+            # Back-pressure: at most MAX_PENDING_BATCHES wait for the UI, so a
+            # fast simulation cannot flood the message queue (or starve keys).
+            while not self._batch_slots.acquire(timeout=0.05):
+                if worker.is_cancelled:
+                    raise SourceCancelled()
+            if worker.is_cancelled:  # the app is closing: stop the simulation here
+                raise SourceCancelled()
+            self.post_message(EventsArrived(batch))
+
         try:
-            if isinstance(self.source, WholeTraceSource) and hasattr(self.source, "open"):
-                self.post_message(TraceOpened(self.source.open()))
+            opener = getattr(self.source, "open", None)
+            if callable(opener):
+                self.post_message(TraceOpened(opener()))
                 return
-            meta = self.source.run(lambda batch: worker.is_cancelled or self.post_message(EventsArrived(batch)))
+            meta = self.source.run(emit)
             self.post_message(SourceFinished(meta))
+        except SourceCancelled:
+            return
         except KernbenchError as exc:
             self.post_message(SourceFailed(str(exc)))
         except Exception as exc:  # a crashing kernel must not take the debugger down
@@ -77,6 +100,7 @@ class KernbenchApp(App):
 
     # ------------------------------------------------------------ source messages
     def on_events_arrived(self, message: EventsArrived) -> None:
+        self._batch_slots.release()
         first = len(self.store) == 0
         self.store.append(message.events)
         self.nav.on_new_events()

@@ -27,7 +27,7 @@ async def live(argv, keys, size=SIZE):
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
         assert app.error is None and not app.running
-        await pilot.press("f", "home")  # fit; leave follow mode at the end
+        await pilot.press("f")
         for key in keys:
             await pilot.press(key)
         await settle(app, pilot)

@@ -114,3 +114,30 @@ async def test_empty_trace_renders_and_keys_are_harmless():
             await pilot.press(key)
         assert app.is_running
         assert "empty" in screen_text(app)
+
+
+
+@sync
+async def test_quitting_mid_run_stops_the_simulation_and_keys_stay_responsive():
+    ended = threading.Event()
+    max_events = 2_000_000  # a bound, so a regression fails instead of running forever
+
+    def endless(bus):
+        try:
+            for i in range(max_events):
+                bus.emit(float(i), EventKind.DISPATCH, "sip0.cube0.pe0.cpu", i + 1.0, -1, "tl.load")
+        finally:
+            ended.set()
+
+    app = KernbenchApp(CallableSource(endless, batch_events=64))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if len(app.store) > 0:
+                break
+        assert app.running and 0 < len(app.store) < max_events
+        await pilot.press("comma")  # keys are served while the simulation floods batches
+        assert not app.nav.follow
+        await pilot.press("q")
+    assert ended.wait(10)
+    assert len(app.store) < max_events

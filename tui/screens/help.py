@@ -22,7 +22,7 @@ KEYS = [
     ("space", "play / pause through time"),
     ("F", "follow the live simulation"),
     ("/", "filter the event log"),
-    ("p", "search PEs"),
+    ("p", "search PEs (enter on a PE shows it, on a CUBE/SIP all of its PEs)"),
     ("1-5", "FIFOs, stalls, loads, log, details panel"),
     ("tab", "next panel / widget"),
     ("click", "select the span under the mouse"),

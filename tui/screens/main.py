@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, TabbedContent, TabPane, Tree
+from textual.widgets import Footer, Input, TabbedContent, TabPane
 
 from tui.messages import PEsChosen, SpanSelected
 from tui.navigator import ZOOM_FACTOR
@@ -226,6 +226,3 @@ class MainScreen(Screen):
 
     def action_quit(self) -> None:
         self.app.exit()
-
-    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        event.stop()
