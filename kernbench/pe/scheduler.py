@@ -255,16 +255,18 @@ class Scheduler:
         pe = self.pe
         env = self.env
         refs: dict[int, Any] = {}
+        streamed_ids: dict[int, Any] = {}
         for op in cmd.ops:
-            for r in list(op.operands.values()) + ([op.out] if op.out is not None else []):
+            for r in op.operands.values():
                 refs.setdefault(r.id, r)
+                if r.space == "hbm":
+                    streamed_ids.setdefault(r.id, r)
+            if op.out is not None:
+                refs.setdefault(op.out.id, op.out)
         for r in cmd.rw_handles:
             refs.setdefault(r.id, r)
         tcm = [r for r in refs.values() if r.space == "tcm"]
-        streamed = [
-            r for r in refs.values()
-            if r.space == "hbm" and any(r in op.operands.values() for op in cmd.ops)
-        ]
+        streamed = list(streamed_ids.values())
         hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
         big = max([r.nbytes for r in streamed + hbm_outs], default=0)
         n_tiles = max(1, -(-big // pe.composite_tile_bytes))

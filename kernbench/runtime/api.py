@@ -89,6 +89,8 @@ class Runtime:
     ) -> None:
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
+        self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=_pe_key))
+        self._pe_set = frozenset(self._pe_ids)
         self._next_offset: dict[str, int] = {}
         self._launches: list[Launch] = []
         self._names = 0
@@ -97,13 +99,12 @@ class Runtime:
 
     def pe_ids(self) -> list[str]:
         """Every PE, ordered by SIP, CUBE, PE."""
-        ids = [n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")]
-        return sorted(ids, key=_pe_key)
+        return list(self._pe_ids)
 
     def pe_id(self, pe: int | str) -> str:
-        ids = self.pe_ids()
+        ids = self._pe_ids
         if isinstance(pe, str):
-            if pe not in ids:
+            if pe not in self._pe_set:
                 raise ValueError(f"unknown PE {pe!r}; PEs are {ids[0]} … {ids[-1]}")
             return pe
         if not 0 <= pe < len(ids):

@@ -35,8 +35,10 @@ def shift(pieces: list[Piece], d: float) -> list[Piece]:
 def through_edge(pieces: list[Piece], s: float, free_ns: float) -> list[Piece]:
     """Departure times from a FIFO edge of per-flit service ``s``, free at ``free_ns``."""
     out = [(a + s, r if r > s else s, k0) for a, r, k0 in pieces]
-    out.append((free_ns + s, s, 0))
-    return prune(out)
+    # The edge's own piece matters only if it is busy past some flit-0 arrival.
+    if not any(k0 == 0 and a >= free_ns for a, _, k0 in pieces):
+        out.append((free_ns + s, s, 0))
+    return out if len(out) == 1 else prune(out)
 
 
 def prune(pieces: list[Piece]) -> list[Piece]:
