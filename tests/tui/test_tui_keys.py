@@ -201,3 +201,34 @@ async def test_tab_moves_focus_between_panels():
             await pilot.press("tab")
             seen.add(type(app.focused).__name__)
         assert len(seen) >= 2
+
+
+@sync
+async def test_command_palette_runs_debugger_commands():
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        first = app.model.next_change(0.0, pe=app.nav.pes[0], kind=EventKind.STALL, starts_only=True)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Next stall")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.nav.cursor_ns == first
+
+
+@sync
+async def test_command_palette_saves_a_trace_that_reopens(tmp_path, monkeypatch):
+    from kernbench.events.tracefile import open_trace
+
+    monkeypatch.chdir(tmp_path)
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Save trace")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(app, pilot)
+    trace = open_trace(tmp_path / "demo_gemm.kbtrace")
+    assert len(trace.store) == len(app.store) and trace.metadata.kernel == "demo_gemm"
