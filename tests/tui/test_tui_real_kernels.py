@@ -1,19 +1,22 @@
-"""The debugger on real kernels, run live through `kernbench-tui run`'s path.
+"""The debugger on real kernels.
 
-These snapshots change when the simulator's timing does; regenerate them
-with ``pytest tests/tui --snapshot-update`` after an intended model change.
+Snapshots render recorded runs (``tests/tui/data``, see ``real_traces.py``)
+so they change only when the rendering does; the live tests run the current
+simulator through `kernbench-tui run`'s path and check structure, not text.
 """
 
 import pytest
 
+from kernbench.events.store import EventStore
+from kernbench.events.types import EventKind
 from tui import cli
 from tui.app import KernbenchApp
+from tui.sources import StoreSource
 
+from real_traces import RUNS, load
 from tui_harness import SNAPSHOT_DIR, screen_text, settle, sync
 
 SIZE = (120, 36)
-GEMM = ["gemm-primitive"]
-GQA = ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"]
 
 
 @pytest.fixture
@@ -22,12 +25,11 @@ def snap(snapshot):
     return snapshot
 
 
-async def live(argv, keys, size=SIZE):
-    app = KernbenchApp(cli._simulation_source(argv))
+async def recorded(name, keys, size=SIZE):
+    events, meta = load(name)
+    app = KernbenchApp(StoreSource(EventStore.from_events(events), meta))
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
-        assert app.error is None and not app.running
-        await pilot.press("f")
         for key in keys:
             await pilot.press(key)
         await settle(app, pilot)
@@ -36,27 +38,42 @@ async def live(argv, keys, size=SIZE):
 
 @sync
 async def test_gemm_primitive_first_stall(snap):
-    app, text = await live(GEMM, ["g", *"0", "enter", "n", "2"])
-    assert app.nav.selected is not None and app.nav.selected.kind.name == "STALL"
+    app, text = await recorded("gemm_primitive", ["n", "2"])
+    assert app.nav.selected is not None and app.nav.selected.kind == EventKind.STALL
     snap.assert_match(text, "gemm_primitive_first_stall.txt")
 
 
 @sync
 async def test_gemm_primitive_loads_mid_run(snap):
-    app, text = await live(GEMM, ["g", *"600", "enter", "3"])
+    app, text = await recorded("gemm_primitive", ["g", *"600", "enter", "3"])
     assert app.nav.cursor_ns == 600.0
     snap.assert_match(text, "gemm_primitive_loads_600ns.txt")
 
 
 @sync
 async def test_gemm_primitive_fifo_panel(snap):
-    app, text = await live(GEMM, ["g", *"100", "enter", "1"])
+    _, text = await recorded("gemm_primitive", ["g", *"100", "enter", "1"])
     snap.assert_match(text, "gemm_primitive_fifo_100ns.txt")
 
 
 @sync
 async def test_gqa_small_at_two_cursor_times(snap):
-    _, early = await live(GQA, ["g", *"200", "enter", "2"])
+    _, early = await recorded("gqa_small", ["g", *"200", "enter", "2"])
     snap.assert_match(early, "gqa_small_200ns.txt")
-    _, late = await live(GQA, ["g", *"1000", "enter", "w", "4"])
+    _, late = await recorded("gqa_small", ["g", *"1000", "enter", "w", "4"])
     snap.assert_match(late, "gqa_small_1000ns_zoom.txt")
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+@sync
+async def test_live_run_of_the_current_simulator_is_browsable(name):
+    app = KernbenchApp(cli._simulation_source(RUNS[name]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.error is None and not app.running and len(app.store) > 0
+        assert app.metadata.end_ns > 0 and app.nav.pes
+        await pilot.press("f", "g", "0", "enter", "n")
+        stall = app.nav.selected
+        assert stall is not None and stall.kind == EventKind.STALL and app.nav.cursor_ns == stall.t_ns
+        text = screen_text(app)
+        assert app.metadata.kernel in text and "cpu" in text and "▒" in text

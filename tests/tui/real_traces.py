@@ -1,0 +1,59 @@
+"""Recorded event streams of real kernels, pinned for the UI's snapshots.
+
+The debugger's snapshots must change when *its* rendering changes, not when
+the simulator's timing does; so they render these recordings. Re-record
+after an intended model change with::
+
+    python tests/tui/real_traces.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+
+RUNS = {
+    "gemm_primitive": ["gemm-primitive"],
+    "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+}
+
+
+def load(name: str):
+    """(events, metadata) of a recording."""
+    from kernbench.events.tracefile import TraceMetadata
+    from kernbench.events.types import Event, EventKind
+
+    lines = (DATA / f"{name}.jsonl").read_text().splitlines()
+    meta = TraceMetadata(**json.loads(lines[0]))
+    events = []
+    for line in lines[1:]:
+        t, kind, comp, end, corr, label, value, detail, seq = json.loads(line)
+        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq))
+    return events, meta
+
+
+def record(name: str) -> None:
+    from dataclasses import asdict
+
+    from kernbench.cli import tui_simulation
+    from kernbench.events.bus import Bus, Recorder
+
+    fn, meta = tui_simulation(RUNS[name])
+    bus = Bus()
+    rec = Recorder(bus)
+    meta = fn(bus) or meta
+    with open(DATA / f"{name}.jsonl", "w") as f:
+        f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
+        for e in rec.events():
+            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq]) + "\n")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    for run in RUNS:
+        record(run)
+        print(f"recorded {run}")
