@@ -319,7 +319,7 @@ class Network:
 
     def _publish_depth(self, e: int, edge_id: str, head: float, prev_free: float, ahead: list, s: float) -> None:
         """Flits of earlier trains still to cross the edge when this train's head arrives."""
-        backlog = sum(ld[2] * (ld[1] - head) / s for ld in ahead)
+        backlog = sum(ld[2] * (ld[1] - max(ld[0], head)) / s for ld in ahead)
         shown = self._depth_shown[e]
         if shown > 0 and head >= prev_free:
             self.bus.emit(prev_free, EventKind.QUEUE_DEPTH, edge_id, value=0.0)
