@@ -14,7 +14,7 @@ from tui.app import KernbenchApp
 from tui.sources import StoreSource
 
 from real_traces import RUNS, load
-from tui_harness import SNAPSHOT_DIR, screen_text, settle, sync
+from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
 SIZE = (120, 36)
 
@@ -31,7 +31,7 @@ async def recorded(name, keys, size=SIZE):
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
         for key in keys:
-            await pilot.press(key)
+            await press(app, pilot, key)
         await settle(app, pilot)
         return app, screen_text(app)
 
@@ -45,22 +45,22 @@ async def test_gemm_primitive_first_stall(snap):
 
 @sync
 async def test_gemm_primitive_loads_mid_run(snap):
-    app, text = await recorded("gemm_primitive", ["g", *"600", "enter", "3"])
+    app, text = await recorded("gemm_primitive", [("goto", 600), "3"])
     assert app.nav.cursor_ns == 600.0
     snap.assert_match(text, "gemm_primitive_loads_600ns.txt")
 
 
 @sync
 async def test_gemm_primitive_fifo_panel(snap):
-    _, text = await recorded("gemm_primitive", ["g", *"100", "enter", "1"])
+    _, text = await recorded("gemm_primitive", [("goto", 100), "1"])
     snap.assert_match(text, "gemm_primitive_fifo_100ns.txt")
 
 
 @sync
 async def test_gqa_small_at_two_cursor_times(snap):
-    _, early = await recorded("gqa_small", ["g", *"200", "enter", "2"])
+    _, early = await recorded("gqa_small", [("goto", 200), "2"])
     snap.assert_match(early, "gqa_small_200ns.txt")
-    _, late = await recorded("gqa_small", ["g", *"1000", "enter", "w", "4"])
+    _, late = await recorded("gqa_small", [("goto", 1000), "w", "4"])
     snap.assert_match(late, "gqa_small_1000ns_zoom.txt")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tui.messages import PEsChosen
 
-from tui_harness import SNAPSHOT_DIR, demo_app, screen_text, settle, sync
+from tui_harness import SNAPSHOT_DIR, press, demo_app, screen_text, settle, sync
 
 SIZE = (120, 36)
 
@@ -27,13 +27,9 @@ async def render(keys=(), size=SIZE, pes=None, app=None):
             app.screen.post_message(PEsChosen(pes))
             await pilot.pause()
         for key in keys:
-            await pilot.press(key)
+            await press(app, pilot, key)
         await settle(app, pilot)
         return app, screen_text(app)
-
-
-def goto(t):
-    return ["g", *str(t), "enter"]
 
 
 @sync
@@ -44,7 +40,7 @@ async def test_main_screen_at_start(snap):
 
 @sync
 async def test_main_screen_zoomed_in_at_400ns(snap):
-    _, text = await render([*goto(400), "w", "w"])
+    _, text = await render([("goto", 400), "w", "w"])
     snap.assert_match(text, "main_400ns_zoom4.txt")
 
 
@@ -70,14 +66,14 @@ async def test_selected_stall_details(snap):
 async def test_fifo_panel_under_contention(snap):
     app = demo_app()
     # The deepest moment of the shared HBM link: four PEs queue behind each other.
-    _, text = await render([*goto(12), "1"], app=app)
+    _, text = await render([("goto", 12), "1"], app=app)
     assert "128" in text
     snap.assert_match(text, "fifo_contention.txt")
 
 
 @sync
 async def test_two_loads_in_flight(snap):
-    app, text = await render([*goto(20), "3"], pes=["sip0.cube0.pe0", "sip0.cube0.pe1"])
+    app, text = await render([("goto", 20), "3"], pes=["sip0.cube0.pe0", "sip0.cube0.pe1"])
     assert len(app.model.loads_in_flight(20.0, "sip0.cube0.pe0")) + len(app.model.loads_in_flight(20.0, "sip0.cube0.pe1")) == 2
     assert "2 in flight" in text
     snap.assert_match(text, "loads_two_in_flight.txt")
@@ -85,7 +81,7 @@ async def test_two_loads_in_flight(snap):
 
 @sync
 async def test_event_log_filtered_to_stalls(snap):
-    _, text = await render([*goto(300), "slash", *"kind:stall", "enter"])
+    _, text = await render([("goto", 300), "slash", ("type", "kind:stall"), "enter"])
     snap.assert_match(text, "event_log_stalls.txt")
 
 
@@ -97,13 +93,13 @@ async def test_help_screen(snap):
 
 @sync
 async def test_main_screen_at_80x24(snap):
-    _, text = await render([*goto(130), "w"], size=(80, 24))
+    _, text = await render([("goto", 130), "w"], size=(80, 24))
     snap.assert_match(text, "main_80x24.txt")
 
 
 @sync
 async def test_whole_cube_at_large_size(snap):
-    _, text = await render([*goto(200)], size=(160, 50), pes=[f"sip0.cube0.pe{i}" for i in range(4)])
+    _, text = await render([("goto", 200)], size=(160, 50), pes=[f"sip0.cube0.pe{i}" for i in range(4)])
     snap.assert_match(text, "cube_160x50.txt")
 
 

@@ -52,3 +52,18 @@ def sync(fn):
         return asyncio.run(fn(*args, **kwargs))
 
     return wrapper
+
+
+async def press(app: KernbenchApp, pilot, key) -> None:
+    """A key name, or ("goto", t_ns) to jump directly, or ("type", text) to
+    fill the focused input at once (typing itself is covered by key tests)."""
+    if isinstance(key, tuple):
+        what, arg = key
+        if what == "goto":
+            app.nav.goto(float(arg))
+            app.main.refresh_view()
+        elif what == "type":
+            app.focused.value = arg
+        await pilot.pause()
+        return
+    await pilot.press(key)
