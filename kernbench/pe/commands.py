@@ -58,8 +58,8 @@ class PeCommand:
 
 
 @dataclass(frozen=True, eq=False)
-class DmaReadCmd(PeCommand):
-    """HBM/SRAM → TCM: ``src`` (a pointer) into the new handle ``dst``."""
+class _MoveCmd(PeCommand):
+    """A single-op command that moves ``size_bytes`` from ``src`` to ``dst``."""
 
     src: Any
     dst: Any
@@ -71,16 +71,13 @@ class DmaReadCmd(PeCommand):
 
 
 @dataclass(frozen=True, eq=False)
-class DmaWriteCmd(PeCommand):
+class DmaReadCmd(_MoveCmd):
+    """HBM/SRAM → TCM: ``src`` (a pointer) into the new handle ``dst``."""
+
+
+@dataclass(frozen=True, eq=False)
+class DmaWriteCmd(_MoveCmd):
     """TCM → HBM/SRAM: handle ``src`` to pointer ``dst``."""
-
-    src: Any
-    dst: Any
-    size_bytes: int
-
-    @cached_property
-    def logical_bytes(self) -> int:
-        return FRAMING + HANDLE + HANDLE + SCALAR
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,16 +119,8 @@ class MathCmd(PeCommand):
 
 
 @dataclass(frozen=True, eq=False)
-class CopyCmd(PeCommand):
+class CopyCmd(_MoveCmd):
     """TCM → TCM copy through PE_FETCH_STORE."""
-
-    src: Any
-    dst: Any
-    size_bytes: int
-
-    @cached_property
-    def logical_bytes(self) -> int:
-        return FRAMING + HANDLE + HANDLE + SCALAR
 
 
 @dataclass(frozen=True, eq=False)

@@ -171,76 +171,67 @@ class Scheduler:
 
     # --- DMA --------------------------------------------------------------
 
-    def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
-        pe = self.pe
-        prev, mine = pe.rd.claim()
-        pe.ready[cmd.dst.id] = mine
-        label = cmd.dst.name
+    def _on_channel(self, channel, inputs, arrive: float, transfer, label: str, corr: int, size: int, then=None) -> simpy.Event:
+        """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
+
+        It starts once the command has arrived, its input handles are ready
+        and the channel's previous transfer is done; ``then()`` runs when it
+        completes. Returns the completion event (its value: the time).
+        """
         env = self.env
+        prev, mine = channel.claim()
+        t_in, pending = self._inputs(inputs)
 
         def run():
-            if arrive > env.now:
-                yield env.timeout(arrive - env.now)
-            if prev is not None and not prev.processed:
-                yield prev
-            start = env.now
-            yield pe.network.read(pe.dma_node, cmd.src.memory, cmd.src.offset, cmd.size_bytes, corr_id=corr)
-            pe.rd.record(start, env.now, "dma_read", corr, cmd.size_bytes)
-            pe.load_landed(cmd.dst, corr, cmd.size_bytes)
-            mine.succeed(env.now)
-
-        env.process(run())
-        return mine
-
-    def _dma_write(self, cmd: DmaWriteCmd, arrive: float, corr: int) -> Ready:
-        pe = self.pe
-        env = self.env
-        prev, mine = pe.wr.claim()
-        t_in, pending = self._inputs((cmd.src,))
-
-        def run():
+            t0 = max(arrive, t_in)
             for ev in pending:
                 if not ev.processed:
                     yield ev
-            t0 = max(arrive, t_in, ready_time(pe.ready.get(cmd.src.id, 0.0)) or 0.0)
+                t0 = max(t0, ev.value)
             if t0 > env.now:
                 yield env.timeout(t0 - env.now)
             if prev is not None and not prev.processed:
                 yield prev
             start = env.now
-            yield pe.network.write(pe.dma_node, cmd.dst.memory, cmd.dst.offset, cmd.size_bytes, corr_id=corr)
-            pe.wr.record(start, env.now, "dma_write", corr, cmd.size_bytes)
+            yield transfer()
+            channel.record(start, env.now, label, corr, size)
+            if then is not None:
+                then()
             mine.succeed(env.now)
 
         env.process(run())
         return mine
+
+    def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        done = self._on_channel(
+            pe.rd, (), arrive,
+            lambda: pe.network.read(pe.dma_node, cmd.src.memory, cmd.src.offset, cmd.size_bytes, corr_id=corr),
+            "dma_read", corr, cmd.size_bytes,
+            then=lambda: pe.load_landed(cmd.dst, corr, cmd.size_bytes),
+        )
+        pe.ready[cmd.dst.id] = done
+        return done
+
+    def _dma_write(self, cmd: DmaWriteCmd, arrive: float, corr: int) -> Ready:
+        pe = self.pe
+        return self._on_channel(
+            pe.wr, (cmd.src,), arrive,
+            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, cmd.dst.offset, cmd.size_bytes, corr_id=corr),
+            "dma_write", corr, cmd.size_bytes,
+        )
 
     # --- IPCQ -------------------------------------------------------------
 
     def _ipcq_send(self, cmd: IpcqSendCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        env = self.env
-        prev, mine = pe.ipcq.claim()
-        t_in, pending = self._inputs((cmd.src,))
         dst = pe.fabric.pe_of_program(pe.launch_id, cmd.dst_pe)
-
-        def run():
-            for ev in pending:
-                if not ev.processed:
-                    yield ev
-            t0 = max(arrive, ready_time(pe.ready.get(cmd.src.id, 0.0)) or 0.0)
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
-            if prev is not None and not prev.processed:
-                yield prev
-            start = env.now
-            yield pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr)
-            pe.ipcq.record(start, env.now, f"send to {cmd.dst_pe}", corr, cmd.size_bytes)
-            pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload)
-            mine.succeed(env.now)
-
-        env.process(run())
-        return mine
+        return self._on_channel(
+            pe.ipcq, (cmd.src,), arrive,
+            lambda: pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
+            f"send to {cmd.dst_pe}", corr, cmd.size_bytes,
+            then=lambda: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload),
+        )
 
     def _ipcq_recv(self, cmd: IpcqRecvCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
