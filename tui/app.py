@@ -15,15 +15,17 @@ on the UI thread, so the user browses what has been simulated so far.
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
 from textual.app import App
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from kernbench.errors import KernbenchError
-from kernbench.events.store import EventStore
+from kernbench.events.store import EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
 from tui.commands import DebuggerCommands
@@ -33,7 +35,9 @@ from tui.screens.main import MainScreen
 from tui.sources import Source, WholeTraceSource
 
 
-MAX_PENDING_BATCHES = 4
+MAX_PENDING_BATCHES = 2
+LIVE_REFRESH_S = 0.25
+LIVE_SWITCH_INTERVAL_S = 0.0005
 
 
 class SourceCancelled(Exception):
@@ -56,6 +60,8 @@ class KernbenchApp(App):
         self.running = True
         self.error: str | None = None
         self._batch_slots = threading.Semaphore(MAX_PENDING_BATCHES)
+        self._live_refresh: Timer | None = None
+        self._switch_interval: float | None = None
 
     def get_default_screen(self) -> Screen:
         return MainScreen()
@@ -68,21 +74,35 @@ class KernbenchApp(App):
         raise LookupError("main screen not mounted")
 
     def start_source(self) -> None:
-        """Run the source in a worker thread (called once the main screen is up)."""
+        """Run the source in a worker thread (called once the main screen is up).
+
+        While it runs, the interpreter switches threads every
+        LIVE_SWITCH_INTERVAL_S instead of 5 ms: the simulation is pure Python
+        and would otherwise make every hop of the UI's event loop wait for
+        the GIL, so keys would take hundreds of ms to answer.
+        """
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(LIVE_SWITCH_INTERVAL_S)
         self.run_worker(self._run_source, thread=True, exclusive=True, name="source")
+
+    def _source_done(self) -> None:
+        self.running = False
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
 
     def _run_source(self) -> None:
         worker = get_current_worker()
 
         def emit(batch: list) -> None:
-            # Back-pressure: at most MAX_PENDING_BATCHES wait for the UI, so a
+            # Back-pressure: at most MAX_PENDING_BATCHES batches wait for the UI, so a
             # fast simulation cannot flood the message queue (or starve keys).
             while not self._batch_slots.acquire(timeout=0.05):
                 if worker.is_cancelled:
                     raise SourceCancelled()
             if worker.is_cancelled:  # the app is closing: stop the simulation here
                 raise SourceCancelled()
-            self.post_message(EventsArrived(batch))
+            self.post_message(EventsArrived(columnize(batch)))  # per-event work stays off the UI thread
 
         try:
             opener = getattr(self.source, "open", None)
@@ -91,7 +111,8 @@ class KernbenchApp(App):
                 return
             meta = self.source.run(emit)
             self.post_message(SourceFinished(meta))
-        except SourceCancelled:
+        except SourceCancelled:  # the app is closing; nothing will be shown
+            self._source_done()
             return
         except KernbenchError as exc:
             self.post_message(SourceFailed(str(exc)))
@@ -102,18 +123,26 @@ class KernbenchApp(App):
     def on_events_arrived(self, message: EventsArrived) -> None:
         self._batch_slots.release()
         first = len(self.store) == 0
-        self.store.append(message.events)
+        self.store.append_columns(message.batch)
         self.nav.on_new_events()
         if first and not self.nav.follow:
             self.nav.fit()
             self.nav.default_dt()
-        self.main.refresh_view(picker=first)
+        if first:
+            self.main.refresh_view(picker=True)
+        elif self._live_refresh is None:
+            # Redraw for new data at most LIVE_REFRESH_S apart; keys redraw at once.
+            self._live_refresh = self.set_timer(LIVE_REFRESH_S, self._refresh_live)
+
+    def _refresh_live(self) -> None:
+        self._live_refresh = None
+        self.main.refresh_view()
 
     def on_trace_opened(self, message: TraceOpened) -> None:
         self.store = message.trace.store
         self.model.set_store(self.store)
         self.metadata = message.trace.metadata
-        self.running = False
+        self._source_done()
         self.nav.follow = False
         self.nav.ensure_pes()
         self.nav.fit()
@@ -122,7 +151,7 @@ class KernbenchApp(App):
         self.main.refresh_view(picker=True)
 
     def on_source_finished(self, message: SourceFinished) -> None:
-        self.running = False
+        self._source_done()
         self.metadata = message.metadata
         if self.nav.follow:
             self.nav.on_new_events()
@@ -130,7 +159,7 @@ class KernbenchApp(App):
         self.main.refresh_view(picker=True)
 
     def on_source_failed(self, message: SourceFailed) -> None:
-        self.running = False
+        self._source_done()
         self.error = message.error
         self.notify(message.error, title="simulation failed", severity="error", timeout=30)
         self.main.refresh_view(picker=True)

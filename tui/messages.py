@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from kernbench.events.store import ColumnBatch
 from kernbench.events.tracefile import Trace, TraceMetadata
 from kernbench.events.types import Event
 
 
 class EventsArrived(Message):
-    """A batch of events from a running source (posted from the worker)."""
+    """A batch of events from a running source, already in columns (posted
+    from the worker, which did the per-event work)."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, batch: ColumnBatch) -> None:
         super().__init__()
-        self.events = events
+        self.batch = batch
 
 
 class TraceOpened(Message):

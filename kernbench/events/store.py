@@ -50,6 +50,48 @@ def is_span_kind(kind: int) -> bool:
     return bool(_SPAN_KIND_MASK[kind])
 
 
+class ColumnBatch:
+    """Events as columns, sorted by ``(t_ns, seq)``, with batch-local string
+    tables (``component``, ``label`` and ``detail`` index into them)."""
+
+    __slots__ = ("columns", "components", "strings")
+
+    def __init__(self, columns: dict[str, np.ndarray], components: list[str], strings: list[str]) -> None:
+        self.columns = columns
+        self.components = components
+        self.strings = strings
+
+    def __len__(self) -> int:
+        return len(self.columns["t_ns"])
+
+
+def columnize(events: Sequence[Event]) -> ColumnBatch:
+    """Turn events into a :class:`ColumnBatch` (the per-event Python work of
+    appending; a live source runs it on its own thread)."""
+    n = len(events)
+    # Intern in first-seen order (never set order: ids must not depend on hashing).
+    comp_ids = {name: i for i, name in enumerate(dict.fromkeys(e.component for e in events))}
+    str_ids = {name: i for i, name in enumerate(dict.fromkeys(s for e in events for s in (e.label, e.detail)))}
+    kind = np.fromiter((e.kind for e in events), dtype=np.uint8, count=n)
+    t = np.fromiter((e.t_ns for e in events), dtype=np.float64, count=n)
+    end = np.fromiter((e.end_ns for e in events), dtype=np.float64, count=n)
+    cols = {
+        "t_ns": t,
+        "end_ns": np.where(_SPAN_KIND_MASK[kind], end, t),
+        "kind": kind,
+        "component": np.fromiter((comp_ids[e.component] for e in events), dtype=np.int32, count=n),
+        "label": np.fromiter((str_ids[e.label] for e in events), dtype=np.int32, count=n),
+        "detail": np.fromiter((str_ids[e.detail] for e in events), dtype=np.int32, count=n),
+        "value": np.fromiter((e.value for e in events), dtype=np.float64, count=n),
+        "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=n),
+        "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=n),
+    }
+    if n:
+        order = np.lexsort((cols["seq"], cols["t_ns"]))
+        cols = {k: v[order] for k, v in cols.items()}
+    return ColumnBatch(cols, list(comp_ids), list(str_ids))
+
+
 class _Vec:
     """A growable 1-D numpy array (amortized O(1) append)."""
 
@@ -179,56 +221,52 @@ class EventStore:
 
     def append(self, events: Sequence[Event]) -> None:
         """Add a batch; queries stay correct on everything appended so far."""
-        if not events:
+        self.append_columns(columnize(events))
+
+    def append_columns(self, batch: ColumnBatch) -> None:
+        """Add a batch already turned into columns (see :func:`columnize`).
+
+        Costs O(batch + re-sorted tail) numpy work and a dictionary lookup per
+        *distinct* string of the batch — cheap enough for a UI thread while
+        :func:`columnize`, the per-event Python work, runs elsewhere.
+        """
+        m = len(batch)
+        if m == 0:
             return
-        batch = self._columns_of(events)
-        order = np.lexsort((batch["seq"], batch["t_ns"]))
-        batch = {k: v[order] for k, v in batch.items()}
-        n, m = len(self), len(events)
+        cols = dict(batch.columns)
+        cols["component"] = self._intern(batch.components, self._component_ids, self.components)[cols["component"]]
+        strings = self._intern(batch.strings, self._string_ids, self.strings)
+        cols["label"], cols["detail"] = strings[cols["label"]], strings[cols["detail"]]
+        n = len(self)
         p = n
         t, seq = self.col("t_ns"), self.col("seq")
-        t0, s0 = batch["t_ns"][0], batch["seq"][0]
+        t0, s0 = cols["t_ns"][0], cols["seq"][0]
         if n and (t0 < t[-1] or (t0 == t[-1] and s0 < seq[-1])):
             lo = int(np.searchsorted(t, t0, side="left"))
             hi = int(np.searchsorted(t, t0, side="right"))
             p = lo + int(np.searchsorted(seq[lo:hi], s0, side="right"))
         for name, vec in self._cols.items():
-            tail = np.concatenate([vec.data[p:n], batch[name]])
+            tail = np.concatenate([vec.data[p:n], cols[name]])
             vec.size = p
             vec.extend(tail)
         if p < n:
             order = np.lexsort((self._cols["seq"].data[p : n + m], self._cols["t_ns"].data[p : n + m]))
             for vec in self._cols.values():
                 vec.data[p : n + m] = vec.data[p : n + m][order]
-        self._index_from(p, n, new_spans=batch)
+        self._index_from(p, n, new_spans=cols)
         self.version += 1
 
-    def _columns_of(self, events: Sequence[Event]) -> dict[str, np.ndarray]:
-        cid, sid = self._component_ids, self._string_ids
-        comps, strs = self.components, self.strings
-        # Intern in first-seen order (never set order: ids must not depend on hashing).
-        for name in dict.fromkeys(e.component for e in events):
-            if name not in cid:
-                cid[name] = len(comps)
-                comps.append(name)
-        for name in dict.fromkeys(s for e in events for s in (e.label, e.detail)):
-            if name not in sid:
-                sid[name] = len(strs)
-                strs.append(name)
-        kind = np.fromiter((e.kind for e in events), dtype=np.uint8, count=len(events))
-        t = np.fromiter((e.t_ns for e in events), dtype=np.float64, count=len(events))
-        end = np.fromiter((e.end_ns for e in events), dtype=np.float64, count=len(events))
-        return {
-            "t_ns": t,
-            "end_ns": np.where(_SPAN_KIND_MASK[kind], end, t),
-            "kind": kind,
-            "component": np.fromiter((cid[e.component] for e in events), dtype=np.int32, count=len(events)),
-            "label": np.fromiter((sid[e.label] for e in events), dtype=np.int32, count=len(events)),
-            "detail": np.fromiter((sid[e.detail] for e in events), dtype=np.int32, count=len(events)),
-            "value": np.fromiter((e.value for e in events), dtype=np.float64, count=len(events)),
-            "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=len(events)),
-            "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=len(events)),
-        }
+    @staticmethod
+    def _intern(names: Sequence[str], ids: dict[str, int], table: list[str]) -> np.ndarray:
+        """Global ids of a batch's local table, adding new names in order."""
+        out = np.empty(len(names), dtype=np.int32)
+        for i, name in enumerate(names):
+            gid = ids.get(name)
+            if gid is None:
+                gid = ids[name] = len(table)
+                table.append(name)
+            out[i] = gid
+        return out
 
     def _index_from(self, p: int, old_n: int, new_spans: dict[str, np.ndarray] | None = None) -> None:
         """Re-index rows ``p:`` (rows before ``p`` did not move)."""
@@ -244,7 +282,8 @@ class EventStore:
             k = int(skey[a])
             stream = self._stream(k)
             rows = stream.rows
-            rows.truncate(int(np.searchsorted(rows.view(), p, side="left")))
+            if rows.size and rows.data[rows.size - 1] >= p:  # rows from p on moved: drop them
+                rows.truncate(int(np.searchsorted(rows.view(), p, side="left")))
             rows.extend((order[a:b] + p).astype(np.int32))
         # Sorted end times: only values are kept, so only new spans are merged.
         if new_spans is None:
