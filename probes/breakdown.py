@@ -79,12 +79,21 @@ def charges(graph: Graph, case: Case, size_bytes: int) -> list[Charge]:
     back = graph.route(case.memory, case.initiator)
     if case.op == "read":
         out = _header("request", there, with_src=True)
+        rate, where = _slowest(back)
+        if mem.burst_ns / period > rate and n > period:
+            # Channels slower than the path: the last round of bursts decides —
+            # its channel drains M+1 bursts back to back, then the flits after
+            # it follow behind the path's bottleneck.
+            last_round = (n - 1) // period
+            drained = last_round + 1
+            ch = mem.channel_name(firsts[0])
+            out.append(Charge("memory", "drain", f"{ch} {drained} bursts back to back", drained * mem.burst_ns))
+            out += _head_flit(back, with_src=False)
+            rest = n - 1 - period * last_round
+            out.append(Charge("train", "train", f"{rest} flits × {rate:.4g} ns at {where}", rest * rate))
+            return out
         out.append(Charge("memory", "drain", f"{mem.channel_name(firsts[0])} first burst", mem.burst_ns))
         out += _head_flit(back, with_src=False)
-        rate, where = _slowest(back)
-        burst_rate = mem.burst_ns / period
-        if burst_rate > rate:
-            rate, where = burst_rate, f"{case.memory} ({period} channels)"
         out.append(Charge("train", "train", f"{n - 1} flits × {rate:.4g} ns at {where}", (n - 1) * rate))
         return out
     out = _head_flit(there, with_src=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-from kernbench.sim.train import Piece
+from kernbench.sim.train import Piece, prune
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,16 @@ class ChannelArray:
     def read_train(
         self, t_ns: float, offset: int, n: int, stride_bytes: int
     ) -> tuple[list[Piece], list[ChannelSpan]]:
-        """Reserve the channels for a read requested at ``t_ns``; the burst train."""
+        """Reserve the channels for a read requested at ``t_ns``; the burst train.
+
+        Channel ``ch`` serves its bursts ``j, j + period, …`` back to back, so
+        they are ready in a staircase. Downstream, FIFO edges only ever ask
+        ``max_k ready(k) + (N − 1 − k)·s``, which over one channel's bursts is
+        linear in the burst's rank: its first or its last burst decides. The
+        train is therefore those two bursts per channel, as pieces of rate 0
+        (a FIFO edge raises the rate to its own flit time): exact head and
+        tail through any path, whatever the edges' speeds.
+        """
         period, _, firsts = self.layout(offset, n, stride_bytes)
         b = self.burst_ns
         pieces: list[Piece] = []
@@ -81,10 +90,11 @@ class ChannelArray:
             count = (n - j + period - 1) // period
             start = max(t_ns, self.free_ns[ch])
             self.free_ns[ch] = start + count * b
-            # burst j + m·period is ready at start + (m+1)·b
-            pieces.append((start + b, b / period, j))
+            pieces.append((start + b, 0.0, j))
+            if count > 1:
+                pieces.append((start + count * b, 0.0, j + period * (count - 1)))
             spans.append(ChannelSpan(ch, start, start + count * b, count))
-        return pieces, spans
+        return prune(pieces), spans
 
     def write_done(
         self, arrivals: list[Piece], offset: int, n: int, stride_bytes: int
