@@ -25,7 +25,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from kernbench.errors import KernbenchError
-from kernbench.events.store import EventStore, columnize
+from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
 from tui.commands import DebuggerCommands
@@ -94,7 +94,11 @@ class KernbenchApp(App):
     def _run_source(self) -> None:
         worker = get_current_worker()
 
-        def emit(batch: list) -> None:
+        def emit(batch: list | ColumnBatch) -> None:
+            if len(batch) == 0:  # a heartbeat: only check whether to stop
+                if worker.is_cancelled:
+                    raise SourceCancelled()
+                return
             # Back-pressure: at most MAX_PENDING_BATCHES batches wait for the UI, so a
             # fast simulation cannot flood the message queue (or starve keys).
             while not self._batch_slots.acquire(timeout=0.05):
@@ -102,7 +106,9 @@ class KernbenchApp(App):
                     raise SourceCancelled()
             if worker.is_cancelled:  # the app is closing: stop the simulation here
                 raise SourceCancelled()
-            self.post_message(EventsArrived(columnize(batch)))  # per-event work stays off the UI thread
+            if not isinstance(batch, ColumnBatch):
+                batch = columnize(batch)  # per-event work stays off the UI thread
+            self.post_message(EventsArrived(batch))
 
         try:
             opener = getattr(self.source, "open", None)

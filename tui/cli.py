@@ -17,10 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kernbench.errors import KernbenchError
-from kernbench.events.bus import Bus
-from kernbench.events.tracefile import TraceMetadata
-from tui.demo import DemoParams, run_demo
-from tui.sources import CallableSource, TraceFileSource
+from tui.demo import DemoParams
+from tui.sources import ProcessSource, TraceFileSource
 
 DEFAULT_RUN = ["gqa_decode", "--variant", "opt2"]
 
@@ -29,31 +27,26 @@ class SimulatorNotWired(KernbenchError):
     """``kernbench.cli`` does not (yet) offer ``tui_simulation``."""
 
 
-def _simulation_source(run_argv: Sequence[str]) -> CallableSource:
-    """A live source for ``kernbench run <run_argv>``.
+def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
+    """A live source for ``kernbench run <run_argv>``, simulated in a child process.
 
     Contract with the simulator: ``kernbench.cli.tui_simulation(argv)`` parses
     the same arguments as ``kernbench run`` and returns ``(fn, metadata)``
     where ``fn(bus)`` runs the simulation publishing on ``bus``.
     """
     try:
-        from kernbench.cli import tui_simulation
+        from kernbench.cli import tui_simulation  # noqa: F401 - checked here, called in the child
     except ImportError as exc:
         raise SimulatorNotWired(
             f"cannot run {' '.join(run_argv)!r} live: kernbench.cli.tui_simulation is not available ({exc}); "
             "try `kernbench-tui demo` or `kernbench-tui open FILE`"
         ) from None
-    fn, metadata = tui_simulation(list(run_argv))
-    return CallableSource(fn, metadata, description=" ".join(run_argv))
+    return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
 
 
-def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> CallableSource:
+def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
-
-    def fn(bus: Bus) -> TraceMetadata:
-        return run_demo(bus, params)
-
-    return CallableSource(fn, TraceMetadata(kernel="demo_gemm", variant="demo"), description="demo")
+    return ProcessSource("tui.demo:demo_simulation", (params,), description="demo")
 
 
 def _probe_command(argv: Sequence[str]) -> int:

@@ -198,6 +198,12 @@ def run_demo(bus: Bus, params: DemoParams | None = None) -> TraceMetadata:
     return _Demo(bus, params or DemoParams()).run()
 
 
+def demo_simulation(params: DemoParams | None = None):
+    """``(fn, metadata)`` like ``kernbench.cli.tui_simulation``, for a child process."""
+    params = params or DemoParams()
+    return (lambda bus: run_demo(bus, params)), TraceMetadata(kernel="demo_gemm", variant="demo")
+
+
 def demo_events(params: DemoParams | None = None):
     """The demo's events in time order, plus its metadata."""
     from kernbench.events.bus import Recorder

@@ -7,8 +7,9 @@ A source is run by the app in a worker thread::
         def run(self, emit_batch: Callable[[list[Event]], None]) -> TraceMetadata
 
 ``run`` calls ``emit_batch`` with batches of events (in publish order — the
-store sorts them) as they are produced and returns the run's metadata when it
-is finished. A source that already holds a whole store (a trace file) also
+store sorts them; a list of :class:`Event` or an already columnized
+:class:`~kernbench.events.store.ColumnBatch`; an empty list is a heartbeat)
+as they are produced and returns the run's metadata when it is finished. A source that already holds a whole store (a trace file) also
 offers ``open() -> Trace``, which the app prefers: no per-event work.
 
 To show a live simulation, wrap a function that runs it publishing on a
@@ -16,17 +17,25 @@ To show a live simulation, wrap a function that runs it publishing on a
 
     source = CallableSource(lambda bus: run_kernel(..., bus=bus), metadata=TraceMetadata(kernel=...))
     KernbenchApp(source).run()
+
+or, better for a long run, name a factory to call in a child process::
+
+    KernbenchApp(ProcessSource("kernbench.cli:tui_simulation", (["gqa-decode"],))).run()
 """
 
 from __future__ import annotations
 
+import importlib
+import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.store import EventStore
+from kernbench.events.store import EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 
@@ -93,6 +102,136 @@ class CallableSource:
                 emit_batch(buf)
         meta = result if isinstance(result, TraceMetadata) else self.metadata
         return meta
+
+
+class ProcessSource:
+    """Runs a simulation in a child process, so it never competes with the UI
+    for the interpreter lock (a pure-Python simulation in a thread does).
+
+    ``target`` is ``"module:function"``; in the child, ``function(*args)``
+    returns ``(fn, metadata)`` as ``kernbench.cli.tui_simulation`` does, and
+    ``fn(bus)`` runs the simulation. The child sends columnized batches
+    through a pipe; a full pipe blocks it, which is the back-pressure.
+    While waiting, ``emit_batch`` is called with an empty list every
+    ``heartbeat_s`` so the caller may stop the run by raising from it.
+
+    The child is *spawned* (a fork of a process running Textual's threads is
+    unsafe), so, as always with ``spawn``, a script that launches the app
+    must guard its entry point with ``if __name__ == "__main__":`` (the
+    ``kernbench-tui`` console script and ``python -m tui.cli`` do).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        args: tuple = (),
+        *,
+        description: str = "live simulation (child process)",
+        batch_events: int = 8192,
+        batch_s: float = 0.05,
+        heartbeat_s: float = 0.1,
+    ) -> None:
+        self.target = target
+        self.args = tuple(args)
+        self.description = description
+        self.batch_events = batch_events
+        self.batch_s = batch_s
+        self.heartbeat_s = heartbeat_s
+
+    def run(self, emit_batch: Callable[[object], None]) -> TraceMetadata:
+        _ensure_resource_tracker()
+        ctx = multiprocessing.get_context("spawn")
+        receiver, sender = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_child_main,
+            args=(self.target, self.args, sender, self.batch_events, self.batch_s),
+            daemon=True,
+            name="kernbench-simulation",
+        )
+        proc.start()
+        sender.close()
+        try:
+            while True:
+                if not receiver.poll(self.heartbeat_s):
+                    emit_batch([])
+                    continue
+                try:
+                    tag, payload = receiver.recv()
+                except EOFError:
+                    proc.join(timeout=5)
+                    raise KernbenchError(
+                        f"the simulation process ended without a result (exit code {proc.exitcode})"
+                    ) from None
+                if tag == "batch":
+                    emit_batch(payload)
+                elif tag == "done":
+                    return payload
+                else:
+                    raise KernbenchError(payload)
+        finally:
+            receiver.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join(timeout=5)
+
+
+def _ensure_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with a real stderr.
+
+    The tracker hands ``sys.stderr.fileno()`` to its process; inside a
+    running Textual app stderr is a capture object whose fileno is -1, which
+    makes every process start fail ("bad value(s) in fds_to_keep").
+    """
+    from multiprocessing import resource_tracker
+
+    try:
+        usable = sys.stderr.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        usable = True  # the tracker skips a stderr without a fileno
+    if usable:
+        resource_tracker.ensure_running()
+        return
+    saved = sys.stderr
+    sys.stderr = sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved
+
+
+def _child_main(target: str, args: tuple, conn, batch_events: int, batch_s: float) -> None:
+    """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result."""
+    buf: list[Event] = []
+    last = time.monotonic()
+
+    def flush() -> None:
+        nonlocal buf, last
+        if buf:
+            conn.send(("batch", columnize(buf)))
+            buf = []
+        last = time.monotonic()
+
+    def collect(event: Event) -> None:
+        buf.append(event)
+        if len(buf) >= batch_events or (len(buf) % 256 == 0 and time.monotonic() - last >= batch_s):
+            flush()
+
+    try:
+        module, func = target.split(":")
+        fn, metadata = getattr(importlib.import_module(module), func)(*args)
+        bus = Bus()
+        bus.subscribe(collect)
+        try:
+            result = fn(bus)
+        finally:
+            flush()
+        conn.send(("done", result if isinstance(result, TraceMetadata) else metadata))
+    except KernbenchError as exc:
+        conn.send(("error", str(exc)))
+    except Exception as exc:  # a kernel bug: report it, the parent shows it
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
 
 
 class TraceFileSource:

@@ -6,7 +6,7 @@ import types
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from tui import cli
-from tui.sources import CallableSource, TraceFileSource
+from tui.sources import ProcessSource, TraceFileSource
 
 
 def capture():
@@ -34,20 +34,12 @@ def test_open_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
     assert launched == []
 
 
-def test_run_uses_the_simulators_tui_simulation_hook(monkeypatch):
-    calls = []
-
-    def tui_simulation(argv):
-        calls.append(argv)
-        return (lambda bus: None), cli.TraceMetadata(kernel=argv[0])
-
-    fake = types.ModuleType("kernbench.cli")
-    fake.tui_simulation = tui_simulation
-    monkeypatch.setitem(sys.modules, "kernbench.cli", fake)
+def test_run_simulates_through_the_tui_simulation_hook_in_a_child_process():
     launched, launch = capture()
-    assert cli.main(["run", "gemm", "--m", "64"], launch=launch) == 0
-    assert calls == [["gemm", "--m", "64"]]
-    assert isinstance(launched[0], CallableSource) and launched[0].metadata.kernel == "gemm"
+    assert cli.main(["run", "gemm-primitive", "--m", "64"], launch=launch) == 0
+    source = launched[0]
+    assert isinstance(source, ProcessSource)
+    assert (source.target, source.args) == ("kernbench.cli:tui_simulation", (["gemm-primitive", "--m", "64"],))
 
 
 def test_run_without_the_simulator_hook_says_what_is_missing(monkeypatch, capsys):

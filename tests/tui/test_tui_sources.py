@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata, save_trace
@@ -141,3 +143,41 @@ async def test_quitting_mid_run_stops_the_simulation_and_keys_stay_responsive():
         await pilot.press("q")
     assert ended.wait(10)
     assert len(app.store) < max_events
+
+
+def test_process_source_streams_the_same_events_as_in_process():
+    from tui.sources import ProcessSource
+
+    params = DemoParams(n_pes=2, tiles=3)
+    batches = []
+    meta = ProcessSource("tui.demo:demo_simulation", (params,), batch_events=100).run(batches.append)
+    events, want_meta = demo_events(params)
+    assert meta == want_meta
+    store = EventStore()
+    for b in batches:
+        if len(b):
+            store.append_columns(b)
+    assert store.events() == EventStore.from_events(events).events()
+
+
+def test_process_source_reports_the_childs_error():
+    from tui.sources import ProcessSource
+
+    with pytest.raises(KernbenchError, match="name a kernel"):
+        ProcessSource("kernbench.cli:tui_simulation", ([],)).run(lambda b: None)
+
+
+@sync
+async def test_app_follows_a_simulation_in_a_child_process():
+    from tui.cli import _demo_source
+
+    app = KernbenchApp(_demo_source(2, 4, 0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if not app.running:
+                break
+        await settle(app, pilot)
+        events, meta = demo_events(DemoParams(n_pes=2, tiles=4))
+        assert app.error is None and len(app.store) == len(events)
+        assert app.metadata == meta
