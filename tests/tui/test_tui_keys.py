@@ -232,3 +232,30 @@ async def test_command_palette_saves_a_trace_that_reopens(tmp_path, monkeypatch)
         await settle(app, pilot)
     trace = open_trace(tmp_path / "demo_gemm.kbtrace")
     assert len(trace.store) == len(app.store) and trace.metadata.kernel == "demo_gemm"
+
+
+@sync
+async def test_p_searches_pes_and_enter_shows_the_match():
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("p")
+        await pilot.pause()
+        app.focused.value = "pe2"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.nav.pes == ["sip0.cube0.pe2"]
+
+
+@sync
+async def test_choosing_a_cube_in_the_picker_shows_all_its_pes():
+    from textual.widgets import Tree
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        tree = app.screen.query_one("#pe-tree", Tree)
+        cube = tree.root.children[0].children[0]
+        tree.select_node(cube)
+        await pilot.pause()
+        assert app.nav.pes == [f"sip0.cube0.pe{i}" for i in range(4)]
