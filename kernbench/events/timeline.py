@@ -602,21 +602,17 @@ class TimelineModel:
     def pe_utilization(self, pe: str) -> float:
         """Fraction of the run during which any non-CPU engine of ``pe`` is busy."""
 
-        def build() -> dict[str, float]:
+        def build() -> float:
             t0, t1 = self.start_ns, self.end_ns
-            out = {}
-            for p in self.pes():
-                rows = [self.spans_in(lane, t0, t1) for lane in self.lanes_of(p)[1:]]
-                rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
-                if len(rows) == 0 or t1 <= t0:
-                    out[p] = 0.0
-                    continue
-                s = np.clip(self.store.col("t_ns")[rows], t0, t1)
-                e = np.clip(self.store.col("end_ns")[rows], t0, t1)
-                out[p] = _union_length(s, e) / (t1 - t0)
-            return out
+            parts = [self.spans_in(lane, t0, t1) for lane in self.lanes_of(pe)[1:]]
+            rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
+            if len(rows) == 0 or t1 <= t0:
+                return 0.0
+            s = np.clip(self.store.col("t_ns")[rows], t0, t1)
+            e = np.clip(self.store.col("end_ns")[rows], t0, t1)
+            return _union_length(s, e) / (t1 - t0)
 
-        return self._cached("pe_util", build).get(pe, 0.0)
+        return self._cached(("pe_util", pe), build)
 
     # ------------------------------------------------------------ event log
     def events_around(

@@ -269,6 +269,16 @@ def test_events_around_match_brute_force(case):
             assert [strip(e) for e in model.store.events(after)] == [strip(e) for e in want_a]
 
 
+def test_pe_utilization_is_the_union_of_its_engines_busy_time(case):
+    events, model = case
+    t1 = max(max(e.t_ns for e in events), max(e.end_ns for e in events))
+    t0 = model.start_ns
+    for pe in ("sip0.cube0.pe0", "sip0.cube0.pe1"):
+        engines = [e for e in spans(events) if pe_of(e.component) == pe and not e.component.endswith(".cpu")]
+        want = union((max(e.t_ns, t0), min(e.end_ns, t1)) for e in engines) / (t1 - t0)
+        assert model.pe_utilization(pe) == pytest.approx(want)
+
+
 def test_pes_are_listed_in_natural_order():
     events = [Event(0.0, EventKind.ENGINE_BUSY, f"sip0.cube0.pe{p}.gemm", end_ns=1.0, seq=p) for p in (10, 2, 1)]
     assert TimelineModel(EventStore.from_events(events)).pes() == ["sip0.cube0.pe1", "sip0.cube0.pe2", "sip0.cube0.pe10"]
