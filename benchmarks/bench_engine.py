@@ -3,7 +3,9 @@
     PYTHONPATH=. python benchmarks/bench_engine.py
 
 * transfers per second in the fast mode (many independent reads on the paper topology)
-* wall time of one isolated transfer of 4 KiB vs 4 MiB (fast mode; the ratio should stay near 1)
+* wall time of one isolated transfer of 4 KiB, 64 KiB and 4 MiB (fast mode): a
+  transfer moves as one chunk per 16 flits, at most four, so the cost stops
+  growing at 64 flits (64 KiB vs 4 MiB stays near 1; 4 KiB is one chunk)
 * oracle vs fast wall time on one 32 KiB read whose data crosses 6 hops
 """
 
@@ -15,7 +17,7 @@ import time
 
 import simpy
 
-from kernbench.sim.network import Network
+from kernbench.sim.network import FAST_CHUNKS, MIN_CHUNK_FLITS, Network
 from kernbench.topology.compile import load_topology
 
 
@@ -70,10 +72,12 @@ def main() -> None:
 
     remote = "sip0.cube5.hbm.slice7"  # two mesh hops away
     small = isolated_wall_us(paper, "fast", pe, remote, 4096, 300)
+    mid = isolated_wall_us(paper, "fast", pe, remote, 64 * 1024, 300)
     big = isolated_wall_us(paper, "fast", pe, remote, 4 * 2**20, 300)
     hops = len(paper.route(remote, pe))
-    print(f"fast mode, one isolated read over {hops} hops, 4 KiB : {small:8.1f} us wall")
-    print(f"fast mode, one isolated read over {hops} hops, 4 MiB : {big:8.1f} us wall  (4 MiB / 4 KiB = {big / small:.2f}x)")
+    print(f"fast mode, one isolated read over {hops} hops, 4 KiB : {small:8.1f} us wall  (one train: a transfer moves as one chunk per {MIN_CHUNK_FLITS} flits, at most {FAST_CHUNKS})")
+    print(f"fast mode, one isolated read over {hops} hops, 64 KiB: {mid:8.1f} us wall  ({FAST_CHUNKS} chunks, as every larger transfer)")
+    print(f"fast mode, one isolated read over {hops} hops, 4 MiB : {big:8.1f} us wall  (4 MiB / 4 KiB = {big / small:.2f}x, 4 MiB / 64 KiB = {big / mid:.2f}x)")
 
     six = next(
         m.id
