@@ -313,12 +313,15 @@ class Network:
             free[e] = max(f, tail)
             if bus.active:
                 bus.emit(first - s, EventKind.EDGE_BUSY, hop.edge.id, end_ns=tail, corr_id=corr, value=n)
-                self._publish_depth(e, hop.edge.id, head, f, running[:-1], s)
+                self._publish_depth(e, hop.edge.id, head, f, [ld for ld in running[:-1] if ld[3] != corr], s)
             pieces = tr.shift(out, hop.prop_ns + hop.next_overhead_ns)
         return pieces
 
     def _publish_depth(self, e: int, edge_id: str, head: float, prev_free: float, ahead: list, s: float) -> None:
-        """Flits of earlier trains still to cross the edge when this train's head arrives."""
+        """Flits of other transfers still to cross the edge when this train's head arrives.
+
+        A transfer's own later chunks are not queueing (they are one stream).
+        """
         backlog = sum(ld[2] * (ld[1] - max(ld[0], head)) / s for ld in ahead)
         shown = self._depth_shown[e]
         if shown > 0 and head >= prev_free:
