@@ -1,6 +1,5 @@
 """Every TimelineModel query against a brute-force scan of the event list."""
 
-import numpy as np
 import pytest
 
 from kernbench.events.store import EventStore
