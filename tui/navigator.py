@@ -98,9 +98,13 @@ class Navigator:
         self.follow = False
         self.set_cursor(t_ns)
 
+    def stall_start(self, direction: int = +1) -> float | None:
+        """When the next (previous) stall on the shown PEs starts; no move."""
+        return self._scope_change(direction, kind=EventKind.STALL, starts_only=True)
+
     def next_stall(self, direction: int = +1) -> Event | None:
         """Move to the start of the next (previous) stall and select it."""
-        t = self._scope_change(direction, kind=EventKind.STALL, starts_only=True)
+        t = self.stall_start(direction)
         if t is None:
             return None
         self._jump(t)

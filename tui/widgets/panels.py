@@ -116,9 +116,9 @@ class StallsPanel(Panel):
             text.append(_fit(line, width) + "\n", style="red" if mark == " " else "bold red")
         if not stalls:
             text.append("no shown PE is stalled at the cursor\n")
-        nxt = model.next_change(t, kind=EventKind.STALL, starts_only=True)
+        nxt = nav.stall_start(+1)
         if nxt is not None:
-            text.append(f"next stall starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
+            text.append(f"next stall on the shown PEs starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
         self.update(text, layout=False)
 
 
