@@ -614,6 +614,15 @@ class TimelineModel:
 
         return self._cached(("pe_util", pe), build)
 
+    def rows_with_corr(self, corr_id: int) -> np.ndarray:
+        """Rows of every event a request caused (same ``corr_id``), in time order.
+
+        A vectorized scan, O(n) numpy; cached per store version and id.
+        """
+        if corr_id < 0:
+            return np.empty(0, dtype=np.int64)
+        return self._cached(("corr", corr_id), lambda: np.flatnonzero(self.store.col("corr_id") == corr_id))
+
     # ------------------------------------------------------------ event log
     def events_around(
         self,

@@ -278,6 +278,13 @@ def test_pe_utilization_is_the_union_of_its_engines_busy_time(case):
         assert model.pe_utilization(pe) == pytest.approx(want)
 
 
+def test_rows_with_corr_list_what_a_request_caused(case):
+    events, model = case
+    for corr in (-1, 0, 3, 99):
+        want = [] if corr < 0 else [strip(e) for e in sorted(events, key=key) if e.corr_id == corr]
+        assert [strip(e) for e in model.store.events(model.rows_with_corr(corr))] == want
+
+
 def test_pes_are_listed_in_natural_order():
     events = [Event(0.0, EventKind.ENGINE_BUSY, f"sip0.cube0.pe{p}.gemm", end_ns=1.0, seq=p) for p in (10, 2, 1)]
     assert TimelineModel(EventStore.from_events(events)).pes() == ["sip0.cube0.pe1", "sip0.cube0.pe2", "sip0.cube0.pe10"]

@@ -77,3 +77,20 @@ async def test_live_run_of_the_current_simulator_is_browsable(name):
         assert stall is not None and stall.kind == EventKind.STALL and app.nav.cursor_ns == stall.t_ns
         text = screen_text(app)
         assert app.metadata.kernel in text and "cpu" in text and "▒" in text
+
+
+@sync
+async def test_gemm_primitive_dma_span_details_show_the_request(snap):
+    from tui.messages import SpanSelected
+
+    events, meta = load("gemm_primitive")
+    app = KernbenchApp(StoreSource(EventStore.from_events(events), meta))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        rows = app.model.spans_in("sip0.cube0.pe0.dma.rd", 0, app.model.end_ns)
+        span = app.model.store.event(int(rows[2]))
+        app.screen.post_message(SpanSelected(span, (span.t_ns + span.end_ns) / 2))
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "path:" in text and f"corr_id {span.corr_id}" in text
+        snap.assert_match(text, "gemm_primitive_dma_details.txt")

@@ -6,6 +6,7 @@ it costs O(what it lists) and reads the same without colour.
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
 from textual.widgets import Static, TabbedContent
 
@@ -173,4 +174,29 @@ class DetailsPanel(Panel):
             left = f"{rows[i][0]:>10}: {rows[i][1]}"
             right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
             text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
+        self._related(nav, e, text)
         self.update(text, layout=False)
+
+    def _related(self, nav: Navigator, e, text: Text) -> None:
+        """What else the same request (corr_id) caused: kinds, span, the hops' path."""
+        rows = nav.model.rows_with_corr(e.corr_id)
+        if len(rows) <= 1:
+            return
+        store = nav.model.store
+        kinds = store.col("kind")[rows]
+        counts = ", ".join(
+            f"{int(n)} {EventKind(int(k)).name.lower()}" for k, n in zip(*np.unique(kinds, return_counts=True))
+        )
+        t0 = float(store.col("t_ns")[rows].min())
+        t1 = float(store.col("end_ns")[rows].max())
+        width = self.content_width()
+        text.append(_fit(f"{'request':>10}: corr_id {e.corr_id}, {format_ns(t0)} → {format_ns(t1)}", width) + "\n", style="dim")
+        text.append(_fit(f"{'caused':>10}: {counts}", width) + "\n", style="dim")
+        hops = rows[kinds == int(EventKind.EDGE_BUSY)]
+        if len(hops):
+            seen: dict[str, int] = {}
+            for c in store.col("component")[hops].tolist():
+                name = store.components[c]
+                seen[name] = seen.get(name, 0) + 1
+            path = "  ".join(short_edge(name, 60) + (f" ×{n}" if n > 1 else "") for name, n in seen.items())
+            text.append(_fit(f"{'path':>10}: {path}", width) + "\n", style="dim")
