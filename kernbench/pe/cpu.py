@@ -135,9 +135,9 @@ class PeCpu:
                     self.t = env.now
                     pe.cpu_stall_ns += self.t - t0
                     if bus.active:
-                        bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, label=reason.value, detail=ref.name)
+                        bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, corr_id=pe.load_corr.get(ref.id, -1), label=reason.value, detail=ref.name)
                 if bus.active and reason is StallReason.LAZY_LOAD:
-                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=self.t, label=ref.name)
+                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=self.t, corr_id=pe.load_corr.get(ref.id, -1), label=ref.name)
             elif what == "sync":
                 yield from self._catch_up()
             else:

@@ -64,6 +64,7 @@ class ProcessingElement:
         self.wr = Channel(f"{pe_id}.dma.wr", env, bus)
         self.ipcq = Channel(f"{pe_id}.ipcq", env, bus)
         self.ready: dict[int, Ready] = {}
+        self.load_corr: dict[int, int] = {}  # lazy load handle id -> its DMA's corr id
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
         self.ctx: Any = None  # the live KernelContext (None when replaying)

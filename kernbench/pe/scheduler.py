@@ -211,6 +211,7 @@ class Scheduler:
             then=lambda: pe.load_landed(cmd.dst, corr, cmd.size_bytes),
         )
         pe.ready[cmd.dst.id] = done
+        pe.load_corr[cmd.dst.id] = corr
         return done
 
     def _dma_write(self, cmd: DmaWriteCmd, arrive: float, corr: int) -> Ready:
