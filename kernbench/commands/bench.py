@@ -8,8 +8,9 @@ printed and the exit status is 0.
 
 Benches: the two GEMM forms at their defaults, the three GQA decode
 variants at a moderate shape (sip2x2, 32 query / 4 KV heads, d 128, 4096
-tokens, 8 PEs per KV head), and the hop-distance DMA probe cases on the
-paper topology at 32 KiB and 1 MiB.
+tokens, 8 PEs per KV head), and whatever installed packages contribute
+through the ``kernbench.benches`` entry points — the hop-distance DMA probe
+cases on the paper topology at 32 KiB and 1 MiB (``probes/bench.py``).
 """
 
 from __future__ import annotations
@@ -51,25 +52,28 @@ def _kernel(name: str, topology: str | None = None, **params) -> Callable[[], di
     return run
 
 
-def _probes() -> dict[str, float]:
-    from kernbench.topology.compile import load_topology
-    from probes.dma import run_probe, size_label
-
-    res = run_probe(load_topology("paper"))
-    return {f"probe-dma/{row.case.key}/{size_label(s)}": lat for row in res.rows for s, lat in row.latency_ns.items()}
-
-
 BENCHES: tuple[Callable[[], dict[str, float]], ...] = (
     _kernel("gemm-primitive"),
     _kernel("gemm-composite"),
     *(_kernel("gqa-decode", GQA_BENCH_TOPOLOGY, variant=v, **GQA_BENCH_SHAPE) for v in ("primitive", "opt3", "opt2")),
-    _probes,
 )
+ENTRY_POINT_GROUP = "kernbench.benches"
+
+
+def plugin_benches() -> list[Callable[[], dict[str, float]]]:
+    """Benches other packages contribute (the DMA probe's cases), by entry point.
+
+    kernbench sits below probes and never imports them; an installed
+    package declares ``[project.entry-points."kernbench.benches"]``.
+    """
+    from importlib.metadata import entry_points
+
+    return [ep.load() for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)]
 
 
 def run_benches() -> dict[str, float]:
     out: dict[str, float] = {}
-    for bench in BENCHES:
+    for bench in (*BENCHES, *plugin_benches()):
         out.update(bench())
     return out
 

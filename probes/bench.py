@@ -1,0 +1,16 @@
+"""The probe's contribution to ``kernbench bench`` (entry point ``kernbench.benches``).
+
+kernbench never imports probes (probes sit above it); it finds this through
+the ``kernbench.benches`` entry-point group declared in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+from kernbench.topology.compile import load_topology
+from probes.dma import run_probe, size_label
+
+
+def benches() -> dict[str, float]:
+    """Latency of every hop-distance DMA probe case on the paper topology."""
+    res = run_probe(load_topology("paper"))
+    return {f"probe-dma/{row.case.key}/{size_label(s)}": lat for row in res.rows for s, lat in row.latency_ns.items()}
