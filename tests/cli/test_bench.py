@@ -23,6 +23,7 @@ def test_shipped_goldens_match_exactly(capsys):
 def fake_benches(monkeypatch):
     values = {"a": 1.5, "b": 2.25}
     monkeypatch.setattr(bench, "BENCHES", (lambda: dict(values),))
+    monkeypatch.setattr(bench, "plugin_benches", lambda: [])
     return values
 
 
@@ -62,3 +63,11 @@ def test_bad_goldens_file_is_a_clear_error(tmp_path, capsys, fake_benches):
     g.write_text("{not json")
     assert main(["bench", "--check", "--goldens", str(g)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_the_probe_cases_arrive_through_the_entry_point_not_an_import():
+    names = set()
+    for fn in bench.plugin_benches():
+        names.update(fn())
+    assert "probe-dma/local/32KiB" in names
+    assert "probes" not in bench.__dict__
