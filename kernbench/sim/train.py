@@ -25,7 +25,13 @@ Piece = tuple[float, float, int]
 
 def at(pieces: list[Piece], k: int) -> float:
     """Time of flit ``k``."""
-    return max(a + (k - k0) * r for a, r, k0 in pieces if k0 <= k)
+    best = float("-inf")
+    for a, r, k0 in pieces:  # a plain loop: this is the engine's hottest line
+        if k0 <= k:
+            v = a + (k - k0) * r
+            if v > best:
+                best = v
+    return best
 
 
 def shift(pieces: list[Piece], d: float) -> list[Piece]:
@@ -43,7 +49,9 @@ def through_edge(pieces: list[Piece], s: float, free_ns: float) -> list[Piece]:
 
 def prune(pieces: list[Piece]) -> list[Piece]:
     """Drop pieces dominated by another for every flit they cover."""
-    pieces = sorted(pieces, key=lambda p: (p[2], -p[1], -p[0]))
+    if len(pieces) < 2:
+        return list(pieces)
+    pieces = sorted(pieces, key=_order)
     kept: list[Piece] = []
     for a, r, k0 in pieces:
         dominated = False
@@ -56,6 +64,10 @@ def prune(pieces: list[Piece]) -> list[Piece]:
         if not dominated:
             kept.append((a, r, k0))
     return kept
+
+
+def _order(p: Piece) -> tuple[int, float, float]:
+    return (p[2], -p[1], -p[0])
 
 
 def restrict(pieces: list[Piece], c0: int, c1: int) -> list[Piece]:
