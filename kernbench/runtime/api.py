@@ -176,18 +176,12 @@ class Runtime:
 
 
 def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
+    """``graph``'s topology with ``--set`` overrides, validated like a YAML file."""
     from kernbench.topology.compile import compile_spec
-    from kernbench.topology.schema import validate
-    from kernbench.topology.spec import TOPOLOGY_SCHEMA, apply_overrides, cross_check
-    from kernbench.errors import TopologyError
+    from kernbench.topology.spec import apply_overrides, validate_spec
 
-    raw = _thaw(graph.spec)
-    doc = apply_overrides(raw, list(overrides))
-    spec, problems = validate(doc, TOPOLOGY_SCHEMA)
-    problems = problems or cross_check(spec)
-    if problems:
-        raise TopologyError(problems, "--set")
-    return compile_spec(spec)
+    doc = apply_overrides(_thaw(graph.spec), list(overrides))
+    return compile_spec(validate_spec(doc, "--set"))
 
 
 def _thaw(obj: Any) -> Any:

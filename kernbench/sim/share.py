@@ -37,7 +37,7 @@ def departures(head_ns: float, tail_in_ns: float, n: int, flit_ns: float, loads:
     t = head_ns
     backlog = float(n) if arrived_all_at_head or n == 1 else 1.0
     served = 0.0
-    first = last = None
+    reached: list[float] = []  # times the 1st and the n-th flit are served
     targets = [1.0, float(n)]
     for t_next in marks + [float("inf")]:
         arriving = rate_in if t < tail_in_ns else 0.0
@@ -61,10 +61,7 @@ def departures(head_ns: float, tail_in_ns: float, n: int, flit_ns: float, loads:
                     backlog += net * (reach - t)
                     served = targets.pop(0)
                     t = reach
-                    if first is None:
-                        first = t
-                    else:
-                        last = t
+                    reached.append(t)
                     continue
                 served += cap * (seg_end - t)
                 backlog += net * (seg_end - t)
@@ -81,18 +78,13 @@ def departures(head_ns: float, tail_in_ns: float, n: int, flit_ns: float, loads:
                 if reach <= t_next:
                     served = targets.pop(0)
                     t = reach
-                    if first is None:
-                        first = t
-                    else:
-                        last = t
+                    reached.append(t)
                     continue
                 served += flow * (t_next - t)
                 backlog += (arriving - flow) * (t_next - t)
                 t = t_next
         if not targets:
             break
-    if last is None:
-        last = first
-    first = max(first, head_ns + flit_ns)
-    last = max(last, tail_in_ns + flit_ns, first + (n - 1) * flit_ns)
+    first = max(reached[0], head_ns + flit_ns)
+    last = max(reached[-1], tail_in_ns + flit_ns, first + (n - 1) * flit_ns)
     return first, last

@@ -259,11 +259,16 @@ def load_spec(
     doc = read_yaml(path)
     if overrides:
         doc = apply_overrides(doc, overrides)
+    return validate_spec(doc, str(path))
+
+
+def validate_spec(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    """Schema, then cross-checks; every problem in one TopologyError."""
     spec, problems = validate(doc, TOPOLOGY_SCHEMA)
     if not problems:
         problems = cross_check(spec)
     if problems:
-        raise TopologyError(problems, str(path))
+        raise TopologyError(problems, source)
     return spec
 
 
