@@ -22,25 +22,32 @@ from typing import Any
 import simpy
 
 
+def _run(action: "Action") -> None:
+    fn = action.fn
+    if fn is not None:
+        fn(*action.args)
+
+
 class Action:
-    """A callback at a time; :meth:`cancel` before it runs to drop it."""
+    """A callback at a time; :meth:`cancel` before it runs to drop it.
+
+    It holds no reference to itself (a module-level runner is its one
+    callback), so a spent action is freed at once, without the cycle
+    collector.
+    """
 
     __slots__ = ("callbacks", "_ok", "_value", "fn", "args")
 
     def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
-        self.callbacks: list | None = [self._run]
+        self.callbacks: list | None = [_run]
         self._ok = True
         self._value = None
         self.fn: Callable[..., Any] | None = fn
         self.args = args
 
-    def _run(self, _event: Any) -> None:
-        fn = self.fn
-        if fn is not None:
-            fn(*self.args)
-
     def cancel(self) -> None:
         self.fn = None
+        self.args = ()
 
     @property
     def pending(self) -> bool:

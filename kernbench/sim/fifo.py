@@ -20,13 +20,16 @@ the flits that interleave. Each passage's departures go back to segments
 when they are regular (they usually are: two streams sharing a link
 alternate) or stay an array.
 
-**Causal.** A FIFO is only told about the present: a passage's head
-arriving now (:meth:`Fifo.arrive`), or a change to a passage's flits that
-arrive after now (:meth:`Fifo.amend`). It keeps the plan of its current
-busy period and re-plans from now on each call. Flits that arrived before
-now keep their departures (later arrivals cannot overtake them); changed
-departures go to the passage's ``on_change``, so the next FIFO on its route
-hears of them in turn.
+**Planned ahead, re-planned from now.** A passage may be added before its
+head arrives (:meth:`Fifo.arrive` at ``now`` for a train that starts later:
+a transfer is planned along its whole route when it starts), and a
+passage's flits that arrive after now may change (:meth:`Fifo.amend`).
+Each call re-plans the FIFO's busy period from now on, merging every
+passage with flits still to come, future heads included; flits that
+arrived before now keep their departures (nothing can overtake them).
+Changed departures go to the passage's ``on_change``, so the next FIFO on
+its route hears of them in turn, and *watchers* (control flits that will
+cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
 """
 
 from __future__ import annotations
@@ -66,23 +69,28 @@ class Passage:
 
 
 class Fifo:
-    """One FIFO server; see the module docstring."""
+    """One FIFO server; see the module docstring.
 
-    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_arr", "_seq", "_dep")
+    Its state is the work of passages that have fully arrived (``free``:
+    when it is done) and the passages still arriving (``members``), each
+    with its departures. The work that arrived before a time ``t`` is done
+    when the last of it leaves: at ``free`` or at a member's last flit
+    before ``t``, whichever is later (FIFO order makes the latest arrival
+    the latest departure).
+    """
+
+    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers")
 
     def __init__(self, name: str, service_ns: float) -> None:
         self.name = name
         self.s = service_ns
-        self.free = 0.0  # virtual finish of the work from before the current plan
-        self.members: list[tuple[Passage, int]] = []  # (passage, first flit the plan decides)
-        self.t_last = float("-inf")  # the plan's last flit arrival
-        self.v_end = 0.0  # virtual finish once all of the plan's flits are in
-        self.last_corr = -1  # whose work finishes last in the plan
+        self.free = 0.0  # when the work of passages no longer arriving is done
+        self.members: list[Passage] = []  # passages with flits still to arrive, in seq order
+        self.t_last = float("-inf")  # the members' last flit arrival
+        self.v_end = 0.0  # when all work, members' included, is done
+        self.last_corr = -1  # whose work that is
         self.flits = 0  # data flits served (busy time = flits · s)
-        # a merged plan: arrival, seq and departure of every flit, in service order
-        self._arr: np.ndarray | None = None
-        self._seq: np.ndarray | None = None
-        self._dep: np.ndarray | None = None
+        self._watchers: list[tuple[float, Callable[[], None]]] = []
 
     # --- queries ------------------------------------------------------------
 
@@ -93,108 +101,147 @@ class Fifo:
         lower than ``seq``. A control flit (zero service) arriving at ``t``
         leaves then.
         """
-        members = self.members
-        if not members or t > self.t_last + EPS:
+        if t > self.t_last + EPS:
             return self.v_end if self.v_end > t else t
-        if self._arr is None:
-            p, k0 = members[0]
+        v = self.free
+        for p in self.members:
             k = p.inp.count_before(t, inclusive=p.seq < seq)
-            v = self.free if k <= k0 else p.out.at(k - 1)
-            return v if v > t else t
-        arr = self._arr
-        i = int(np.searchsorted(arr, t - EPS, side="left"))
-        j = int(np.searchsorted(arr, t + EPS, side="right"))
-        if j > i:
-            i += int(np.count_nonzero(self._seq[i:j] < seq))
-        v = self.free if i == 0 else float(self._dep[i - 1])
+            if k:
+                d = p.out.at(k - 1)
+                if d > v:
+                    v = d
         return v if v > t else t
 
     def depth_flits(self, t: float, seq: int = BEFORE_ALL) -> float:
         """Flits of work waiting ahead of a flit that arrives at ``t``."""
         return (self.finish_before(t, seq) - t) / self.s if self.s > 0.0 else 0.0
 
+    def busy_after(self, now: float) -> bool:
+        """Whether trains planned here still have flits arriving after now."""
+        return self.t_last >= now - EPS and bool(self.members)
+
+    def watch(self, t: float, fn: Callable[[], None], now: float) -> None:
+        """Call ``fn()`` whenever the FIFO re-plans at or before ``t`` (a later
+        control flit's :meth:`finish_before` answer may have changed)."""
+        ws = self._watchers
+        if len(ws) >= 8 and ws[0][0] < now - EPS:
+            ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
+        ws.append((t, fn))
+
+    def _notify(self, t_from: float) -> None:
+        """Re-check the control flits due at ``t_from`` or later."""
+        for t, fn in list(self._watchers):
+            if t >= t_from - EPS:
+                fn()
+
+    def reserve(self, now: float, count: int, seq: int) -> float | None:
+        """``count`` flits arriving together now, if nothing else is still to arrive:
+        when the first starts (``None``: something is; plan a :class:`Passage`)."""
+        self._retire(now)
+        if self.members:
+            return None
+        start = self.finish_before(now, seq)
+        self.free = self.v_end = start + count * self.s
+        self.flits += count
+        if self._watchers:
+            self._notify(now)
+        return start
+
     # --- changes --------------------------------------------------------------
 
     def arrive(self, p: Passage, now: float) -> None:
-        """``p``'s head arrives now: plan it, re-planning the passages it interleaves with."""
+        """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
         p.fifo = self
         self.flits += p.n
-        d = self.finish_before(now)
-        p.waited_behind = self.last_corr if d > now + EPS else -1
-        pending = self._pending(now)
-        if not pending:
-            self._alone(p, 0, d, now)
-            return
-        self._merge(pending + [(p, 0)], d, now)
+        self._retire(now)
+        head = p.inp.first()
+        d = self.finish_before(head)
+        p.waited_behind = self.last_corr if d > head + EPS else -1
+        self._replan(head, d, p)
 
     def amend(self, p: Passage, inp: Train, now: float) -> None:
         """``p``'s flits arriving after now arrive as in ``inp`` instead."""
         p.inp = inp
-        if not any(q is p for q, _ in self.members):
-            return  # not planned here yet: its head has not arrived
-        pending = self._pending(now)
-        d = self.finish_before(now)
-        if len(pending) == 1:
-            q, k = pending[0]
-            self._alone(q, k, d if k == 0 else max(d, q.out.at(k - 1)), now)
+        if p not in self.members:
             return
-        self._merge(pending, d, now)
+        self._retire(now)
+        self._replan(now, self.finish_before(now), None)
 
     # --- planning ---------------------------------------------------------------
 
-    def _pending(self, now: float) -> list[tuple[Passage, int]]:
-        """The plan's passages with flits arriving at or after now: (passage, first such flit)."""
-        out = []
-        for p, _ in self.members:
-            inp = p.inp
-            if inp.last() < now - EPS:
-                continue
-            k = inp.count_before(now)
-            if k < inp.n:
-                out.append((p, k))
-        return out
+    def _retire(self, now: float) -> None:
+        """Fold the work of passages that have fully arrived into ``free``."""
+        if self.t_last >= now - EPS:
+            ms = self.members
+            if len(ms) > 1 or (ms and ms[0].inp.last() < now - EPS):
+                keep = []
+                for q in ms:
+                    if q.inp.last() < now - EPS:
+                        if q.out.last() > self.free:
+                            self.free = q.out.last()
+                    else:
+                        keep.append(q)
+                self.members = keep
+            return
+        if self.members:
+            self.free = max(self.free, self.v_end)
+            self.members = []
 
-    def _alone(self, p: Passage, k: int, d_prev: float, now: float) -> None:
-        """One passage: the closed form from flit ``k`` on, the work before it done at ``d_prev``."""
-        out = fifo(p.inp, self.s, d_prev, k)
-        if k > 0:
-            out = p.out.splice(k, out)
-        self.free = d_prev
-        self.members = [(p, k)]
-        self.t_last = p.inp.last()
-        self._arr = self._seq = self._dep = None
-        self.v_end = out.last()
-        self.last_corr = p.corr
-        self._publish(p, out, k)
+    def _replan(self, t: float, v0: float, new: Passage | None) -> None:
+        """Re-plan every flit arriving at ``t`` or later; the work before ``t`` is done at ``v0``."""
+        cluster: list[tuple[Passage, int]] = []
+        for q in self.members:
+            if q.inp.last() >= t - EPS:
+                k = q.inp.count_before(t)
+                if k < q.n:
+                    cluster.append((q, k))
+        if new is not None:
+            cluster.append((new, 0))
+            self.members.append(new)
+            self.members.sort(key=lambda q: q.seq)
+        if len(cluster) == 1:
+            q, k = cluster[0]
+            out = fifo(q.inp, self.s, v0, k)
+            self._publish(q, q.out.splice(k, out) if k else out, k)
+        elif cluster:
+            self._merge(cluster, v0)
+        self.t_last = max(q.inp.last() for q in self.members) if self.members else float("-inf")
+        self.v_end = self.free
+        for q in self.members:
+            e = q.out.last()
+            if e >= self.v_end:
+                self.v_end = e
+                self.last_corr = q.corr
+        if self._watchers:
+            self._notify(t)
 
-    def _merge(self, members: list[tuple[Passage, int]], v0: float, now: float) -> None:
-        """Several passages' flits from ``now`` on, merged in FIFO order, exactly."""
+    def _merge(self, members: list[tuple[Passage, int]], v0: float) -> None:
+        """Several passages' flits, merged in FIFO order and served exactly."""
         members.sort(key=lambda m: m[0].seq)
         times = [p.inp.times(k) for p, k in members]
+        lens = [len(t) for t in times]
         arr = np.concatenate(times)
-        seq = np.concatenate([np.full(len(t), p.seq, dtype=np.int64) for (p, _), t in zip(members, times)])
-        pos = np.concatenate([np.arange(len(t), dtype=np.int64) for t in times])
-        owner = np.concatenate([np.full(len(t), i, dtype=np.int64) for i, t in enumerate(times)])
-        # FIFO order: time (within EPS), then seq, then flit index
-        q = np.round(arr / EPS)  # ties within EPS sort together
-        order = np.lexsort((pos, seq, q))
-        arr_s = arr[order]
-        dep_s = lindley(arr_s, self.s, v0)
-        dep = np.empty_like(dep_s)
-        dep[order] = dep_s
-        self.free = v0
-        self.members = members
-        self.t_last = float(arr_s[-1])
-        self._arr, self._seq, self._dep = arr_s, seq[order], dep_s
-        self.v_end = float(dep_s[-1])
-        self.last_corr = members[int(owner[order[-1]])][0].corr
+        seq = np.repeat(np.array([p.seq for p, _ in members], dtype=np.int64), lens)
+        pos = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+        # FIFO order: time (ties within EPS together), then seq, then flit index
+        order = np.lexsort((pos, seq, np.round(arr / EPS)))
+        dep = np.empty(len(arr))
+        dep[order] = lindley(arr[order], self.s, v0)
         start = 0
-        for (p, k), t in zip(members, times):
-            mine = dep[start:start + len(t)]
-            start += len(t)
+        for (p, k), n in zip(members, lens):
+            mine = dep[start:start + n]
+            start += n
             p.shared = True
-            tail = Train.from_times(mine if k == 0 else np.concatenate([p.out.times()[:k], mine]))
-            self._publish(p, tail, k)
+            old = p.out
+            if old is None:
+                p.out = Train(p.n, arr=mine)
+                continue
+            changed = np.flatnonzero(np.abs(old.times(k) - mine) > 1e-9)
+            if not len(changed):
+                continue
+            p.out = Train(p.n, arr=np.concatenate([old.times(0, k), mine]) if k else mine)
+            if p.on_change is not None:
+                p.on_change(p, k + int(changed[0]))
 
     def _publish(self, p: Passage, out: Train, k: int) -> None:
         """``p`` leaves as ``out`` from flit ``k`` on; tell its route if that changed."""

@@ -274,72 +274,104 @@ class _Transfer:
 class _FastTransfer(_Transfer):
     """A transfer as trains through FIFOs; see :mod:`kernbench.sim.fifo`.
 
-    Read: a control flit along the request route; its bursts queue on the
-    channels when it arrives; the channels' output is the data train, which
-    crosses the response route one FIFO at a time (each step an action at
-    the instant its head arrives). Write: the data train from the
-    initiator; at the memory, each channel's share is a passage of its own;
-    the acknowledgement leaves when the last burst is written. A FIFO may
-    re-plan a passage later (another train arrived among its flits); the
-    change reaches the next FIFO at the instant the first changed flit would
-    have arrived there.
+    Everything is planned when the transfer starts: its data train FIFO by
+    FIFO along the route (each :meth:`~kernbench.sim.fifo.Fifo.arrive`
+    re-plans that FIFO), and its control flit (a read's request, a write's
+    acknowledgement) hop by hop from each FIFO's :meth:`finish_before`. A
+    FIFO that later re-plans tells the passages whose departures changed
+    (the change reaches the next FIFO at the instant the first changed flit
+    would arrive there) and re-checks the control flits due to cross it.
+    A read's bursts queue on their channels when its request arrives (an
+    action at that instant); the completion is an action at the last flit's
+    arrival, moved whenever that changes.
     """
 
-    __slots__ = ("route", "data", "data_in", "ch", "ch_heads", "amends", "finish_at", "mem_train", "ack_route")
+    __slots__ = ("route", "data", "data_in", "ch", "amends", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
 
     def start(self) -> None:
         graph = self.net.graph
         now = self.env.now
         self.data: list[Passage] = []
         self.ch: dict[int, Passage] = {}
-        self.ch_heads: dict[int, Action] = {}
         self.amends: dict[int, Action] = {}
         self.finish_at: Action | None = None
+        self.mem_at: Action | None = None
+        self.head_at: Action | None = None
+        self.ctl: list = []
         if self.op == "read":
             req = graph.route(self.src, self.dst)
             self.route = graph.route(self.dst, self.src)
-            self._control(req, 0, now + req.src_overhead_ns, self._mem_read)
+            self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
             return
         self.route = graph.route(self.src, self.dst)
         if self.op == "write":
             self.ack_route = graph.route(self.dst, self.src)
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
-        self._next_data(0, self.data_in.first())
+        self._plan_data()
 
-    # control flits: wait behind queued flits, no serialization
-    def _control(self, route: Route, h: int, t: float, then) -> None:
-        if h == len(route.hops):
-            if t > self.env.now:
-                call_at(self.env, t, self.prio, then)
-            else:
-                then()
-            return
-        call_at(self.env, t, self.prio, self._control_hop, route, h, then)
+    # --- control flits -----------------------------------------------------
 
-    def _control_hop(self, route: Route, h: int, then) -> None:
-        hop = route.hops[h]
-        now = self.env.now
-        d = self.net.edge_fifo(hop.edge.index).finish_before(now, self.seq)
-        self._control(route, h + 1, d + hop.prop_ns + hop.next_overhead_ns, then)
+    def _plan_control(self, route: Route, t: float, then) -> None:
+        self.ctl = [route, then, []]
+        self._control_from(0, t)
 
-    def _mem_read(self) -> None:
+    def _control_from(self, h: int, t: float) -> None:
+        """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``."""
+        route, then, tokens = self.ctl
+        del tokens[h:]
+        net = self.net
+        seq = self.seq
+        for i in range(h, len(route.hops)):
+            hop = route.hops[i]
+            f = net.edge_fifo(hop.edge.index)
+            d = f.finish_before(t, seq)
+            token = object()
+            tokens.append(token)
+            f.watch(t, _Recheck(self, i, t, d, token), self.env.now)
+            t = d + hop.prop_ns + hop.next_overhead_ns
+        then(t)
+
+    def _recheck(self, h: int, t: float, d_old: float, token: object) -> None:
+        if not self.ctl:
+            return  # done
+        tokens = self.ctl[2]
+        if h >= len(tokens) or tokens[h] is not token:
+            return  # superseded by a re-plan from an earlier hop
+        hop = self.ctl[0].hops[h]
+        if abs(self.net.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
+            self._control_from(h, t)
+
+    def _request_arrives(self, t: float) -> None:
+        if self.mem_at is not None:
+            if abs(self.mem_at.args[0] - t) <= EPS and self.mem_at.pending:
+                return
+            self.mem_at.cancel()
+        self.mem_at = call_at(self.env, t, self.prio, self._mem_read, t)
+
+    # --- data ----------------------------------------------------------------
+
+    def _mem_read(self, _t: float) -> None:
+        """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env.now
         mem = self.mem
-        progs = []
         b = mem.burst_ns
+        progs = []
         for c in range(mem.channels):
             cnt = self.bursts.count(c)
             if not cnt:
                 continue
-            p = Passage(self.seq, self.corr, Train.burst(cnt, now))
-            mem.fifos[c].arrive(p, now)
-            self.ch[c] = p
-            progs.append((p.out.first() - b, cnt))
+            f = mem.fifos[c]
+            start = f.reserve(now, cnt, self.seq)
+            if start is None:  # the channel is still receiving: merge flit by flit
+                p = Passage(self.seq, self.corr, Train.burst(cnt, now))
+                f.arrive(p, now)
+                self.ch[c] = p
+                start = p.out.first() - b
+            elif self.net.bus.active:
+                self.ch[c] = _Reserved(f, start, cnt)
+            progs.append((start, cnt))
         self.data_in = union(progs, b)
-        self._next_data(0, self.data_in.first())
-
-    def _next_data(self, h: int, t: float) -> None:
-        call_at(self.env, t, self.prio, self._data_hop, h)
+        self._plan_data()
 
     def _input(self, h: int) -> Train:
         if h == 0:
@@ -347,24 +379,34 @@ class _FastTransfer(_Transfer):
         hop = self.route.hops[h - 1]
         return self.data[h - 1].out.shift(hop.prop_ns + hop.next_overhead_ns)
 
-    def _data_hop(self, h: int) -> None:
+    def _plan_data(self, _t: float = 0.0) -> None:
+        """Plan the data train FIFO by FIFO from the first not yet planned.
+
+        Through idle FIFOs it is planned at once; at a FIFO that still has
+        other trains coming, planning waits for the instant the head gets
+        there (then only trains still arriving are re-planned, in arrival
+        order, instead of every train planned ahead).
+        """
         net = self.net
         now = self.env.now
-        hop = self.route.hops[h]
-        f = net.edge_fifo(hop.edge.index)
-        p = Passage(self.seq, self.corr, self._input(h), self._changed)
-        depth = f.depth_flits(now, self.seq) if net.bus.active else 0.0
-        f.arrive(p, now)
-        if net.bus.active:
-            net._show_depth(f.name, now, depth, f.v_end)
-        self.data.append(p)
-        delay = hop.prop_ns + hop.next_overhead_ns
-        if h + 1 < len(self.route.hops):
-            self._next_data(h + 1, p.out.first() + delay)
-        elif self.op == "write":
-            self._at_memory(p.out.shift(delay))
+        hops = self.route.hops
+        self.head_at = None
+        for h in range(len(self.data), len(hops)):
+            inp = self._input(h)
+            f = net.edge_fifo(hops[h].edge.index)
+            head = inp.first()
+            if head > now + EPS and f.busy_after(now):
+                self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
+                return
+            p = Passage(self.seq, self.corr, inp, self._changed)
+            self.data.append(p)
+            f.arrive(p, now)
+        last = hops[-1]
+        arrival = self.data[-1].out.shift(last.prop_ns + last.next_overhead_ns)
+        if self.op == "write":
+            self._at_memory(arrival)
         else:
-            self._finish_at(p.out.last() + delay)
+            self._finish_at(arrival.last())
 
     def _changed(self, p: Passage, k: int) -> None:
         """Passage ``p``'s departures changed from flit ``k`` on."""
@@ -373,90 +415,123 @@ class _FastTransfer(_Transfer):
         delay = hop.prop_ns + hop.next_overhead_ns
         if h + 1 < len(self.data):
             nxt = self.data[h + 1]
-            t = min(p.out.at(k) + delay, nxt.inp.at(k))
-            self._amend_later(h + 1, t)
-        elif h + 1 == len(self.route.hops):
+            self._later(h + 1, min(p.out.at(k) + delay, nxt.inp.at(k)), self._amend_now)
+        elif h + 1 < len(self.route.hops):
+            if k == 0 and self.head_at is not None:  # the head itself moved: so does its arrival
+                self.head_at.cancel()
+                t = p.out.first() + delay
+                self.head_at = call_at(self.env, t, self.prio, self._plan_data, t)
+        else:
             if self.op == "write":
                 self._memory_changed(p.out.shift(delay))
             else:
                 self._finish_at(p.out.last() + delay)
-        # else: the next FIFO's head has not arrived; it reads p.out then
 
-    def _amend_later(self, h: int, t: float) -> None:
-        old = self.amends.get(h)
+    def _later(self, key: int, t: float, fn) -> None:
+        """Run ``fn(key)`` at ``t``, or earlier if already due earlier."""
+        old = self.amends.get(key)
         if old is not None and old.pending:
             if old.args[1] <= t:
                 return
             old.cancel()
-        self.amends[h] = call_at(self.env, max(t, self.env.now), self.prio, self._amend_now, h, t)
+        self.amends[key] = call_at(self.env, max(t, self.env.now), self.prio, fn, key, t)
 
     def _amend_now(self, h: int, _t: float) -> None:
         p = self.data[h]
         p.fifo.amend(p, self._input(h), self.env.now)
 
     def _finish_at(self, t: float) -> None:
-        if self.finish_at is not None:
-            self.finish_at.cancel()
-        self.finish_at = call_at(self.env, t, self.prio + 2, self.net._finish, self)
+        old = self.finish_at
+        if old is not None:
+            if old.pending and old.args[0] == t:
+                return
+            old.cancel()
+        self.finish_at = call_at(self.env, t, self.prio + 2, self._finish, t)
 
-    # writes: the channels, then the acknowledgement
+    def _finish(self, _t: float) -> None:
+        self.net._finish(self)
+        # let go of everything a finished transfer held (FIFOs may still hold its passages)
+        for p in self.data:
+            p.on_change = None
+        for p in self.ch.values():
+            if isinstance(p, Passage):
+                p.on_change = None
+        self.ctl = []
+        self.amends.clear()
+        self.finish_at = self.mem_at = self.head_at = None
+
+    # --- writes: the channels, then the acknowledgement ----------------------
+
     def _at_memory(self, train: Train) -> None:
+        now = self.env.now
         self.mem_train = train
         for c, flits in enumerate(self.bursts.per_channel):
             if flits is None:
                 continue
-            sub = sub_train(train, flits)
-            self.ch_heads[c] = call_at(self.env, sub.first(), self.prio, self._channel_head, c)
-        self.finish_at = call_at(self.env, train.last(), self.prio + 1, self._written)
+            p = Passage(self.seq, self.corr, sub_train(train, flits), self._ch_changed)
+            self.ch[c] = p
+            self.mem.fifos[c].arrive(p, now)
+        self._plan_ack()
 
-    def _channel_head(self, c: int) -> None:
-        p = Passage(self.seq, self.corr, sub_train(self.mem_train, self.bursts.per_channel[c]), self._ch_changed)
-        self.mem.fifos[c].arrive(p, self.env.now)
-        self.ch[c] = p
+    def _plan_ack(self) -> None:
+        done = max(p.out.last() for p in self.ch.values())
+        self._plan_control(self.ack_route, done, self._finish_at)
 
-    def _ch_changed(self, p: Passage, k: int) -> None:
-        pass  # a channel's departures only matter once its last burst is in (see _written)
+    def _ch_changed(self, _p: Passage, _k: int) -> None:
+        self._plan_ack()
 
     def _memory_changed(self, train: Train) -> None:
-        old = self.mem_train
         self.mem_train = train
-        now = self.env.now
         for c, flits in enumerate(self.bursts.per_channel):
             if flits is None:
                 continue
+            p = self.ch[c]
             sub = sub_train(train, flits)
-            p = self.ch.get(c)
-            if p is None:
-                if abs(sub.first() - sub_train(old, flits).first()) > EPS:
-                    self.ch_heads[c].cancel()
-                    self.ch_heads[c] = call_at(self.env, sub.first(), self.prio, self._channel_head, c)
-                continue
             k = first_difference(p.inp, sub, 0)
             if k < sub.n:
-                t = min(p.inp.at(k), sub.at(k))
-                call_at(self.env, max(t, now), self.prio, self._ch_amend, c)
-        self.finish_at.cancel()
-        self.finish_at = call_at(self.env, train.last(), self.prio + 1, self._written)
+                self._later(-1 - c, min(p.inp.at(k), sub.at(k)), self._ch_amend)
 
-    def _ch_amend(self, c: int) -> None:
+    def _ch_amend(self, key: int, _t: float) -> None:
+        c = -1 - key
         p = self.ch[c]
-        sub = sub_train(self.mem_train, self.bursts.per_channel[c])
-        if first_difference(p.inp, sub, 0) < sub.n:
-            p.fifo.amend(p, sub, self.env.now)
-
-    def _written(self) -> None:
-        done = max(p.out.last() for p in self.ch.values())
-        self.finish_at = None
-        self._control(self.ack_route, 0, done, lambda: self.net._finish(self))
+        p.fifo.amend(p, sub_train(self.mem_train, self.bursts.per_channel[c]), self.env.now)
 
     def publish(self) -> None:
         bus = self.net.bus
         for p in self.data:
             f = p.fifo
-            bus.emit(p.out.first() - f.s, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+            head = p.inp.first()
+            served = p.out.first() - f.s
+            if served > head + EPS:  # others' flits were ahead of its head
+                bus.emit(head, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=round((served - head) / f.s, 6))
+                bus.emit(served, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=0.0)
+            bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
         for c in sorted(self.ch):
             p = self.ch[c]
             bus.emit(p.out.first() - p.fifo.s, EventKind.CHANNEL_BUSY, p.fifo.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+
+
+class _Recheck:
+    """A control flit's watch on one FIFO (see :meth:`Fifo.watch`)."""
+
+    __slots__ = ("tr", "h", "t", "d", "token")
+
+    def __init__(self, tr: _FastTransfer, h: int, t: float, d: float, token: object) -> None:
+        self.tr, self.h, self.t, self.d, self.token = tr, h, t, d, token
+
+    def __call__(self) -> None:
+        self.tr._recheck(self.h, self.t, self.d, self.token)
+
+
+class _Reserved:
+    """A read's bursts on an idle channel: no passage needed, only what to publish."""
+
+    __slots__ = ("fifo", "out", "n")
+
+    def __init__(self, fifo: Fifo, start: float, count: int) -> None:
+        self.fifo = fifo
+        self.n = count
+        self.out = Train(count, [(0, start + fifo.s, 0.0, 1, fifo.s)])
 
 
 # --- oracle: flit by flit ------------------------------------------------------

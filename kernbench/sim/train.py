@@ -108,21 +108,26 @@ class Train:
     def last(self) -> float:
         return self.at(self.n - 1)
 
-    def times(self, k: int = 0) -> np.ndarray:
-        """Times of flits ``k …`` as an array."""
+    def times(self, k: int = 0, stop: int | None = None) -> np.ndarray:
+        """Times of flits ``k … stop − 1`` (to the last) as an array."""
+        stop = self.n if stop is None else stop
         if self.arr is not None:
-            return self.arr[k:]
+            return self.arr[k:stop]
         out = []
         segs = self.segs
         for i, (k0, a, g, p, T) in enumerate(segs):
             k1 = segs[i + 1][0] if i + 1 < len(segs) else self.n
-            if k1 <= k:
+            if k1 > stop:
+                k1 = stop
+            if k1 <= k or k0 >= stop:
                 continue
             j = np.arange(max(k0, k), k1, dtype=np.int64) - k0
             if p == 1:
                 out.append(a + j * T)
             else:
                 out.append(a + (j // p) * T + (j % p) * g)
+        if not out:
+            return np.empty(0)
         return np.concatenate(out) if len(out) > 1 else out[0]
 
     def count_before(self, t: float, inclusive: bool = False) -> int:
