@@ -8,8 +8,17 @@ Placement (split-K / flash-decoding): each KV head is served by
 ``pes_per_head`` PEs (P). Program ``h * P + r`` owns the contiguous KV range
 ``[context * r // P, context * (r + 1) // P)`` of KV head ``h`` and finds it
 in its *own* HBM slice, with a copy of the group's Q block (G × d). K is kept
-transposed (``Kᵀ``: d × n, a KV-cache layout that lets ``S = Q·Kᵀ`` be a
-plain GEMM for every variant); V is n × d.
+transposed (``Kᵀ``, so that ``S = Q·Kᵀ`` is a plain GEMM for every variant);
+V is n × d, row-major, so a tile of V is a contiguous block.
+
+Kᵀ layout (``layout``): HBM moves bursts at their real addresses, and a
+pseudo-channel is chosen by address. ``tiled`` (default) stores each KV
+tile's Kᵀ block (d × T) contiguously, tile after tile — a kernel writer's
+layout: a tile read spreads over all eight channels. ``naive`` stores Kᵀ as
+one row-major d × n matrix: a tile is a column block whose d rows (T × 2 B
+each) sit ``n × 2`` bytes apart — with n = 1024 that is 2048 B, eight bursts,
+so every row lands on the same pseudo-channel and a tile read drains one
+channel instead of eight.
 
 Per tile (T tokens, the last one may be shorter) every program runs the
 online-softmax update on its running ``(m, l, O)``::
@@ -52,10 +61,12 @@ import math
 import numpy as np
 
 import kernbench.tl as tl
+from kernbench.kernels.data import random_f16
 from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime, RunResult
 
 VARIANTS = ("primitive", "opt3", "opt2")
+LAYOUTS = ("tiled", "naive")
 
 #: Stated tolerance vs the float32 numpy reference (f16 inputs, f16 scaled Q,
 #: f32 accumulation, f16 output): max |err| on outputs of magnitude ≲ 1.
@@ -70,17 +81,30 @@ def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
     return [(t0, min(n, t0 + tile)) for t0 in range(0, n, tile)]
 
 
+class KTiles:
+    """One program's Kᵀ, tile by tile: ``block(t0, t1)`` is the region of tokens ``[t0, t1)``."""
+
+    def __init__(self, naive=None, tiles=None) -> None:
+        self._naive = naive  # one d × n tensor
+        self._tiles = tiles or {}  # t0 -> a d × T tensor
+
+    def block(self, t0: int, t1: int):
+        if self._naive is not None:
+            return self._naive[:, t0:t1]
+        return self._tiles[t0]
+
+
 # --- the per-tile bodies ----------------------------------------------------
 
 
 def _loop_primitive(q, kt, v, n, tile, m, l, o):
     tiles = _tiles(n, tile)
-    nxt = (tl.load(kt[:, tiles[0][0] : tiles[0][1]]), tl.load(v[tiles[0][0] : tiles[0][1], :]))
+    nxt = (tl.load(kt.block(*tiles[0])), tl.load(v[tiles[0][0] : tiles[0][1], :]))
     for i, _ in enumerate(tiles):
         k_t, v_t = nxt
         if i + 1 < len(tiles):
             a, b = tiles[i + 1]
-            nxt = (tl.load(kt[:, a:b]), tl.load(v[a:b, :]))
+            nxt = (tl.load(kt.block(a, b)), tl.load(v[a:b, :]))
         s = tl.dot(q, k_t)
         m_new = tl.maximum(m, tl.rowmax(s))
         corr = tl.exp(tl.sub(m, m_new))
@@ -98,7 +122,7 @@ def _loop_opt3(q, kt, v, n, tile, m, l, o):
     for t0, t1 in _tiles(n, tile):
         T = t1 - t0
         s = tl.zeros((g, T))
-        C([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        C([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt.block(t0, t1))}, s, extra={"m": g, "k": d, "n": T})])
         mt, m_new, corr = tl.zeros((g, 1)), tl.zeros((g, 1)), tl.zeros((g, 1))
         C([tl.OpSpec("rowmax", {"x": s}, mt)])
         C([tl.OpSpec("maximum", {"a": m, "b": mt}, m_new)])
@@ -139,7 +163,7 @@ def _loop_opt2(q, kt, v, n, tile, m, l, o, extra_ops: int = 0):
     for t0, t1 in _tiles(n, tile):
         T = t1 - t0
         s = tl.zeros((g, T))
-        tl.composite([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        tl.composite([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt.block(t0, t1))}, s, extra={"m": g, "k": d, "n": T})])
         ops = opt2_recipe(s, m, m_other, l, o, corr, mt, tl.ref(v[t0:t1, :]), g, T, d)
         # extra_ops > 0 pads the recipe with no-op copies (tests of the D7 cap).
         ops += [tl.OpSpec("copy", {"x": o}, o) for _ in range(extra_ops)]
@@ -165,7 +189,7 @@ def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_o
     me = tl.program_id()
     h, r = divmod(me, pes_per_head)
     g, d = qs[me].shape
-    n = kts[me].shape[1]
+    n = vs[me].shape[0]
     q = tl.scale(tl.load(qs[me]), 1.0 / math.sqrt(d))
     m = tl.full((g, 1), -np.inf)
     l = tl.zeros((g, 1))
@@ -227,17 +251,26 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
     if kvh * P > len(rt.pe_ids()):
         raise ValueError(f"kv_heads × pes_per_head = {kvh * P} PEs, but {rt.graph.name} has {len(rt.pe_ids())}")
     G = H // kvh
+    layout = p.get("layout", "tiled")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     rng = np.random.default_rng(p.get("seed", 0))
-    Q = rng.standard_normal((H, d), dtype=np.float32).astype(np.float16)
-    K = rng.standard_normal((kvh, ctx, d), dtype=np.float32).astype(np.float16)
-    V = rng.standard_normal((kvh, ctx, d), dtype=np.float32).astype(np.float16)
+    Q = random_f16(rng, (H, d))
+    K = random_f16(rng, (kvh, ctx, d))
+    V = random_f16(rng, (kvh, ctx, d))
     qs, kts, vs, outs = [], [], [], []
     ranges = _ranges(ctx, P)
     for h in range(kvh):
         for r, (a, b) in enumerate(ranges):
             pe = h * P + r
             qs.append(rt.deploy(Q[h * G : (h + 1) * G], pe=pe, name=f"Q{h}.{r}"))
-            kts.append(rt.deploy(np.ascontiguousarray(K[h, a:b].T), pe=pe, name=f"Kt{h}.{r}"))
+            kt = K[h, a:b].T
+            if layout == "naive":
+                kts.append(KTiles(naive=rt.deploy(kt, pe=pe, name=f"Kt{h}.{r}")))
+            else:
+                kts.append(KTiles(tiles={
+                    t0: rt.deploy(kt[:, t0:t1], pe=pe, name=f"Kt{h}.{r}.{t0}") for t0, t1 in _tiles(b - a, T)
+                }))
             vs.append(rt.deploy(V[h, a:b], pe=pe, name=f"V{h}.{r}"))
         outs.append(rt.empty((G, d), np.float16, pe=h * P, name=f"O{h}"))
     rt.launch(gqa_decode, pes=range(kvh * P), args=(variant, qs, kts, vs, outs, P, T, extra_ops))
@@ -284,6 +317,7 @@ PARAMS = (
     Param("context", int, 32768, "KV context length (tokens)"),
     Param("tile", int, 128, "KV tile (tokens per tile)"),
     Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)"),
+    Param("layout", str, "tiled", "Kᵀ in HBM: tiled (each tile's block contiguous) or naive (one row-major d × n)", LAYOUTS),
     Param("seed", int, 0, "random seed of the inputs"),
 )
 

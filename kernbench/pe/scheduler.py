@@ -206,7 +206,7 @@ class Scheduler:
         pe = self.pe
         done = self._on_channel(
             pe.rd, (), arrive,
-            lambda: pe.network.read(pe.dma_node, cmd.src.memory, cmd.src.offset, cmd.size_bytes, corr_id=corr),
+            lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
             "dma_read", corr, cmd.size_bytes,
             then=lambda: pe.load_landed(cmd.dst, corr, cmd.size_bytes),
         )
@@ -218,7 +218,7 @@ class Scheduler:
         pe = self.pe
         return self._on_channel(
             pe.wr, (cmd.src,), arrive,
-            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, cmd.dst.offset, cmd.size_bytes, corr_id=corr),
+            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
             "dma_write", corr, cmd.size_bytes,
         )
 
@@ -339,8 +339,9 @@ class Scheduler:
         return done
 
     def _chunk(self, r, i: int, n_tiles: int) -> tuple[int, int]:
+        """Tile ``i``'s share of operand ``r``: logical bytes ``[lo, lo + size)`` (at least one)."""
         size = -(-r.nbytes // n_tiles)
-        lo = i * size
+        lo = min(i * size, r.nbytes - 1)
         return lo, max(1, min(size, r.nbytes - lo))
 
     def _tile_read(self, r, i: int, n_tiles: int, corr: int):
@@ -351,7 +352,7 @@ class Scheduler:
         if prev is not None and not prev.processed:
             yield prev
         start = env.now
-        yield pe.network.read(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
+        yield pe.network.read(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=corr)
         pe.rd.record(start, env.now, f"tile {i} {r.name}", corr, size)
         mine.succeed(env.now)
 
@@ -365,6 +366,6 @@ class Scheduler:
         if prev is not None and not prev.processed:
             yield prev
         start = env.now
-        yield pe.network.write(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
+        yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=corr)
         pe.wr.record(start, env.now, f"tile {i} {r.name}", corr, size)
         mine.succeed(env.now)

@@ -30,7 +30,7 @@ from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import Event
 from kernbench.pe.cpu import PeCpu, kernel_location
 from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
-from kernbench.sim.network import Mode, Network
+from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.tl.handles import HbmTensor
 from kernbench.topology.compile import load_topology
@@ -87,6 +87,8 @@ class Runtime:
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=_pe_key))

@@ -75,7 +75,7 @@ class KernelContext:
     ) -> TensorHandle:
         hid = self._next_id
         self._next_id += 1
-        where = (ptr.memory, ptr.offset) if ptr is not None else ("", 0)
+        where = (ptr.memory, ptr.offset, ptr.region) if ptr is not None else ("", 0, None)
         ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), np.dtype(dtype).name, space, *where)
         if space == "tcm":
             need = ref.nbytes
