@@ -106,9 +106,11 @@ def region_of_view(base: np.ndarray, view: np.ndarray, base_offset: int) -> Regi
     Raises ``ValueError`` for an array that is not a view of ``base``
     (fancy indexing copies: its bytes have no address in ``base``).
     """
-    if not np.shares_memory(base, view) and view.size > 0:
+    if view.base is None and view is not base:
         raise ValueError("not a view of the tensor (fancy indexing copies): use slices")
     first = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if view.flags.c_contiguous:
+        return Region.contiguous(base_offset + first, view.nbytes)
     item = view.itemsize
     shape = list(view.shape)
     strides = list(view.strides)
