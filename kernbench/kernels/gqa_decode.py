@@ -221,15 +221,26 @@ def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_o
 
 def reference(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
     """float32 attention of one query token: Q (H, d), K/V (kv_heads, ctx, d) → (H, d)."""
+    return reference_blocks(Q, [[K[h].T] for h in range(K.shape[0])], [[V[h]] for h in range(V.shape[0])])
+
+
+def reference_blocks(Q: np.ndarray, kt_blocks: list[list[np.ndarray]], v_blocks: list[list[np.ndarray]]) -> np.ndarray:
+    """The same from the KV cache as stored: per KV head, Kᵀ blocks (d × n_i) and
+    V blocks (n_i × d) in context order — no copy of the whole cache is made."""
     H, d = Q.shape
-    kvh = K.shape[0]
+    kvh = len(kt_blocks)
     G = H // kvh
     out = np.empty((H, d), np.float32)
     for h in range(kvh):
         q = Q[h * G : (h + 1) * G].astype(np.float32)
-        s = q @ K[h].astype(np.float32).T / np.float32(math.sqrt(d))
+        s = np.concatenate([q @ kt.astype(np.float32) for kt in kt_blocks[h]], axis=1) / np.float32(math.sqrt(d))
         p = np.exp(s - s.max(axis=1, keepdims=True))
-        out[h * G : (h + 1) * G] = (p @ V[h].astype(np.float32)) / p.sum(axis=1, keepdims=True)
+        pv = np.zeros((G, d), np.float32)
+        n0 = 0
+        for v in v_blocks[h]:
+            pv += p[:, n0 : n0 + len(v)] @ v.astype(np.float32)
+            n0 += len(v)
+        out[h * G : (h + 1) * G] = pv / p.sum(axis=1, keepdims=True)
     return out
 
 
@@ -256,22 +267,28 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     rng = np.random.default_rng(p.get("seed", 0))
     Q = random_f16(rng, (H, d))
-    K = random_f16(rng, (kvh, ctx, d))
-    V = random_f16(rng, (kvh, ctx, d))
     qs, kts, vs, outs = [], [], [], []
+    k_parts: list[list] = []  # per KV head: each program's Kᵀ, as deployed (for the reference)
+    v_parts: list[list] = []
     ranges = _ranges(ctx, P)
     for h in range(kvh):
+        k_parts.append([])
+        v_parts.append([])
         for r, (a, b) in enumerate(ranges):
             pe = h * P + r
             qs.append(rt.deploy(Q[h * G : (h + 1) * G], pe=pe, name=f"Q{h}.{r}"))
-            kt = K[h, a:b].T
+            # drawn per program straight into the layout it is stored in: held once
             if layout == "naive":
-                kts.append(KTiles(naive=rt.deploy(kt, pe=pe, name=f"Kt{h}.{r}")))
+                kt = rt.deploy(random_f16(rng, (d, b - a)), pe=pe, name=f"Kt{h}.{r}", copy=False)
+                kts.append(KTiles(naive=kt))
+                k_parts[h].append([kt.array])
             else:
-                kts.append(KTiles(tiles={
-                    t0: rt.deploy(kt[:, t0:t1], pe=pe, name=f"Kt{h}.{r}.{t0}") for t0, t1 in _tiles(b - a, T)
-                }))
-            vs.append(rt.deploy(V[h, a:b], pe=pe, name=f"V{h}.{r}"))
+                tiles = {t0: rt.deploy(random_f16(rng, (d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)}
+                kts.append(KTiles(tiles=tiles))
+                k_parts[h].append([t.array for t in tiles.values()])
+            v = rt.deploy(random_f16(rng, (b - a, d)), pe=pe, name=f"V{h}.{r}", copy=False)
+            vs.append(v)
+            v_parts[h].append(v.array)
         outs.append(rt.empty((G, d), np.float16, pe=h * P, name=f"O{h}"))
     rt.launch(gqa_decode, pes=range(kvh * P), args=(variant, qs, kts, vs, outs, P, T, extra_ops))
     ref: list[np.ndarray] = []  # computed on the first check(), not at setup
@@ -279,7 +296,7 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
 
     def check() -> float:
         if not ref:
-            ref.append(reference(Q, K, V))
+            ref.append(reference_blocks(Q, [[blk for part in k_parts[h] for blk in part] for h in range(kvh)], v_parts))
         got = np.concatenate([rt.read(o) for o in outs]).astype(np.float32)
         return float(np.abs(got - ref[0]).max())
 

@@ -134,21 +134,40 @@ class Runtime:
         self._next_offset[mem] = -(-end // burst) * burst
         return mem, off
 
-    def deploy(self, array: np.ndarray, *, pe: int | str | None = None, memory: str | None = None, name: str | None = None, dtype: Any = None) -> HbmTensor:
-        """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``)."""
+    def deploy(
+        self,
+        array: np.ndarray,
+        *,
+        pe: int | str | None = None,
+        memory: str | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+        copy: bool = True,
+    ) -> HbmTensor:
+        """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``).
+
+        ``copy=False`` takes the array over as it is when it already is a
+        C-contiguous array of the stored dtype (the caller must not change it
+        afterwards): a large input is then held once, not twice.
+        """
         arr = np.asarray(array)
         if dtype is not None:
-            arr = arr.astype(dtype)
-        elif arr.dtype.kind == "f" and arr.dtype != np.float16:
-            arr = arr.astype(np.float16)
-        arr = np.ascontiguousarray(arr).copy()
+            target = np.dtype(dtype)
+        elif arr.dtype.kind == "f":
+            target = np.dtype(np.float16)
+        else:
+            target = arr.dtype
+        if arr.dtype != target:
+            arr = arr.astype(target, order="C")  # a fresh array already
+        elif copy or not arr.flags.c_contiguous:
+            arr = np.array(arr, order="C", copy=True)
         mem, off = self._place(arr.nbytes, pe, memory)
         self._names += 1
         return HbmTensor(name or f"t{self._names}", mem, off, arr)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
         """A zero-filled HBM tensor to write results into."""
-        return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, **where)
+        return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, copy=False, **where)
 
     def read(self, tensor: HbmTensor) -> np.ndarray:
         return np.array(tensor.array, copy=True)
