@@ -137,10 +137,14 @@ class Fifo:
     def reserve(self, now: float, count: int, seq: int) -> float | None:
         """``count`` flits arriving together now, if nothing else is still to arrive:
         when the first starts (``None``: something is; plan a :class:`Passage`)."""
-        self._retire(now)
-        if self.members:
-            return None
-        start = self.finish_before(now, seq)
+        if self.t_last >= now - EPS:
+            self._retire(now)
+            if self.members:
+                return None
+            start = self.finish_before(now, seq)
+        else:
+            start = self.v_end if self.v_end > now else now
+            self.members = []
         self.free = self.v_end = start + count * self.s
         self.flits += count
         if self._watchers:
@@ -153,8 +157,23 @@ class Fifo:
         """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
         p.fifo = self
         self.flits += p.n
+        inp = p.inp
+        if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
+            head = inp.first()
+            v = self.v_end
+            d = v if v > head else head
+            self.free = v  # the work before it (queries before its head see only that)
+            p.waited_behind = self.last_corr if v > head + EPS else -1
+            out = p.out = fifo(inp, self.s, d)
+            self.members = [p]
+            self.t_last = inp.last()
+            self.v_end = out.last()
+            self.last_corr = p.corr
+            if self._watchers:
+                self._notify(head)
+            return
         self._retire(now)
-        head = p.inp.first()
+        head = inp.first()
         d = self.finish_before(head)
         p.waited_behind = self.last_corr if d > head + EPS else -1
         self._replan(head, d, p)

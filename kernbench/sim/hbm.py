@@ -46,7 +46,7 @@ class Bursts:
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
-    __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names")
+    __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names", "_contiguous")
 
     def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float):
         self.node_id = node_id
@@ -56,6 +56,7 @@ class ChannelArray:
         self.burst_ns = burst_bytes / channel_bw_gbps
         self._names = [self._name(ch) for ch in range(channels)]
         self.fifos = [Fifo(self._names[ch], self.burst_ns) for ch in range(channels)]
+        self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
     def _name(self, ch: int) -> str:
         prefix, last = self.node_id.rsplit(".", 1)
@@ -75,11 +76,15 @@ class ChannelArray:
         c = self.channels
         if isinstance(ids, range):
             n = len(ids)
-            b0 = ids.start
-            per: list[tuple[int, int, int] | None] = [None] * c
-            for j in range(min(n, c)):
-                per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-            return Bursts(n, tuple(per))
+            key = (ids.start % c, n)
+            hit = self._contiguous.get(key)
+            if hit is None:
+                b0 = key[0]
+                per: list[tuple[int, int, int] | None] = [None] * c
+                for j in range(min(n, c)):
+                    per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
+                hit = self._contiguous[key] = Bursts(n, tuple(per))
+            return hit
         ch = ids % c
         per2: list[tuple[int, int, int] | np.ndarray | None] = [None] * c
         for k in range(c):

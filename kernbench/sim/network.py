@@ -141,7 +141,6 @@ class Network:
         ``stride_bytes``, ``ceil(size / burst)`` of them.
         """
         reg = self._region(memory, offset, size_bytes, region, stride_bytes)
-        self._routes(initiator, memory)
         return self._start("read", kind, initiator, memory, reg, corr_id)
 
     def write(
@@ -158,14 +157,12 @@ class Network:
     ) -> simpy.Event:
         """Write a region of ``memory`` from ``initiator``; done when the acknowledgement is back."""
         reg = self._region(memory, offset, size_bytes, region, stride_bytes)
-        self._routes(initiator, memory)
         return self._start("write", kind, initiator, memory, reg, corr_id)
 
     def send(self, src: str, dst: str, size_bytes: int, *, kind: str = "ipcq", corr_id: int | None = None) -> simpy.Event:
         """Move ``size_bytes`` from ``src`` to ``dst``; done when the last flit arrives."""
         if size_bytes <= 0:
             raise ValueError(f"transfer size must be positive, got {size_bytes}")
-        self.graph.route(src, dst)
         return self._start("send", kind, src, dst, Region.contiguous(0, size_bytes), corr_id)
 
     def flush(self) -> None:
@@ -195,12 +192,10 @@ class Network:
         n = -(-size_bytes // mem.burst_bytes)
         return Region.strided(offset - offset % mem.burst_bytes, mem.burst_bytes, stride_bytes, n)
 
-    def _routes(self, initiator: str, memory: str) -> None:
-        """Fail at the call, not later inside the simulation."""
-        self.graph.route(initiator, memory)
-        self.graph.route(memory, initiator)
-
     def _start(self, op: str, kind: str, src: str, dst: str, region: Region, corr_id: int | None) -> simpy.Event:
+        # both routes now: an impossible one fails at the call, not inside the simulation
+        there = self.graph.route(src, dst)
+        back = self.graph.route(dst, src) if op != "send" else there
         corr = corr_id if corr_id is not None else self.new_corr_id()
         seq = self._next_seq
         self._next_seq += 1
@@ -209,7 +204,7 @@ class Network:
         if self.bus.active:
             self.bus.emit(now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=f"{src}=>{dst}")
         cls = _FastTransfer if self.mode == "fast" else _OracleTransfer
-        cls(self, op, kind, src, dst, region, corr, seq, done).start()
+        cls(self, op, kind, src, dst, region, corr, seq, done, there, back).start()
         return done
 
     # --- shared by both engines ------------------------------------------
@@ -222,24 +217,22 @@ class Network:
             self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}")
         tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now))
 
-    def _show_depth(self, name: str, t: float, depth: float, drains: float) -> None:
-        """A FIFO's depth (flits of others' work) as a train's head arrives."""
-        shown, prev_drain = self._depth_shown.get(name, (0.0, 0.0))
-        if shown > 0 and t >= prev_drain:
-            self.bus.emit(prev_drain, EventKind.QUEUE_DEPTH, name, value=0.0)
-            shown = 0.0
-        if depth > 1e-9 or shown > 0:
-            self.bus.emit(t, EventKind.QUEUE_DEPTH, name, value=round(max(depth, 0.0), 6))
-        self._depth_shown[name] = (depth if depth > 1e-9 else 0.0, max(drains, prev_drain))
-
 
 class _Transfer:
     """What both engines know of one transfer."""
 
-    __slots__ = ("net", "env", "op", "kind", "src", "dst", "region", "corr", "seq", "done", "t0", "mem", "bursts", "prio")
+    __slots__ = (
+        "net", "env", "op", "kind", "src", "dst", "region", "corr", "seq", "done", "t0", "mem", "bursts", "prio",
+        "there", "back",
+    )
 
-    def __init__(self, net: Network, op: str, kind: str, src: str, dst: str, region: Region, corr: int, seq: int, done: simpy.Event):
+    def __init__(
+        self, net: Network, op: str, kind: str, src: str, dst: str, region: Region, corr: int, seq: int,
+        done: simpy.Event, there: Route, back: Route,
+    ):
         self.net = net
+        self.there = there  # src -> dst
+        self.back = back  # dst -> src
         self.env = net.env
         self.op = op
         self.kind = kind
@@ -289,7 +282,6 @@ class _FastTransfer(_Transfer):
     __slots__ = ("route", "data", "data_in", "ch", "amends", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
 
     def start(self) -> None:
-        graph = self.net.graph
         now = self.env.now
         self.data: list[Passage] = []
         self.ch: dict[int, Passage] = {}
@@ -299,13 +291,13 @@ class _FastTransfer(_Transfer):
         self.head_at: Action | None = None
         self.ctl: list = []
         if self.op == "read":
-            req = graph.route(self.src, self.dst)
-            self.route = graph.route(self.dst, self.src)
+            req = self.there
+            self.route = self.back
             self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
             return
-        self.route = graph.route(self.src, self.dst)
+        self.route = self.there
         if self.op == "write":
-            self.ack_route = graph.route(self.dst, self.src)
+            self.ack_route = self.back
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
         self._plan_data()
 
@@ -629,13 +621,13 @@ class _OracleTransfer(_Transfer):
             ids = self.region.bursts(self.mem.burst_bytes)
             self.per_burst_ch = [int(i) % self.mem.channels for i in ids]
         if self.op == "read":
-            req = graph.route(self.src, self.dst)
-            self.route = graph.route(self.dst, self.src)
+            req = self.there
+            self.route = self.back
             self._control(req, 0, now + req.src_overhead_ns, self._mem_read)
             return
-        self.route = graph.route(self.src, self.dst)
+        self.route = self.there
         if self.op == "write":
-            self.ack_route = graph.route(self.dst, self.src)
+            self.ack_route = self.back
         t = now + self.route.src_overhead_ns
         for k in range(n):
             call_at(self.env, t, self._fprio(k), self._flit, k, 0)
