@@ -51,6 +51,54 @@ class Stage:
     kind: str
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a composite of one shape does per tile (the same for every composite of that shape)."""
+
+    n_tiles: int
+    stages: tuple[Stage, ...]
+    fetch_ns: float  # FETCH of every operand's share of a tile
+    store_ns: float  # STORE of every output's share
+    label: str
+
+
+def _plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+    """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
+    key = tuple(
+        (
+            op.kind,
+            tuple((r.shape, r.nbytes, r.space) for r in op.operands.values()),
+            None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
+            tuple(sorted(op.extra.items())),
+        )
+        for op in ops
+    )
+    cache = pe.composite_plans
+    try:
+        hit = cache.get(key)
+    except TypeError:  # an unhashable extra value: plan it every time
+        return _make_plan(pe, ops)
+    if hit is None:
+        hit = cache[key] = _make_plan(pe, ops)
+    return hit
+
+
+def _make_plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+    streamed = {r.id: r for op in ops for r in op.operands.values() if r.space == "hbm"}
+    outs = [op.out for op in ops if op.out is not None and op.out.space == "hbm"]
+    big = max([r.nbytes for r in [*streamed.values(), *outs]], default=0)
+    n = max(1, -(-big // pe.composite_tile_bytes))
+    stages = []
+    for op in ops:
+        engine = op_kind(op.kind).engine
+        work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
+        stages.append(Stage(engine, pe.gemm_ns(work / n) if engine == "gemm" else pe.math_ns(work / n), op.kind))
+    fetch = sum(r.nbytes for op in ops for r in op.operands.values()) / n / pe.tcm_bw_gbps
+    store = sum(op.out.nbytes for op in ops if op.out is not None) / n / pe.tcm_bw_gbps
+    label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
+    return Plan(n, tuple(stages), fetch, store, label)
+
+
 class CompositeRun:
     """One composite in flight; ``done`` succeeds when its last tile is stored and written."""
 
@@ -80,18 +128,13 @@ class CompositeRun:
             refs.setdefault(r.id, r)
         self.streamed = list(streamed.values())
         self.hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
-        big = max([r.nbytes for r in self.streamed + self.hbm_outs], default=0)
-        n = self.n_tiles = max(1, -(-big // pe.composite_tile_bytes))
-        stages = []
-        for op in cmd.ops:
-            engine = op_kind(op.kind).engine
-            work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
-            stages.append(Stage(engine, pe.gemm_ns(work / n) if engine == "gemm" else pe.math_ns(work / n), op.kind))
-        self.stages = stages
-        self.fetch_ns = sum(r.nbytes for op in cmd.ops for r in op.operands.values()) / n / pe.tcm_bw_gbps
-        self.store_ns = sum(op.out.nbytes for op in cmd.ops if op.out is not None) / n / pe.tcm_bw_gbps
         ops = cmd.ops
-        self.label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
+        plan = _plan(pe, ops)
+        n = self.n_tiles = plan.n_tiles
+        self.stages = plan.stages
+        self.fetch_ns = plan.fetch_ns
+        self.store_ns = plan.store_ns
+        self.label = plan.label
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         self.t_in, self.pending = sched.inputs(r for r in refs.values() if r.space == "tcm")
