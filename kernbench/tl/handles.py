@@ -40,6 +40,17 @@ def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
+@lru_cache(maxsize=None)
+def _dtype(name: str) -> np.dtype:
+    return np.dtype(name)
+
+
+@lru_cache(maxsize=None)
+def dtype_name(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, remembered (numpy computes it anew each time)."""
+    return np.dtype(dtype).name
+
+
 class HbmTensor:
     """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset."""
 
@@ -178,12 +189,19 @@ def _check_index(tensor: HbmTensor, index: tuple) -> None:
 class TensorHandle:
     """A tensor a kernel holds: data in TCM scratch, or an HBM-resident ``tl.ref``."""
 
-    __slots__ = ("ref", "data", "ptr", "__weakref__")
+    __slots__ = ("ref", "data", "ptr", "owner", "__weakref__")
 
-    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None):
+    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: Any = None):
         self.ref = ref
         self.data = data
         self.ptr = ptr
+        self.owner = owner  # the kernel context whose scratch it holds (TCM handles)
+
+    def __del__(self) -> None:
+        # the last reference is gone: its scratch goes back (see KernelContext.release)
+        owner = self.owner
+        if owner is not None:
+            owner.release(self.ref.id, self.ref.nbytes)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -191,7 +209,7 @@ class TensorHandle:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.ref.dtype)
+        return _dtype(self.ref.dtype)
 
     @property
     def nbytes(self) -> int:
