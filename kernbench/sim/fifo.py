@@ -35,13 +35,17 @@ cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from kernbench.sim.clock import Action, call_at, priority
 
 from kernbench.sim.train import EPS, Train, fifo, first_difference, lindley
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
+_REPLAN_PRIORITY = priority(0)  # a FIFO's re-plan: before any transfer's step at the same instant
 
 
 class Passage:
@@ -79,7 +83,7 @@ class Fifo:
     the latest departure).
     """
 
-    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers")
+    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers", "_replan_at")
 
     def __init__(self, name: str, service_ns: float) -> None:
         self.name = name
@@ -91,6 +95,7 @@ class Fifo:
         self.last_corr = -1  # whose work that is
         self.flits = 0  # data flits served (busy time = flits · s)
         self._watchers: list[tuple[float, Callable[[], None]]] = []
+        self._replan_at: Action | None = None  # a re-plan due (see amend)
 
     # --- queries ------------------------------------------------------------
 
@@ -178,13 +183,24 @@ class Fifo:
         p.waited_behind = self.last_corr if d > head + EPS else -1
         self._replan(head, d, p)
 
-    def amend(self, p: Passage, inp: Train, now: float) -> None:
-        """``p``'s flits arriving after now arrive as in ``inp`` instead."""
-        p.inp = inp
-        if p not in self.members:
-            return
+    def amend(self, p: Passage, inp: Train, t: float, env: Any) -> None:
+        """``p``'s flits arrive as in ``inp`` from ``t`` on (no sooner than now, nor
+        than the flits it replaces): re-plan from then. Changes to several
+        passages before one re-plan are planned together."""
+        p.inp = inp  # nothing before t changes, so the plan still answers for before t
+        act = self._replan_at
+        if act is not None and act.pending:
+            if act.args[0] <= t:
+                return
+            act.cancel()
+        self._replan_at = call_at(env, t if t > env.now else env.now, _REPLAN_PRIORITY, self._replan_now, t, env)
+
+    def _replan_now(self, _t: float, env: Any) -> None:
+        self._replan_at = None
+        now = env.now
         self._retire(now)
-        self._replan(now, self.finish_before(now), None)
+        if self.members:
+            self._replan(now, self.finish_before(now), None)
 
     # --- planning ---------------------------------------------------------------
 
@@ -240,10 +256,10 @@ class Fifo:
         times = [p.inp.times(k) for p, k in members]
         lens = [len(t) for t in times]
         arr = np.concatenate(times)
-        seq = np.repeat(np.array([p.seq for p, _ in members], dtype=np.int64), lens)
-        pos = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
-        # FIFO order: time (ties within EPS together), then seq, then flit index
-        order = np.lexsort((pos, seq, np.round(arr / EPS)))
+        # FIFO order: time (ties within EPS together), then seq, then flit index — the
+        # members are in seq order and each one's flits in index order, so a stable
+        # sort on time alone gives it
+        order = np.argsort(np.round(arr * (1.0 / EPS)), kind="stable")
         dep = np.empty(len(arr))
         dep[order] = lindley(arr[order], self.s, v0)
         start = 0

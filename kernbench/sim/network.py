@@ -279,13 +279,12 @@ class _FastTransfer(_Transfer):
     arrival, moved whenever that changes.
     """
 
-    __slots__ = ("route", "data", "data_in", "ch", "amends", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
+    __slots__ = ("route", "data", "data_in", "ch", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
 
     def start(self) -> None:
         now = self.env.now
         self.data: list[Passage] = []
         self.ch: dict[int, Passage] = {}
-        self.amends: dict[int, Action] = {}
         self.finish_at: Action | None = None
         self.mem_at: Action | None = None
         self.head_at: Action | None = None
@@ -407,7 +406,7 @@ class _FastTransfer(_Transfer):
         delay = hop.prop_ns + hop.next_overhead_ns
         if h + 1 < len(self.data):
             nxt = self.data[h + 1]
-            self._later(h + 1, min(p.out.at(k) + delay, nxt.inp.at(k)), self._amend_now)
+            nxt.fifo.amend(nxt, self._input(h + 1), min(p.out.at(k) + delay, nxt.inp.at(k)), self.env)
         elif h + 1 < len(self.route.hops):
             if k == 0 and self.head_at is not None:  # the head itself moved: so does its arrival
                 self.head_at.cancel()
@@ -418,19 +417,6 @@ class _FastTransfer(_Transfer):
                 self._memory_changed(p.out.shift(delay))
             else:
                 self._finish_at(p.out.last() + delay)
-
-    def _later(self, key: int, t: float, fn) -> None:
-        """Run ``fn(key)`` at ``t``, or earlier if already due earlier."""
-        old = self.amends.get(key)
-        if old is not None and old.pending:
-            if old.args[1] <= t:
-                return
-            old.cancel()
-        self.amends[key] = call_at(self.env, max(t, self.env.now), self.prio, fn, key, t)
-
-    def _amend_now(self, h: int, _t: float) -> None:
-        p = self.data[h]
-        p.fifo.amend(p, self._input(h), self.env.now)
 
     def _finish_at(self, t: float) -> None:
         old = self.finish_at
@@ -449,7 +435,6 @@ class _FastTransfer(_Transfer):
             if isinstance(p, Passage):
                 p.on_change = None
         self.ctl = []
-        self.amends.clear()
         self.finish_at = self.mem_at = self.head_at = None
 
     # --- writes: the channels, then the acknowledgement ----------------------
@@ -481,12 +466,7 @@ class _FastTransfer(_Transfer):
             sub = sub_train(train, flits)
             k = first_difference(p.inp, sub, 0)
             if k < sub.n:
-                self._later(-1 - c, min(p.inp.at(k), sub.at(k)), self._ch_amend)
-
-    def _ch_amend(self, key: int, _t: float) -> None:
-        c = -1 - key
-        p = self.ch[c]
-        p.fifo.amend(p, sub_train(self.mem_train, self.bursts.per_channel[c]), self.env.now)
+                p.fifo.amend(p, sub, min(p.inp.at(k), sub.at(k)), self.env)
 
     def publish(self) -> None:
         bus = self.net.bus
