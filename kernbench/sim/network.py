@@ -55,6 +55,7 @@ from kernbench.sim.train import EPS, Train, first_difference, union
 from kernbench.topology.graph import Graph, Route
 
 Mode = Literal["fast", "oracle"]
+_GRID = 1e9  # the oracle's time grid: 1/EPS (times within EPS are one instant)
 MODES: tuple[str, ...] = ("fast", "oracle")
 MEMORY_KINDS = ("hbm_slice", "sram")
 
@@ -610,16 +611,22 @@ class _OracleTransfer(_Transfer):
             self.ack_route = self.back
         t = now + self.route.src_overhead_ns
         for k in range(n):
-            call_at(self.env, t, self._fprio(k), self._flit, k, 0)
+            self._at(t, self._fprio(k), self._flit, k, 0)
 
     def _fprio(self, k: int) -> int:
         return 2 + (self.seq << 24) + k
 
+    def _at(self, t: float, prio: int, fn, *args) -> None:
+        """Schedule a flit's next step. Times are kept on a 1e-9 ns grid, so that
+        instants the model makes equal are equal here too and go in transfer
+        order, not in the order floating-point rounding happened to leave them."""
+        call_at(self.env, round(t * _GRID) / _GRID, prio, fn, *args)
+
     def _control(self, route: Route, h: int, t: float, then) -> None:
         if h == len(route.hops):
-            call_at(self.env, t, self._fprio(0), then)
+            self._at(t, self._fprio(0), then)
             return
-        call_at(self.env, t, self._fprio(0), self._control_hop, route, h, then)
+        self._at(t, self._fprio(0), self._control_hop, route, h, then)
 
     def _control_hop(self, route: Route, h: int, then) -> None:
         hop = route.hops[h]
@@ -635,7 +642,7 @@ class _OracleTransfer(_Transfer):
             d = orc.serve(key, now, mem.burst_ns, self.seq, data=True)
             if self.net.bus.active:
                 self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
-            call_at(self.env, d, self._fprio(k), self._flit, k, 0)
+            self._at(d, self._fprio(k), self._flit, k, 0)
 
     def _flit(self, k: int, h: int) -> None:
         hop = self.route.hops[h]
@@ -645,10 +652,10 @@ class _OracleTransfer(_Transfer):
             self.served.append((EventKind.EDGE_BUSY, hop.edge.id, d - hop.flit_ns, d))
         t = d + hop.prop_ns + hop.next_overhead_ns
         if h + 1 < len(self.route.hops):
-            call_at(self.env, t, self._fprio(k), self._flit, k, h + 1)
+            self._at(t, self._fprio(k), self._flit, k, h + 1)
             return
         if self.op == "write":
-            call_at(self.env, t, self._fprio(k), self._write_burst, k)
+            self._at(t, self._fprio(k), self._write_burst, k)
             return
         self._arrived(t)
 

@@ -178,3 +178,16 @@ def test_control_flits_cost_nothing_on_an_idle_machine(paper):
     assert run(paper, "fast", [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice2", 32768)])[0].latency_ns == pytest.approx(
         161.2, abs=1e-9
     )
+
+
+def test_flits_the_model_makes_simultaneous_go_in_transfer_order():
+    """A 2-burst strided read's flit and a 32 KiB read's flit reach r3 → pe6 at
+    the same instant (50 ns) by two arithmetic paths; in transfer order the
+    strided read (started first) goes first in both modes — floating-point
+    noise (50.00000000000001) must not decide it (found by hypothesis)."""
+    g = TOPOLOGIES["cube1"]
+    burst = [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice0", 256)] * 3
+    ops = burst + [Op("read", "sip0.cube0.pe6.dma", "sip0.cube0.hbm.slice6", 32768, at_ns=2.0)] + burst
+    ops.append(Op("read", "sip0.cube0.pe6.dma", "sip0.cube0.hbm.slice1", 257, 0, 2048, 1.9))
+    oracle = assert_exact(g, ops)
+    assert oracle[-1].end_ns == pytest.approx(52.0, abs=1e-9)
