@@ -29,8 +29,8 @@ from kernbench.errors import KernbenchError
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
 
-from probes.breakdown import Charge, with_queueing
-from probes.cases import HOP_ORDER, Case, CaseFinder, simulate
+from kernbench_probes.breakdown import Charge, with_queueing
+from kernbench_probes.cases import HOP_ORDER, Case, CaseFinder, simulate
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
 DEFAULT_SIZES = "32KiB,1MiB"
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = to_json(result)
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        from probes.render import render_text
+        from kernbench_probes.render import render_text
 
         sys.stdout.write(render_text(result, parts))
     return 0 if result.passed else 1

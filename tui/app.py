@@ -2,14 +2,14 @@
 
 Launch on a live simulation or a trace file::
 
-    from tui.app import KernbenchApp
-    from tui.sources import CallableSource, TraceFileSource
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.sources import CallableSource, TraceFileSource
 
     KernbenchApp(CallableSource(run_fn, metadata)).run()   # run_fn(bus) simulates
     KernbenchApp(TraceFileSource("run.kbtrace")).run()
 
 The source runs in a worker thread; live events arrive as batched
-:class:`~tui.messages.EventsArrived` messages and are appended to the store
+:class:`~kernbench_tui.messages.EventsArrived` messages and are appended to the store
 on the UI thread, so the user browses what has been simulated so far.
 """
 
@@ -28,11 +28,11 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
-from tui.commands import DebuggerCommands
-from tui.messages import EventsArrived, SourceFailed, SourceFinished, TraceOpened
-from tui.navigator import Navigator
-from tui.screens.main import MainScreen
-from tui.sources import Source, WholeTraceSource
+from kernbench_tui.commands import DebuggerCommands
+from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, TraceOpened
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.screens.main import MainScreen
+from kernbench_tui.sources import Source, WholeTraceSource
 
 
 MAX_PENDING_BATCHES = 2

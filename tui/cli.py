@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kernbench.errors import KernbenchError
-from tui.demo import DemoParams
-from tui.sources import ProcessSource, TraceFileSource
+from kernbench_tui.demo import DemoParams
+from kernbench_tui.sources import ProcessSource, TraceFileSource
 
 DEFAULT_RUN = ["gqa_decode", "--variant", "opt2"]
 
@@ -46,19 +46,19 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
 
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
-    return ProcessSource("tui.demo:demo_simulation", (params,), description="demo")
+    return ProcessSource("kernbench_tui.demo:demo_simulation", (params,), description="demo")
 
 
 def _probe_command(argv: Sequence[str]) -> int:
-    """``kernbench-tui probe``: delegate to ``probes.dma`` (prints the table)."""
-    from probes import dma
+    """``kernbench-tui probe``: delegate to ``kernbench_probes.dma`` (prints the table)."""
+    from kernbench_probes import dma
 
     result = dma.main(list(argv))
     return int(result or 0)
 
 
 def _launch(source) -> int:
-    from tui.app import KernbenchApp
+    from kernbench_tui.app import KernbenchApp
 
     KernbenchApp(source).run()
     return 0

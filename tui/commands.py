@@ -15,7 +15,7 @@ class DebuggerCommands(Provider):
     """Timeline moves, plus saving the run as a trace or Perfetto JSON."""
 
     def _commands(self):
-        from tui.screens.main import MainScreen
+        from kernbench_tui.screens.main import MainScreen
 
         screen = self.screen
         if not isinstance(screen, MainScreen):

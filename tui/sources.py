@@ -118,7 +118,7 @@ class ProcessSource:
     The child is *spawned* (a fork of a process running Textual's threads is
     unsafe), so, as always with ``spawn``, a script that launches the app
     must guard its entry point with ``if __name__ == "__main__":`` (the
-    ``kernbench-tui`` console script and ``python -m tui.cli`` do).
+    ``kernbench-tui`` console script and ``python -m kernbench_tui.cli`` do).
     """
 
     def __init__(

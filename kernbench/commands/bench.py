@@ -1,7 +1,7 @@
 """``kernbench bench``: run the shipped benches and compare latencies with the goldens.
 
 The model is deterministic, so every latency must match
-``benchmarks/goldens.json`` exactly. ``--check`` exits 1 on any difference
+``kernbench/commands/goldens.json`` exactly. ``--check`` exits 1 on any difference
 (a changed, missing or new bench) and prints the diff; ``--regen`` rewrites
 the goldens file and prints what moved. Without a flag the comparison is
 printed and the exit status is 0.
@@ -23,13 +23,9 @@ from pathlib import Path
 
 from kernbench.errors import KernbenchError
 
-def _default_goldens() -> Path:
-    """The repo's goldens file (beside the package in a checkout, else under the cwd)."""
-    beside = Path(__file__).resolve().parents[2] / "benchmarks" / "goldens.json"
-    return beside if beside.exists() else Path.cwd() / "benchmarks" / "goldens.json"
-
-
-GOLDENS = _default_goldens()
+#: Ships inside the package, so ``bench --check`` works from anywhere; in a
+#: checkout (editable install) ``--regen`` rewrites the repository's file.
+GOLDENS = Path(__file__).resolve().with_name("goldens.json")
 FORMAT = 1
 
 GQA_BENCH_SHAPE = dict(heads=32, kv_heads=4, head_dim=128, context=4096, tile=128, pes_per_head=8, seed=0)
@@ -118,7 +114,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
-    p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help=f"goldens file (default: {GOLDENS.name} in benchmarks/)")
+    p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help="goldens file (default: the one shipped in kernbench/commands/)")
     return p
 
 

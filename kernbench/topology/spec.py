@@ -159,7 +159,7 @@ TOPOLOGY_SCHEMA = Section(
 
 def topology_dir() -> Path:
     """Where the shipped named topologies live (works from a wheel, too)."""
-    return Path(str(resources.files("topologies")))
+    return Path(str(resources.files("kernbench_topologies")))
 
 
 def named_topologies() -> list[str]:

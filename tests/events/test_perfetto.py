@@ -8,7 +8,7 @@ from kernbench.events.perfetto import perfetto_trace, save_perfetto
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
-from tui.demo import DemoParams, demo_events
+from kernbench_tui.demo import DemoParams, demo_events
 
 REQUIRED = {
     "X": {"name", "ph", "ts", "dur", "pid", "tid", "cat"},

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from probes.breakdown import with_queueing
-from probes.dma import PAPER_REFERENCE, main, run_probe
-from probes.render import render_text
+from kernbench_probes.breakdown import with_queueing
+from kernbench_probes.dma import PAPER_REFERENCE, main, run_probe
+from kernbench_probes.render import render_text
 
 KIB32, MIB1 = 32 * 2**10, 2**20
 
@@ -62,7 +62,7 @@ def test_cases_come_from_the_topology_structure(paper_probe, paper):
 
 
 def test_worst_remote_slice_is_the_maximum_over_all_remote_slices(paper_probe, paper):
-    from probes.cases import simulate
+    from kernbench_probes.cases import simulate
 
     worst = paper_probe.row("cross-cube-worst").latency_ns[KIB32]
     best = paper_probe.row("cross-cube-best").latency_ns[KIB32]

@@ -9,15 +9,15 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
-from tui.messages import PEsChosen, SpanSelected
-from tui.navigator import ZOOM_FACTOR
-from tui.screens.goto import GotoTimeScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.event_log import EventLog
-from tui.widgets.header import TraceHeader
-from tui.widgets.lanes import LanesView
-from tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
-from tui.widgets.pe_picker import PEPicker
+from kernbench_tui.messages import PEsChosen, SpanSelected
+from kernbench_tui.navigator import ZOOM_FACTOR
+from kernbench_tui.screens.goto import GotoTimeScreen
+from kernbench_tui.screens.help import HelpScreen
+from kernbench_tui.widgets.event_log import EventLog
+from kernbench_tui.widgets.header import TraceHeader
+from kernbench_tui.widgets.lanes import LanesView
+from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
+from kernbench_tui.widgets.pe_picker import PEPicker
 
 PLAY_INTERVAL_S = 0.1
 PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel),
@@ -206,7 +206,7 @@ class MainScreen(Screen):
         self.app.push_screen(GotoTimeScreen(self.nav.model.end_ns), done)
 
     def action_probe(self) -> None:
-        from tui.screens.probe import ProbeScreen
+        from kernbench_tui.screens.probe import ProbeScreen
 
         self.app.push_screen(ProbeScreen(self.app.metadata.topology or None))
 

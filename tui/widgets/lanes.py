@@ -34,9 +34,9 @@ from textual.strip import Strip
 
 from kernbench.events.timeline import ENGINES, LaneCells, pe_of
 from kernbench.events.types import Event, EventKind
-from tui.messages import SpanSelected
-from tui.navigator import Navigator
-from tui.timefmt import format_in, format_ns, nice_step, unit_for
+from kernbench_tui.messages import SpanSelected
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 
 GUTTER = 9
 AXIS_ROWS = 2

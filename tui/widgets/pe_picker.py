@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Tree
 
 from kernbench.events.timeline import TimelineModel, natural_key
-from tui.messages import PEsChosen
+from kernbench_tui.messages import PEsChosen
 
 
 def _split(pe: str) -> tuple[str, str, str]:
