@@ -28,6 +28,7 @@ from kernbench.events.store import EventStore, is_span_kind
 from kernbench.events.timeline import ENGINES, natural_key, pe_of
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
+from kernbench.outputs import write_atomic
 
 LINKS_PROCESS = "links"
 
@@ -124,6 +125,6 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
 
 
 def save_perfetto(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write :func:`perfetto_trace` to ``path`` as compact JSON."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(perfetto_trace(store, metadata), f, separators=(",", ":"))
+    """Write :func:`perfetto_trace` to ``path`` as compact JSON (whole or not at all)."""
+    text = json.dumps(perfetto_trace(store, metadata), separators=(",", ":"), allow_nan=False)
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))

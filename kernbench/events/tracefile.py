@@ -32,6 +32,7 @@ import numpy as np
 
 from kernbench.errors import TraceFormatError
 from kernbench.events.store import COLUMNS, EventStore
+from kernbench.outputs import write_atomic
 
 MAGIC = b"KBTRACE\x00"
 FORMAT_VERSION = 1
@@ -55,7 +56,7 @@ class Trace(NamedTuple):
 
 
 def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write ``store`` and ``metadata`` to ``path`` (atomically, via a temp file)."""
+    """Write ``store`` and ``metadata`` to ``path`` (whole or not at all: :func:`~kernbench.outputs.write_atomic`)."""
     metadata = metadata or TraceMetadata(end_ns=store.end_ns)
     header = json.dumps(
         {
@@ -71,13 +72,7 @@ def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetada
     payload = buf.getvalue()
     crc = zlib.crc32(payload, zlib.crc32(header))
     fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(fixed)
-        f.write(header)
-        f.write(payload)
-    os.replace(tmp, path)
+    write_atomic(path, lambda f: (f.write(fixed), f.write(header), f.write(payload)))
 
 
 def open_trace(path: str | os.PathLike) -> Trace:
