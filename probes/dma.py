@@ -48,12 +48,15 @@ PAPER_REFERENCE: dict[str, tuple[float, dict[str, float]]] = {
 }
 
 
+MAX_SIZE_BYTES = 2**30
+
+
 def parse_size(text: str) -> int:
-    """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike."""
-    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike; 1 B .. 1 GiB."""
+    m = re.fullmatch(r"\s*(\d{1,10})\s*([A-Za-z]*)\s*", text)
     unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _UNITS) or int(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"bad size {text!r}: use a positive count of B, KiB, MiB or GiB")
+    if not m or (unit and unit not in _UNITS) or not 0 < int(m.group(1)) * _UNITS.get(unit, 1) <= MAX_SIZE_BYTES:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: use a count of B, KiB, MiB or GiB from 1 B to 1 GiB")
     return int(m.group(1)) * _UNITS.get(unit, 1)
 
 
