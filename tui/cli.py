@@ -12,15 +12,20 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
+from kernbench import __version__
 from kernbench.errors import KernbenchError
+from kernbench.exit_codes import guarded
 from kernbench_tui.demo import DemoParams
 from kernbench_tui.sources import ProcessSource, TraceFileSource
 
 DEFAULT_RUN = ["gqa_decode", "--variant", "opt2"]
+DUMB_TERMS = {"dumb", "unknown", "emacs"}
 
 
 class SimulatorNotWired(KernbenchError):
@@ -44,6 +49,19 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
     return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
 
 
+def check_run_options(run_argv: Sequence[str]) -> None:
+    """Everything about ``kernbench-tui run`` that can fail before the app starts:
+    the kernel name, its options, the topology (a bad one is the common mistake)."""
+    from kernbench.commands.run import check_run
+    from kernbench.topology.compile import graph_size
+    from kernbench.topology.spec import load_spec
+
+    if not run_argv:
+        raise KernbenchError("run: name a kernel (see `kernbench run --list`)")
+    spec, ns, _ = check_run(run_argv[0], list(run_argv[1:]))
+    graph_size(load_spec(ns.topology or spec.default_topology, ns.overrides))
+
+
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
     return ProcessSource("kernbench_tui.demo:demo_simulation", (params,), description="demo")
@@ -57,15 +75,62 @@ def _probe_command(argv: Sequence[str]) -> int:
     return int(result or 0)
 
 
+def terminal_problem() -> str | None:
+    """Why the app cannot draw here, or None (it needs a real, capable terminal on stdin and stdout)."""
+    if not sys.stdout.isatty():
+        return "stdout is not a terminal"
+    if not sys.stdin.isatty():
+        return "stdin is not a terminal"
+    term = os.environ.get("TERM", "")
+    if term in DUMB_TERMS or not term:
+        return f"TERM={term or '(unset)'} cannot show a full-screen app"
+    return None
+
+
 def _launch(source) -> int:
     from kernbench_tui.app import KernbenchApp
 
-    KernbenchApp(source).run()
+    app = KernbenchApp(source)
+    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)  # noqa: E731 - the app restores the terminal
+    previous = signal.signal(signal.SIGTERM, quit_on)
+    try:
+        app.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if app.return_code and app.return_code >= 128:
+        print(f"kernbench-tui: interrupted ({signal.Signals(app.return_code - 128).name})", file=sys.stderr)
+        return app.return_code
+    if app.error is not None:
+        raise KernbenchError(app.error)
     return 0
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low}..{high}, got {value}")
+        return value
+
+    return parse
+
+
+def _pace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds per simulated µs, got {text!r}") from None
+    if not (0 <= value <= 60 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be in 0..60 seconds per µs, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
+    parser.add_argument("--version", action="version", version=f"kernbench-tui {__version__}")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="simulate a kernel live (same options as `kernbench run`)")
     run.add_argument("kernel")
@@ -73,36 +138,46 @@ def _parser() -> argparse.ArgumentParser:
     op = sub.add_parser("open", help="open a saved .kbtrace file")
     op.add_argument("file")
     demo = sub.add_parser("demo", help="a synthetic GEMM-like run (no simulator needed)")
-    demo.add_argument("--pes", type=int, default=8)
-    demo.add_argument("--tiles", type=int, default=40)
-    demo.add_argument("--pace", type=float, default=0.02, help="wall seconds per simulated µs (0: as fast as possible)")
-    sub.add_parser("probe", help="print the probe table", add_help=False)
+    demo.add_argument("--pes", type=_count(1, 256), default=8)
+    demo.add_argument("--tiles", type=_count(1, 100_000), default=40)
+    demo.add_argument("--pace", type=_pace, default=0.02, help="wall seconds per simulated µs (0: as fast as possible)")
+    sub.add_parser("probe", help="print the probe table (plain text, for scripts)", add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, launch: Callable[[object], int] = _launch) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
-        return _probe_command(argv[1:])
+        return guarded(lambda: _probe_command(argv[1:]), "error: ")
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "open":
-            if not os.path.exists(args.file):
-                raise KernbenchError(f"{args.file}: no such trace file")
-            return launch(TraceFileSource(args.file))
-        if args.command == "demo":
-            return launch(_demo_source(args.pes, args.tiles, args.pace))
-        if args.command == "run":
-            return launch(_simulation_source([args.kernel, *args.options]))
-        try:
-            source = _simulation_source(DEFAULT_RUN)
-        except SimulatorNotWired as exc:
-            print(f"kernbench-tui: {exc}\nkernbench-tui: showing the synthetic demo instead", file=sys.stderr)
-            source = _demo_source(8, 40, 0.02)
+    return guarded(lambda: _start(args, launch), "kernbench-tui: ")
+
+
+def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
+    """Check everything that can be checked, then open the app on the source."""
+    if launch is _launch and (why := terminal_problem()):
+        raise KernbenchError(
+            f"needs an interactive terminal ({why}); for text output use `kernbench run …`, "
+            "`kernbench run … --trace FILE` or `kernbench-tui probe`"
+        )
+    if args.command == "open":
+        from kernbench.events.tracefile import open_trace
+
+        trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts
+        return launch(TraceFileSource(args.file, trace))
+    if args.command == "demo":
+        return launch(_demo_source(args.pes, args.tiles, args.pace))
+    if args.command == "run":
+        run_argv = [args.kernel, *args.options]
+        source = _simulation_source(run_argv)
+        check_run_options(run_argv)
         return launch(source)
-    except KernbenchError as exc:
-        print(f"kernbench-tui: {exc}", file=sys.stderr)
-        return 2
+    try:
+        source = _simulation_source(DEFAULT_RUN)
+    except SimulatorNotWired as exc:
+        print(f"kernbench-tui: {exc}\nkernbench-tui: showing the synthetic demo instead", file=sys.stderr)
+        source = _demo_source(8, 40, 0.02)
+    return launch(source)
 
 
 if __name__ == "__main__":
