@@ -19,13 +19,13 @@ Uses only kernbench's public API: topology loading, ``Graph.route`` and the
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernbench.errors import KernbenchError
+from kernbench.outputs import to_json as to_json_text
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
 
@@ -158,18 +158,21 @@ def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
 
 
 def to_json(result: ProbeResult) -> dict:
-    first = result.sizes[0]
+    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
     return {
         "topology": result.topology,
+        "source": result.source,
+        "sizes": [size_label(s) for s in result.sizes],
         "rows": [
             {
                 "case": r.case.key,
-                "latency_ns": round(r.latency_ns[first], 6),
+                "target": r.case.memory,
+                "latency_ns": {size_label(s): round(r.latency_ns[s], 6) for s in result.sizes},
                 "util_pct": {size_label(s): round(r.util_pct[s], 6) for s in result.sizes},
             }
             for r in result.rows
         ],
-        "invariants": [{"name": v.name, "ok": v.ok} for v in result.invariants],
+        "invariants": [{"name": v.name, "ok": v.ok, "detail": v.detail} for v in result.invariants],
     }
 
 
@@ -194,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        doc = to_json(result)
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(to_json_text(to_json(result), indent=2, ensure_ascii=False))
     else:
         from kernbench_probes.render import render_text
 

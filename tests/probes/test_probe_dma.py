@@ -111,14 +111,15 @@ def test_breakdown_closes_when_channels_are_slower_than_the_train(cube1):
 def test_json_has_exactly_the_documented_shape(capsys):
     assert main(["--topology", "sip2x2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"topology", "rows", "invariants"}
-    assert doc["topology"] == "sip2x2"
+    assert set(doc) == {"topology", "source", "sizes", "rows", "invariants"}
+    assert doc["topology"] == "sip2x2" and doc["sizes"] == ["32KiB", "1MiB"]
     for row in doc["rows"]:
-        assert set(row) == {"case", "latency_ns", "util_pct"}
-        assert set(row["util_pct"]) == {"32KiB", "1MiB"}
+        assert set(row) == {"case", "target", "latency_ns", "util_pct"}
+        assert set(row["util_pct"]) == set(row["latency_ns"]) == {"32KiB", "1MiB"}
+        assert row["latency_ns"]["1MiB"] > row["latency_ns"]["32KiB"] > 0
     assert [r["case"] for r in doc["rows"]][:5] == ["local", "same-half", "cross-half", "cross-cube-best", "cross-cube-worst"]
     for inv in doc["invariants"]:
-        assert set(inv) == {"name", "ok"}
+        assert set(inv) == {"name", "ok", "detail"}
     assert all(inv["ok"] for inv in doc["invariants"])
 
 
