@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
-from kernbench_tui.demo import DemoParams
-from kernbench_tui.sources import ProcessSource, TraceFileSource
+
+# Only light imports above: Ctrl-C while the interpreter starts is handled once
+# main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
 
 DEFAULT_RUN = ["gqa_decode", "--variant", "opt2"]
 DUMB_TERMS = {"dumb", "unknown", "emacs"}
@@ -32,7 +33,7 @@ class SimulatorNotWired(KernbenchError):
     """``kernbench.cli`` does not (yet) offer ``tui_simulation``."""
 
 
-def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
+def _simulation_source(run_argv: Sequence[str]):
     """A live source for ``kernbench run <run_argv>``, simulated in a child process.
 
     Contract with the simulator: ``kernbench.cli.tui_simulation(argv)`` parses
@@ -46,6 +47,8 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
             f"cannot run {' '.join(run_argv)!r} live: kernbench.cli.tui_simulation is not available ({exc}); "
             "try `kernbench-tui demo` or `kernbench-tui open FILE`"
         ) from None
+    from kernbench_tui.sources import ProcessSource
+
     return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
 
 
@@ -62,7 +65,10 @@ def check_run_options(run_argv: Sequence[str]) -> None:
     graph_size(load_spec(ns.topology or spec.default_topology, ns.overrides))
 
 
-def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
+def _demo_source(pes: int, tiles: int, pace_s_per_us: float):
+    from kernbench_tui.demo import DemoParams
+    from kernbench_tui.sources import ProcessSource
+
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
     return ProcessSource("kernbench_tui.demo:demo_simulation", (params,), description="demo")
 
@@ -162,6 +168,8 @@ def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
         )
     if args.command == "open":
         from kernbench.events.tracefile import open_trace
+
+        from kernbench_tui.sources import TraceFileSource
 
         trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts
         return launch(TraceFileSource(args.file, trace))

@@ -112,7 +112,10 @@ def _coerce(value: Any, kind: type | tuple[type, ...]) -> tuple[Any, str | None]
         return value, f"must be a finite number (got {_show(value)})"
     for k in kinds:
         if k is float and isinstance(value, (int, float)):
-            return float(value), None
+            try:
+                return float(value), None
+            except OverflowError:  # an integer beyond any float
+                return value, f"must be a finite number (got {_show(value)})"
         if k is int and isinstance(value, float) and value.is_integer():
             return int(value), None
         if isinstance(value, k):

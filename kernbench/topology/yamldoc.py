@@ -98,8 +98,9 @@ def load(text: str, source: str) -> tuple[Any, Positions]:
     """Parse one YAML document; every problem is a :class:`TopologyError` with a line and column."""
     if len(text) > MAX_BYTES:
         raise TopologyError([f"larger than {MAX_BYTES // 1024} KiB, the limit for a topology document"], source)
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # the reader checks the characters here already
         root = loader.get_single_node()
         if root is None:
             return None, {}
@@ -115,7 +116,8 @@ def load(text: str, source: str) -> tuple[Any, Positions]:
     except (ValueError, OverflowError) as exc:  # e.g. an integer of more digits than Python converts
         raise TopologyError([f"unreadable value: {_short(str(exc))}"], source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if builder.problems:
         raise TopologyError(builder.problems, source)
     return doc, builder.positions
@@ -231,7 +233,8 @@ def _at(node: Node) -> str:
 def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    what = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+    what = ", ".join(p for p in parts if p) or str(exc)
     if isinstance(exc, yaml.reader.ReaderError):
         line = text.count("\n", 0, exc.position) + 1
         where = f"line {line}: "

@@ -1,0 +1,111 @@
+"""§1: an output is written whole or not at all, and a bad output path fails before any simulation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernbench import cli
+from kernbench.errors import OutputPathError
+from kernbench.outputs import check_outputs, write_atomic
+from kernbench.runtime.api import Runtime
+
+from hardening_harness import assert_failed_cleanly, child_env, invoke, snapshot_files, spawn
+
+OLD = {"old.kbtrace": b"KBTRACE\x00 an older trace that must survive", "old.json": b'{"traceEvents": []}'}
+
+# (how the paths are made, the flag blamed, the cause named)
+BAD_PATHS = {
+    "trace is a directory": (lambda d: ["--trace", str(d / "adir")], r"--trace .*adir: is a directory"),
+    "perfetto is a directory": (lambda d: ["--perfetto", str(d)], r"--perfetto .*: is a directory"),
+    "missing folder": (lambda d: ["--trace", str(d / "nope" / "x.kbtrace")], r"folder .*nope does not exist"),
+    "two outputs, one file": (lambda d: ["--trace", str(d / "old.kbtrace"), "--perfetto", str(d / "old.kbtrace")], r"the same file as --trace"),
+    "same file by another spelling": (lambda d: ["--trace", str(d / "old.json"), "--perfetto", str(d / "." / "old.json")], r"the same file as"),
+    "not a regular file": (lambda d: ["--perfetto", "/dev/null"], r"not a regular file"),
+    "output is the topology": (lambda d: ["--topology", str(d / "topo.yaml"), "--trace", str(d / "topo.yaml")], r"an input of this run"),
+    "empty name": (lambda d: ["--trace", ""], r"not a file name"),
+}
+
+
+@pytest.fixture
+def folder(tmp_path):
+    for name, data in OLD.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "topo.yaml").write_text((Path(__file__).resolve().parents[2] / "topologies" / "cube1.yaml").read_text())
+    return tmp_path
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the simulation ran before the output paths were checked")
+
+    monkeypatch.setattr(Runtime, "run", refuse)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from(sorted(BAD_PATHS)), kernel=st.sampled_from(["gemm-composite", "gemm-primitive"]), json_flag=st.booleans())
+def test_a_bad_output_path_fails_before_simulating_and_touches_nothing(folder, no_simulation, capsys, case, kernel, json_flag):
+    make, cause = BAD_PATHS[case]
+    before = (folder, snapshot_files(folder))
+    got = invoke(cli.main, ["run", kernel, *make(folder), *(["--json"] if json_flag else [])], capsys)
+    assert_failed_cleanly(got, 2, cause, before=before, max_seconds=5, max_mib=50)
+    assert got.out == ""
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(0, 5000), interrupt=st.sampled_from([KeyboardInterrupt, OSError]))
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary(tmp_path, cut, interrupt):
+    target = tmp_path / "out.json"
+    target.write_bytes(b"the old, complete file")
+
+    def writer(f):
+        f.write(b"x" * cut)
+        raise interrupt(28, "No space left on device") if interrupt is OSError else interrupt()
+
+    with pytest.raises((KeyboardInterrupt, OutputPathError)) as info:
+        write_atomic(target, writer)
+    if interrupt is OSError:
+        assert "No space left" in str(info.value) and "left as it was" in str(info.value)
+    assert snapshot_files(tmp_path) == {"out.json": b"the old, complete file"}
+
+
+def test_check_outputs_accepts_new_and_existing_files(tmp_path):
+    (tmp_path / "a.json").write_text("{}")
+    check_outputs([("--trace", tmp_path / "new.kbtrace"), ("--perfetto", tmp_path / "a.json"), ("--x", None)])
+
+
+@pytest.mark.parametrize("flag, name", [("--perfetto", "old.json"), ("--trace", "old.kbtrace")])
+@pytest.mark.parametrize("limit", [0, 4096])
+def test_a_write_past_ulimit_f_fails_cleanly_and_keeps_the_old_file(folder, flag, name, limit):
+    before = (folder, snapshot_files(folder))
+    got = spawn("kernbench.cli", ["run", "gemm-composite", flag, name], cwd=folder, env=child_env(), file_size_bytes=limit)
+    assert_failed_cleanly(got, 2, rf"cannot write {name}: File too large; {name} was left as it was", before=before, max_mib=600)
+
+
+@pytest.mark.parametrize("signum, status, delay_s", [(signal.SIGINT, 130, 0.7), (signal.SIGINT, 130, 2.4), (signal.SIGTERM, 143, 1.6)])
+def test_a_signal_at_any_moment_leaves_either_the_old_file_or_a_complete_new_one(folder, signum, status, delay_s):
+    """Before, during or after the simulation, while the 10 MB export is written (a ~3 s run)."""
+
+    def interrupt(proc):
+        time.sleep(delay_s)
+        os.kill(proc.pid, signum)
+
+    got = spawn("kernbench.cli", ["run", "gqa-decode", "--topology", "cube1", "--context", "16384", "--perfetto", "old.json"],
+                cwd=folder, env=child_env(), on_start=interrupt)
+    assert "Traceback" not in got.err
+    data = (folder / "old.json").read_bytes()
+    if got.status == 0:  # finished before the signal: the new file is complete
+        assert json.loads(data)["traceEvents"]
+    else:
+        assert got.status == status and data == OLD["old.json"]
+        assert got.err.count("\n") == 1 and "interrupted" in got.err
+    assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
