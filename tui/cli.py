@@ -103,11 +103,16 @@ def _launch(source) -> int:
         app.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
+    return exit_status(app)
+
+
+def exit_status(app) -> int:
+    """After the app closed: 128+signal if a signal closed it; a failed run's message (exit 2); else 0."""
     if app.return_code and app.return_code >= 128:
         print(f"kernbench-tui: interrupted ({signal.Signals(app.return_code - 128).name})", file=sys.stderr)
         return app.return_code
     if app.error is not None:
-        raise KernbenchError(app.error)
+        raise KernbenchError(f"the run failed: {app.error}")
     return 0
 
 

@@ -246,21 +246,6 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
     env = simpy.Environment()
     bus = bus if bus is not None else Bus()
     recorder = Recorder(bus) if record else None
-    try:
-        return _run_env(env, graph, mode, launches, logs, recorder, bus, limits)
-    except KernbenchError as exc:  # keep what was recorded up to the failure
-        exc.recorded = recorder.events() if recorder is not None else None
-        raise
-    except KeyboardInterrupt as exc:
-        raise Interrupted(env.now, getattr(exc, "signum", 2)) from None
-    except WallTimeExceeded:
-        raise RunLimitError(
-            f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
-            "while the engine was busy (raise it with --max-wall-s or RunLimits)"
-        ) from None
-
-
-def _run_env(env: simpy.Environment, graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dict[str, list[tuple]] | None, recorder: Recorder | None, bus: Bus, limits: RunLimits) -> RunResult:
     network = Network(env, graph, bus, mode)
     fabric = IpcqFabric()
     cpus: dict[str, PeCpu] = {}
@@ -303,17 +288,16 @@ def _run_env(env: simpy.Environment, graph: Graph, mode: Mode, launches: list[La
             cpus[pid] = PeCpu(pes[pid], _replay_requests(log), limits=limits)
     for pid in sorted(cpus, key=_pe_key):
         env.process(cpus[pid].run())
-    with wall_clock_watchdog(limits):
-        env.run()
+    _run_within(env, limits, recorder)
     network.flush()
     blocked = [c for c in cpus.values() if not c.finished]
     if blocked:
         lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
         lines += fabric.unmatched()
-        raise DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines))
+        raise _kept(DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines)), recorder)
     lost = fabric.lost_messages()
     if lost:
-        raise LostMessageError("the run ended with messages no receive took:\n  " + "\n  ".join(lost))
+        raise _kept(LostMessageError("the run ended with messages no receive took:\n  " + "\n  ".join(lost)), recorder)
     latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
     order = sorted(pes, key=_pe_key)
     return RunResult(
@@ -328,6 +312,28 @@ def _run_env(env: simpy.Environment, graph: Graph, mode: Mode, launches: list[La
         events=recorder.events() if recorder is not None else None,
         command_logs={p: contexts[p].requests for p in order} if contexts else dict(logs or {}),
     )
+
+
+def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None) -> None:
+    """``env.run()`` under the run limits. A failure keeps what was recorded (``exc.recorded``);
+    Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
+    try:
+        with wall_clock_watchdog(limits):
+            env.run()
+    except KernbenchError as exc:
+        raise _kept(exc, recorder)
+    except KeyboardInterrupt as exc:
+        raise Interrupted(env.now, getattr(exc, "signum", 2)) from None
+    except WallTimeExceeded:
+        raise _kept(RunLimitError(
+            f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
+            "while the engine was busy (raise it with --max-wall-s or RunLimits)"
+        ), recorder) from None
+
+
+def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:
+    exc.recorded = recorder.events() if recorder is not None else None
+    return exc
 
 
 def _live_requests(g, ctx: KernelContext):
