@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,20 +70,31 @@ def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
     removed and ``path`` is untouched; an OSError becomes an
     :class:`OutputPathError` naming the file.
     """
-    path = Path(path)
-    tmp = None
+    write_all_atomic([(path, write)])
+
+
+def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike, Callable[[IO[bytes]], Any]]]) -> None:
+    """Several outputs of one command, all or none: each is written to its
+    temporary file first; only when every one is complete are they renamed."""
+    done: list[tuple[Path, Path]] = []
+    current: Path | None = None
     try:
-        tmp, fd = _create_beside(path)
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        for raw, write in outputs:
+            current = Path(raw)
+            tmp, fd = _create_beside(current)
+            done.append((tmp, current))
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in done:
+            current = path
+            os.replace(tmp, path)
+        done.clear()
     except OSError as exc:
-        raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}; {_kept(path)}") from None
+        raise OutputPathError(f"cannot write {current}: {exc.strerror or exc}; {_kept(current)}") from None
     finally:
-        if tmp is not None:
+        for tmp, _ in done:
             try:
                 os.unlink(tmp)
             except OSError:

@@ -28,7 +28,7 @@ from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
 from kernbench.events.types import Event
 from kernbench.kernels import registry
-from kernbench.outputs import check_outputs, to_json
+from kernbench.outputs import check_outputs, to_json, write_all_atomic
 from kernbench.pe.processing_element import ENGINES
 from kernbench.runtime.api import Runtime, RunResult
 from kernbench.runtime.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
@@ -225,20 +225,21 @@ def _partial(path: str) -> str:
 
 
 def _save(ns: argparse.Namespace, events: list[Event], meta, partial: bool = False) -> list[str]:
-    from kernbench.events.perfetto import save_perfetto
+    """Write the requested outputs, all or none (an interrupt between two leaves neither)."""
+    from kernbench.events.perfetto import perfetto_bytes
     from kernbench.events.store import EventStore
-    from kernbench.events.tracefile import save_trace
+    from kernbench.events.tracefile import trace_bytes
 
     store = EventStore.from_events(events)
     if not meta.end_ns:
         meta = type(meta)(meta.kernel, meta.topology, meta.variant, store.end_ns, meta.extra)
-    written = []
-    for path, save in ((ns.trace, save_trace), (ns.perfetto, save_perfetto)):
+    outputs = []
+    for path, encode in ((ns.trace, trace_bytes), (ns.perfetto, perfetto_bytes)):
         if path:
-            target = _partial(path) if partial else path
-            save(target, store, meta)
-            written.append(target)
-    return written
+            data = encode(store, meta)
+            outputs.append((_partial(path) if partial else path, lambda f, data=data: f.write(data)))
+    write_all_atomic(outputs)
+    return [str(path) for path, _ in outputs]
 
 
 class _Console(Console):

@@ -179,7 +179,12 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
 
+def perfetto_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> bytes:
+    """:func:`perfetto_trace` as compact, strict JSON."""
+    return json.dumps(perfetto_trace(store, metadata), separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
 def save_perfetto(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write :func:`perfetto_trace` to ``path`` as compact JSON (whole or not at all)."""
-    text = json.dumps(perfetto_trace(store, metadata), separators=(",", ":"), allow_nan=False)
-    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+    """Write :func:`perfetto_bytes` to ``path`` (whole or not at all)."""
+    data = perfetto_bytes(store, metadata)
+    write_atomic(path, lambda f: f.write(data))

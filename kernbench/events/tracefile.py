@@ -58,8 +58,8 @@ class Trace(NamedTuple):
     metadata: TraceMetadata
 
 
-def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write ``store`` and ``metadata`` to ``path`` (whole or not at all: :func:`~kernbench.outputs.write_atomic`)."""
+def trace_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> bytes:
+    """``store`` and ``metadata`` in the trace file format."""
     metadata = metadata or TraceMetadata(end_ns=store.end_ns)
     header = json.dumps(
         {
@@ -74,8 +74,13 @@ def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetada
     np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items()})
     payload = buf.getvalue()
     crc = zlib.crc32(payload, zlib.crc32(header))
-    fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc)
-    write_atomic(path, lambda f: (f.write(fixed), f.write(header), f.write(payload)))
+    return _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc) + header + payload
+
+
+def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
+    """Write :func:`trace_bytes` to ``path`` (whole or not at all: :func:`~kernbench.outputs.write_atomic`)."""
+    data = trace_bytes(store, metadata)
+    write_atomic(path, lambda f: f.write(data))
 
 
 MAX_TRACE_BYTES = 4 * 2**30

@@ -109,3 +109,26 @@ def test_a_signal_at_any_moment_leaves_either_the_old_file_or_a_complete_new_one
         assert got.status == status and data == OLD["old.json"]
         assert got.err.count("\n") == 1 and "interrupted" in got.err
     assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fail_at=st.integers(0, 2), interrupt=st.sampled_from([KeyboardInterrupt, OSError]))
+def test_several_outputs_of_one_command_are_written_all_or_none(tmp_path, fail_at, interrupt):
+    from kernbench.outputs import write_all_atomic
+
+    names = ["a.kbtrace", "b.json", "c.json"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"old " + name.encode())
+
+    def writer(i):
+        def write(f):
+            f.write(b"new")
+            if i == fail_at:
+                raise interrupt(5, "Input/output error") if interrupt is OSError else interrupt()
+        return write
+
+    with pytest.raises((KeyboardInterrupt, OutputPathError)):
+        write_all_atomic([(tmp_path / n, writer(i)) for i, n in enumerate(names)])
+    assert snapshot_files(tmp_path) == {n: b"old " + n.encode() for n in names}
+    write_all_atomic([(tmp_path / n, lambda f: f.write(b"new")) for n in names])
+    assert snapshot_files(tmp_path) == {n: b"new" for n in names}
