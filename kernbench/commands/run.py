@@ -141,11 +141,17 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
 
 
 def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, dict]:
-    """Everything that can be checked without a topology: kernel name, options, output paths."""
+    """Everything that can be checked before the topology is compiled: the kernel name, its options
+    (also against the topology's PE count, read from the YAML), the output paths."""
+    from kernbench.topology.compile import check_size, pe_count
+    from kernbench.topology.spec import load_spec
+
     spec = registry.get(kernel)
     ns = parse_kernel_args(spec, argv)
     params = {prm.name: getattr(ns, prm.name) for prm in spec.params}
-    spec.validate(params)
+    topology = load_spec(ns.topology or spec.default_topology, ns.overrides)
+    check_size(topology)
+    spec.validate(params, pe_count(topology))
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
     check_outputs(outputs + [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p], inputs=[ns.topology])
     return spec, ns, params

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.outputs import to_json
-from kernbench.topology.compile import load_topology
+from kernbench.topology.compile import load_topology, pe_count
 from kernbench.topology.graph import Graph, Route
 from kernbench.topology.spec import load_spec, named_topologies
 
@@ -55,9 +55,7 @@ def list_data() -> list[dict]:
     out = []
     for name in named_topologies():
         spec = load_spec(name)
-        mesh = spec["sip"]["mesh"]
-        pes = spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
-        out.append({"name": name, "pes": pes, "description": spec.get("description") or ""})
+        out.append({"name": name, "pes": pe_count(spec), "description": spec.get("description") or ""})
     return out
 
 

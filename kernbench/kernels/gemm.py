@@ -68,10 +68,12 @@ _PARAMS = (
 )
 
 
-def check_options(p: dict) -> list[str]:
-    """Rules between the options (each option's range is checked before)."""
+def check_options(p: dict, pes_available: int) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before)."""
     m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p["tile_k"]
     problems = []
+    if pes > pes_available:
+        problems.append(f"--pes {pes}: the topology has {pes_available} PEs")
     if m % pes:
         problems.append(f"--m {m} must divide by --pes {pes}")
     if k % tile_k:
@@ -84,11 +86,9 @@ def check_options(p: dict) -> list[str]:
 
 def _setup(rt: Runtime, p: dict, composite: bool) -> Prepared:
     m, n, k, pes = p["m"], p["n"], p["k"], p["pes"]
-    problems = check_options(p)
+    problems = check_options(p, len(rt.pe_ids()))
     if problems:
         raise ValueError("; ".join(problems))
-    if pes > len(rt.pe_ids()):
-        raise ValueError(f"--pes {pes}: topology {rt.graph.name} has {len(rt.pe_ids())} PEs")
     rng = np.random.default_rng(p["seed"])
     A = rng.standard_normal((m, k)).astype(np.float16)
     B = rng.standard_normal((k, n)).astype(np.float16)

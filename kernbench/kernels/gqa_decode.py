@@ -209,16 +209,16 @@ def reference(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
     return out
 
 
-def pes_per_head_for(rt: Runtime, p: dict) -> int:
-    pph = p.get("pes_per_head", 0) or len(rt.pe_ids()) // p["kv_heads"]
+def pes_per_head_for(pes_available: int, p: dict) -> int:
+    pph = p.get("pes_per_head", 0) or pes_available // p["kv_heads"]
     return max(1, min(pph, p["context"]))
 
 
 MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float32 while generated) stay under 1 GiB
 
 
-def check_options(p: dict) -> list[str]:
-    """Rules between the options (each option's range is checked before)."""
+def check_options(p: dict, pes_available: int) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before)."""
     H, kvh, d, ctx = p["heads"], p["kv_heads"], p["head_dim"], p["context"]
     problems = []
     if p["variant"] not in VARIANTS:
@@ -229,18 +229,18 @@ def check_options(p: dict) -> list[str]:
         problems.append(f"--heads {H} must be a multiple of --kv-heads {kvh}")
     elif kvh * ctx * d > MAX_KV_ELEMENTS:
         problems.append(f"--kv-heads × --context × --head-dim = {kvh * ctx * d:,} KV elements; at most {MAX_KV_ELEMENTS:,}")
+    elif kvh * (P := pes_per_head_for(pes_available, p)) > pes_available:
+        problems.append(f"--kv-heads × --pes-per-head = {kvh * P} PEs, but the topology has {pes_available}")
     return problems
 
 
 def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
     variant = p["variant"]
-    problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)))
+    problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()))
     if problems:
         raise ValueError("; ".join(problems))
     H, kvh, d, ctx, T = p["heads"], p["kv_heads"], p["head_dim"], p["context"], p["tile"]
-    P = pes_per_head_for(rt, p)
-    if kvh * P > len(rt.pe_ids()):
-        raise ValueError(f"--kv-heads × --pes-per-head = {kvh * P} PEs, but {rt.graph.name} has {len(rt.pe_ids())}")
+    P = pes_per_head_for(len(rt.pe_ids()), p)
     G = H // kvh
     rng = np.random.default_rng(p.get("seed", 0))
     Q = rng.standard_normal((H, d), dtype=np.float32).astype(np.float16)

@@ -5,10 +5,11 @@ runtime; it returns a :class:`Prepared` whose ``check()`` compares the
 kernel's output with a numpy reference after the run and whose
 ``summary(result)`` gives kernel-specific figures (per-tile counts, …).
 
-Options are validated at this boundary, before a topology is loaded or a
+Options are validated at this boundary, before a topology is compiled or a
 tensor deployed: each :class:`Param` carries its range, and a kernel's
-``check(params)`` the rules between options; every problem names the
-option's flag (``--heads``), never a line inside the kernel.
+``check(params, pes)`` the rules between options and against the topology's
+PE count; every problem names the option's flag (``--heads``), never a line
+inside the kernel.
 """
 
 from __future__ import annotations
@@ -57,18 +58,18 @@ class KernelSpec:
     params: tuple[Param, ...]
     prepare: Callable[[Runtime, dict], Prepared]
     default_topology: str = "cube1"
-    check: Callable[[dict], list[str]] = field(default=lambda params: [])
+    check: Callable[[dict, int], list[str]] = field(default=lambda params, pes: [])
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
-    def validate(self, params: dict[str, Any]) -> None:
-        """Every option's range, then the rules between options; all problems in one error."""
+    def validate(self, params: dict[str, Any], pes: int) -> None:
+        """Every option's range, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
         from kernbench.errors import KernbenchError
 
         problems = [msg for p in self.params if (msg := p.problem(params.get(p.name, p.default)))]
         if not problems:
-            problems = self.check(dict(self.defaults(), **params))
+            problems = self.check(dict(self.defaults(), **params), pes)
         if problems:
             raise KernbenchError(f"{self.name}: " + "; ".join(problems))
 

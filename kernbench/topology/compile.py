@@ -45,6 +45,12 @@ MAX_GRAPH_EDGES = 50_000
 
 
 def compile_spec(spec: Mapping[str, Any]) -> Graph:
+    check_size(spec)
+    return _Builder(spec).build()
+
+
+def check_size(spec: Mapping[str, Any]) -> None:
+    """Refuse a topology whose graph would pass the limits (arithmetic only, nothing is built)."""
     nodes, edges = graph_size(spec)
     if nodes > MAX_GRAPH_NODES or edges > MAX_GRAPH_EDGES:
         mesh = spec["sip"]["mesh"]
@@ -56,7 +62,12 @@ def compile_spec(spec: Mapping[str, Any]) -> Graph:
             ],
             spec.get("name") or "<topology>",
         )
-    return _Builder(spec).build()
+
+
+def pe_count(spec: Mapping[str, Any]) -> int:
+    """PEs in the whole machine ``spec`` describes."""
+    mesh = spec["sip"]["mesh"]
+    return spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
 
 
 def graph_size(spec: Mapping[str, Any]) -> tuple[int, int]:

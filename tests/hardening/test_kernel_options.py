@@ -53,11 +53,11 @@ GEMM_RULES = [
     (["--m", "256", "--pes", "3"], r"--m 256 must divide by --pes 3"),
     (["--k", "512", "--tile-k", "100"], r"--k 512 must divide by --tile-k 100"),
     (["--m", "8192", "--k", "8192", "--n", "8192"], r"the inputs take .* MiB .* at most 256 MiB"),
-    (["--pes", "64", "--m", "64"], r"--pes 64: topology cube1 has 8 PEs"),
+    (["--pes", "64", "--m", "64"], r"--pes 64: the topology has 8 PEs"),
 ]
 GQA_RULES = [
     (["--heads", "10", "--kv-heads", "3"], r"--heads 10 must be a multiple of --kv-heads 3"),
-    (["--kv-heads", "16", "--heads", "16", "--topology", "cube1"], r"--kv-heads × --pes-per-head = 16 PEs, but cube1 has 8"),
+    (["--kv-heads", "16", "--heads", "16", "--topology", "cube1"], r"--kv-heads × --pes-per-head = 16 PEs, but the topology has 8"),
     (["--context", "1048576", "--kv-heads", "8"], r"at most 67,108,864"),
     (["--variant", "opt9"], r"argument --variant: invalid choice: 'opt9'"),
 ]
