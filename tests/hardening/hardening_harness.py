@@ -109,6 +109,20 @@ def spawn(
     )
 
 
+_DURATIONS: dict[tuple, float] = {}
+
+
+def duration_of(module: str, argv: Sequence[str], cwd: Path) -> float:
+    """How long the command takes undisturbed here (measured once), so a test can interrupt it at a
+    chosen fraction of its run whatever the machine's or the engine's speed."""
+    key = (module, tuple(argv))
+    if key not in _DURATIONS:
+        got = spawn(module, argv, cwd=cwd, env=child_env())
+        assert got.status in (0, 1), got.err[-2000:]
+        _DURATIONS[key] = got.seconds
+    return _DURATIONS[key]
+
+
 def snapshot_files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
