@@ -136,3 +136,23 @@ def test_several_outputs_of_one_command_are_written_all_or_none(tmp_path, fail_a
     assert snapshot_files(tmp_path) == {n: b"old " + n.encode() for n in names}
     write_all_atomic([(tmp_path / n, lambda f: f.write(b"new")) for n in names])
     assert snapshot_files(tmp_path) == {n: b"new" for n in names}
+
+
+# One bad input of each class, given together with outputs that already exist: they must survive.
+BAD_INPUT_OF_EACH_CLASS = {
+    "§2 non-finite value": (["gemm-composite", "--set", "pe.attrs.cpu_overhead_ns=.inf"], r"must be a finite number"),
+    "§2 emptied section": (["gemm-composite", "--set", "system=null"], r"system: expected a mapping, got null"),
+    "§3 hostile topology": (["gemm-composite", "--topology", "/dev/zero"], r"not a regular file"),
+    "§3 huge machine": (["gemm-composite", "--set", "sip.mesh.width=64", "--set", "sip.mesh.height=64"], r"the limit is 25,000 nodes"),
+    "§4 option out of range": (["gqa-decode", "--heads", "0"], r"--heads 0: must be in 1\.\.4096"),
+    "§4 unknown kernel": (["GEMM"], r"did you mean 'gemm-composite' or 'gemm-primitive'"),
+    "§5 run limit": (["gemm-primitive", "--max-commands-per-pe", "2"], r"issued 2 commands, the limit per PE"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT_OF_EACH_CLASS))
+def test_outputs_that_exist_survive_every_kind_of_bad_input(folder, capsys, case):
+    argv, cause = BAD_INPUT_OF_EACH_CLASS[case]
+    before = (folder, snapshot_files(folder))
+    got = invoke(cli.main, ["run", *argv, "--trace", str(folder / "old.kbtrace"), "--perfetto", str(folder / "old.json")], capsys)
+    assert_failed_cleanly(got, 2, cause, before=before, max_seconds=10, max_mib=200)
