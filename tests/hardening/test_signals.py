@@ -42,7 +42,7 @@ def test_an_interrupt_is_one_line_and_128_plus_the_signal(tmp_path, module, argv
     delay_s = fraction * duration_of(module, argv, work)
     for _ in range(4):  # on a busy machine a run may be quicker than measured: then interrupt earlier
         got = spawn(module, argv, cwd=tmp_path, env=child_env(), on_start=after(delay_s, signum))
-        if got.status != 0:
+        if got.status not in (0, -signum):  # 0 or killed while exiting: the command had finished first
             break
         for p in tmp_path.iterdir():
             if p.is_file():
