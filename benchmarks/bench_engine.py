@@ -1,30 +1,39 @@
-"""Engine speed figures (issue 2, section 6). Prints; asserts nothing.
+"""Timing-engine speed figures. Prints; asserts nothing.
 
-    PYTHONPATH=. python benchmarks/bench_engine.py
+    PYTHONPATH=. python benchmarks/bench_engine.py [--quick]
 
-* transfers per second in the fast mode (many independent reads on the paper topology)
-* wall time of one isolated transfer of 4 KiB, 64 KiB and 4 MiB (fast mode): a
-  transfer moves as one chunk per 16 flits, at most four, so the cost stops
-  growing at 64 flits (64 KiB vs 4 MiB stays near 1; 4 KiB is one chunk)
-* oracle vs fast wall time on one 32 KiB read whose data crosses 6 hops
+* isolated 32 KiB reads on paper, one at a time (fast mode): transfers/s;
+* 5,000 concurrent 32 KiB reads on paper (half within a CUBE, half to a
+  random CUBE of the SIP), all issued at t = 0: transfers/s;
+* one isolated read over a 10-hop path at 4 KiB, 64 KiB and 4 MiB (fast):
+  wall µs, and the 4 MiB / 4 KiB ratio (a transfer's cost should not grow
+  with its size);
+* a contended mix (cube1, 12 streams sharing links and channels), oracle vs
+  fast wall time, with the largest difference of their latencies;
+* modeled events/s (what the engine publishes when observed) as a fraction
+  of bare SimPy timeouts/s measured in the same run on the same core.
 """
 
 from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 
 import simpy
 
-from kernbench.sim.network import FAST_CHUNKS, MIN_CHUNK_FLITS, Network
+from kernbench.events.bus import Bus
+from kernbench.sim.network import Network
 from kernbench.topology.compile import load_topology
 
 
 def isolated_wall_us(graph, mode: str, initiator: str, memory: str, size: int, repeats: int) -> float:
-    """Median wall time of one transfer on an otherwise idle network (µs)."""
+    """Median wall time of one transfer on an otherwise idle network (µs): one
+    network, each transfer run to its end before the next starts."""
     env = simpy.Environment()
     net = Network(env, graph, mode=mode)
+    env.run(net.read(initiator, memory, 0, size))  # warm: routes, FIFOs
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -33,16 +42,20 @@ def isolated_wall_us(graph, mode: str, initiator: str, memory: str, size: int, r
     return statistics.median(times) * 1e6
 
 
-def transfers_per_second(graph, n: int, concurrent: bool) -> tuple[float, float]:
-    rng = random.Random(0)
+def paper_ops(n: int, seed: int = 0) -> list[tuple[str, str, int]]:
+    rng = random.Random(seed)
     pes = [f"sip{s}.cube{c}.pe{p}.dma" for s in range(2) for c in range(16) for p in range(8)]
     ops = []
     for _ in range(n):
         pe = rng.choice(pes)
         sip, cube = pe.split(".")[:2]
-        # mostly same-SIP traffic, like a kernel's
-        c = rng.randrange(16) if rng.random() < 0.5 else int(cube[4:])
+        c = rng.randrange(16) if rng.random() < 0.5 else int(cube[4:])  # like a kernel's: mostly same SIP
         ops.append((pe, f"{sip}.cube{c}.hbm.slice{rng.randrange(8)}", rng.randrange(256) * 256))
+    return ops
+
+
+def transfers_per_second(graph, n: int, concurrent: bool) -> tuple[float, float]:
+    ops = paper_ops(n)
     env = simpy.Environment()
     net = Network(env, graph)
     t0 = time.perf_counter()
@@ -57,37 +70,79 @@ def transfers_per_second(graph, n: int, concurrent: bool) -> tuple[float, float]
     return n / wall, env.now
 
 
-def main() -> None:
-    paper = load_topology("paper")
-    pe = "sip0.cube0.pe0.dma"
+def contended_mix(graph, mode: str, bus: Bus | None = None) -> tuple[float, list[float], int]:
+    """12 streams on cube1 crossing the same routers and slices; (wall s, latencies, events)."""
+    rng = random.Random(7)
+    c = "sip0.cube0."
+    env = simpy.Environment()
+    net = Network(env, graph, bus, mode=mode)
+    count = [0]
+    if bus is not None:
+        bus.subscribe(lambda _e: count.__setitem__(0, count[0] + 1))
+    evs = []
 
-    # warm the route cache once so every figure below is steady-state
-    for mode in ("fast", "oracle"):
+    def issue(kind, a, b, size, at):
+        yield env.timeout(at)
+        r = yield (net.send(a, b, size) if kind == "send" else getattr(net, kind)(a, b, rng.randrange(64) * 256, size))
+        return r
+
+    for i in range(12):
+        kind = ["read", "write", "send"][i % 3]
+        a = f"{c}pe{i % 8}.{'ipcq' if kind == 'send' else 'dma'}"
+        b = f"{c}pe{(i + 3) % 8}.ipcq" if kind == "send" else f"{c}hbm.slice{(i * 5) % 8}"
+        evs.append(env.process(issue(kind, a, b, [8192, 32768, 131072][i % 3], rng.uniform(0, 50))))
+    t0 = time.perf_counter()
+    env.run()
+    return time.perf_counter() - t0, [e.value.latency_ns for e in evs], count[0]
+
+
+def bare_simpy_timeouts_per_second(n: int = 200_000) -> float:
+    env = simpy.Environment()
+
+    def proc():
+        for _ in range(n):
+            yield env.timeout(1.0)
+
+    env.process(proc())
+    t0 = time.perf_counter()
+    env.run()
+    return n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    paper = load_topology("paper")
+    cube1 = load_topology("cube1")
+    pe = "sip0.cube0.pe0.dma"
+    for mode in ("fast", "oracle"):  # warm the route cache
         isolated_wall_us(paper, mode, pe, "sip0.cube0.hbm.slice0", 4096, 2)
 
-    rate_seq, _ = transfers_per_second(paper, 5000, concurrent=False)
-    rate_con, sim_ns = transfers_per_second(paper, 5000, concurrent=True)
-    print(f"fast mode, 32 KiB reads on paper, one at a time   : {rate_seq:10,.0f} transfers/s")
-    print(f"fast mode, 32 KiB reads on paper, 5000 concurrent : {rate_con:10,.0f} transfers/s  (sim {sim_ns:,.0f} ns)")
+    n = 1000 if quick else 5000
+    rate_seq, _ = transfers_per_second(paper, n, concurrent=False)
+    rate_con, sim_ns = transfers_per_second(paper, n, concurrent=True)
+    print(f"fast, 32 KiB reads on paper, one at a time       : {rate_seq:10,.0f} transfers/s")
+    print(f"fast, 32 KiB reads on paper, {n} concurrent     : {rate_con:10,.0f} transfers/s  (simulated {sim_ns:,.0f} ns)")
 
-    remote = "sip0.cube5.hbm.slice7"  # two mesh hops away
-    small = isolated_wall_us(paper, "fast", pe, remote, 4096, 300)
-    mid = isolated_wall_us(paper, "fast", pe, remote, 64 * 1024, 300)
-    big = isolated_wall_us(paper, "fast", pe, remote, 4 * 2**20, 300)
-    hops = len(paper.route(remote, pe))
-    print(f"fast mode, one isolated read over {hops} hops, 4 KiB : {small:8.1f} us wall  (one train: a transfer moves as one chunk per {MIN_CHUNK_FLITS} flits, at most {FAST_CHUNKS})")
-    print(f"fast mode, one isolated read over {hops} hops, 64 KiB: {mid:8.1f} us wall  ({FAST_CHUNKS} chunks, as every larger transfer)")
-    print(f"fast mode, one isolated read over {hops} hops, 4 MiB : {big:8.1f} us wall  (4 MiB / 4 KiB = {big / small:.2f}x, 4 MiB / 64 KiB = {big / mid:.2f}x)")
+    far = "sip0.cube5.hbm.slice7"
+    hops = len(paper.route(far, pe))
+    reps = 50 if quick else 300
+    small = isolated_wall_us(paper, "fast", pe, far, 4096, reps)
+    mid = isolated_wall_us(paper, "fast", pe, far, 64 * 1024, reps)
+    big = isolated_wall_us(paper, "fast", pe, far, 4 * 2**20, reps)
+    print(f"fast, one isolated read over {hops} hops, 4 KiB   : {small:8.1f} us wall")
+    print(f"fast, one isolated read over {hops} hops, 64 KiB  : {mid:8.1f} us wall")
+    print(f"fast, one isolated read over {hops} hops, 4 MiB   : {big:8.1f} us wall  (4 MiB / 4 KiB = {big / small:.2f}x)")
 
-    six = next(
-        m.id
-        for m in sorted(paper.nodes.values(), key=lambda n: n.id)
-        if m.kind in ("hbm_slice", "sram") and len(paper.route(m.id, pe)) == 6
-    )
-    print(f"6-hop read path: {' -> '.join(paper.route(six, pe).nodes)}")
-    fast = isolated_wall_us(paper, "fast", pe, six, 32768, 300)
-    oracle = isolated_wall_us(paper, "oracle", pe, six, 32768, 50)
-    print(f"32 KiB read over 6 hops: fast {fast:8.1f} us, oracle {oracle:8.1f} us wall  (oracle / fast = {oracle / fast:.1f}x)")
+    wall_f, lat_f, _ = contended_mix(cube1, "fast")
+    wall_o, lat_o, _ = contended_mix(cube1, "oracle")
+    worst = max(abs(a - b) for a, b in zip(lat_f, lat_o))
+    print(f"contended mix (cube1, 12 streams): fast {wall_f * 1e3:7.1f} ms, oracle {wall_o * 1e3:7.1f} ms wall "
+          f"(oracle / fast = {wall_o / wall_f:.1f}x); largest latency difference {worst:.2e} ns")
+
+    wall_b, _, events = contended_mix(cube1, "fast", Bus())
+    bare = bare_simpy_timeouts_per_second(50_000 if quick else 200_000)
+    ev_rate = events / wall_b
+    print(f"modeled events/s (contended mix, observed)        : {ev_rate:10,.0f}  = {ev_rate / bare:.2f} x bare SimPy ({bare:,.0f} timeouts/s)")
 
 
 if __name__ == "__main__":

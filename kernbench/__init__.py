@@ -3,7 +3,17 @@
 ``from kernbench import Runtime, tl`` is all a kernel author needs.
 """
 
+import os
+
 __version__ = "0.1.0"
+
+# A kernel's numerics are many small matrix products. One BLAS thread is
+# faster for those (threads spin and fight for cores), and the rounding then
+# does not depend on how many cores the machine has. Set before numpy loads
+# its BLAS; whoever set these, or imported numpy first, keeps their choice.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+del _var
 
 
 def __getattr__(name: str):

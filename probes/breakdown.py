@@ -74,7 +74,9 @@ def charges(graph: Graph, case: Case, size_bytes: int) -> list[Charge]:
     """The critical-path charges of ``case`` at ``size_bytes``, queueing excluded."""
     mem = Network(simpy.Environment(), graph).memory(case.memory)
     n = -(-size_bytes // graph.flit_bytes)
-    period, _, firsts = mem.layout(0, n, mem.burst_bytes)
+    # a contiguous region from offset 0: flit j on channel j mod channels
+    period = mem.channels
+    firsts = list(range(min(n, period)))
     there = graph.route(case.initiator, case.memory)
     back = graph.route(case.memory, case.initiator)
     if case.op == "read":

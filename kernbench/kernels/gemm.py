@@ -7,7 +7,11 @@ every PE's slice, as a weight would be).
 ``gemm-primitive``
     single-op commands: per K-tile a lazy ``tl.load`` of A's and B's chunk
     (the next chunk's loads are issued before the current ``tl.dot``, so DMA
-    overlaps compute), a ``tl.dot`` and a running ``tl.add``.
+    overlaps compute), a ``tl.dot`` and a running ``tl.add``. A's K-chunks
+    are column blocks of its row-major block: ``layout=tiled`` (default)
+    stores each chunk contiguously, chunk after chunk, as a kernel writer
+    would; ``layout=naive`` keeps A row-major, so a chunk's rows sit ``k × 2``
+    bytes apart and fall on a few of the slice's pseudo-channels.
 ``gemm-composite``
     one ``tl.composite`` GEMM per program with A's block and B as ``tl.ref``
     operands: PE_SCHEDULER streams them tile by tile, no redispatch.
@@ -22,20 +26,22 @@ from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime
 
 
-def gemm_primitive(a_blocks, b_copies, c_blocks, tile_k: int):
-    """Rows of C for this program: lazy chunked loads, dot, running add."""
+def gemm_primitive(a_chunks, b_copies, c_blocks, tile_k: int):
+    """Rows of C for this program: lazy chunked loads, dot, running add.
+
+    ``a_chunks[me](i)`` is the region of A's K-chunk ``i`` (in either layout).
+    """
     me = tl.program_id()
-    a, b, c = a_blocks[me], b_copies[me], c_blocks[me]
-    rows = a.shape[0]
-    k_total = a.shape[1]
-    n_k = k_total // tile_k
+    a, b, c = a_chunks[me], b_copies[me], c_blocks[me]
+    rows = c.shape[0]
+    n_k = b.shape[0] // tile_k
     acc = None
-    nxt = (tl.load(a[:, 0:tile_k]), tl.load(b[0:tile_k, :]))
+    nxt = (tl.load(a(0)), tl.load(b[0:tile_k, :]))
     for i in range(n_k):
         a_t, b_t = nxt
         if i + 1 < n_k:
             k0 = (i + 1) * tile_k
-            nxt = (tl.load(a[:, k0 : k0 + tile_k]), tl.load(b[k0 : k0 + tile_k, :]))
+            nxt = (tl.load(a(i + 1)), tl.load(b[k0 : k0 + tile_k, :]))
         part = tl.dot(a_t, b_t)
         acc = part if acc is None else tl.add(acc, part)
         del a_t, b_t, part
@@ -64,6 +70,7 @@ _PARAMS = (
     Param("k", int, 512, "inner dimension", low=1, high=MAX_DIM),
     Param("tile_k", int, 128, "K-chunk per load (primitive form)", low=1, high=MAX_DIM),
     Param("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
+    Param("layout", str, "tiled", "A's K-chunks in HBM (primitive form): tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")),
     Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
 
@@ -93,13 +100,23 @@ def _setup(rt: Runtime, p: dict, composite: bool) -> Prepared:
     A = rng.standard_normal((m, k)).astype(np.float16)
     B = rng.standard_normal((k, n)).astype(np.float16)
     rows = m // pes
-    a_blocks = [rt.deploy(A[i * rows : (i + 1) * rows], pe=i, name=f"A{i}") for i in range(pes)]
+    tiled_a = not composite and p.get("layout", "tiled") == "tiled"
+    a_blocks = [] if tiled_a else [rt.deploy(A[i * rows : (i + 1) * rows], pe=i, name=f"A{i}") for i in range(pes)]
     b_copies = [rt.deploy(B, pe=i, name=f"B{i}") for i in range(pes)]
     outs = [rt.empty((rows, n), np.float16, pe=i, name=f"C{i}") for i in range(pes)]
     if composite:
         rt.launch(gemm_composite, pes=range(pes), args=(a_blocks, b_copies, outs))
     else:
-        rt.launch(gemm_primitive, pes=range(pes), args=(a_blocks, b_copies, outs, p["tile_k"]))
+        tk = p["tile_k"]
+        if not tiled_a:
+            chunks = [lambda i, a=a: a[:, i * tk : (i + 1) * tk] for a in a_blocks]
+        else:
+            tiles = [
+                [rt.deploy(A[r * rows : (r + 1) * rows, i * tk : (i + 1) * tk], pe=r, name=f"A{r}.{i}") for i in range(k // tk)]
+                for r in range(pes)
+            ]
+            chunks = [lambda i, t=t: t[i] for t in tiles]
+        rt.launch(gemm_primitive, pes=range(pes), args=(chunks, b_copies, outs, tk))
     ref = A.astype(np.float32) @ B.astype(np.float32)
 
     def check() -> float:

@@ -8,8 +8,17 @@ Placement (split-K / flash-decoding): each KV head is served by
 ``pes_per_head`` PEs (P). Program ``h * P + r`` owns the contiguous KV range
 ``[context * r // P, context * (r + 1) // P)`` of KV head ``h`` and finds it
 in its *own* HBM slice, with a copy of the group's Q block (G × d). K is kept
-transposed (``Kᵀ``: d × n, a KV-cache layout that lets ``S = Q·Kᵀ`` be a
-plain GEMM for every variant); V is n × d.
+transposed (``Kᵀ``, so that ``S = Q·Kᵀ`` is a plain GEMM for every variant);
+V is n × d, row-major, so a tile of V is a contiguous block.
+
+Kᵀ layout (``layout``): HBM moves bursts at their real addresses, and a
+pseudo-channel is chosen by address. ``tiled`` (default) stores each KV
+tile's Kᵀ block (d × T) contiguously, tile after tile — a kernel writer's
+layout: a tile read spreads over all eight channels. ``naive`` stores Kᵀ as
+one row-major d × n matrix: a tile is a column block whose d rows (T × 2 B
+each) sit ``n × 2`` bytes apart — with n = 1024 that is 2048 B, eight bursts,
+so every row lands on the same pseudo-channel and a tile read drains one
+channel instead of eight.
 
 Per tile (T tokens, the last one may be shorter) every program runs the
 online-softmax update on its running ``(m, l, O)``::
@@ -52,10 +61,12 @@ import math
 import numpy as np
 
 import kernbench.tl as tl
+from kernbench.kernels.data import random_f16
 from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime, RunResult
 
 VARIANTS = ("primitive", "opt3", "opt2")
+LAYOUTS = ("tiled", "naive")
 
 #: Stated tolerance vs the float32 numpy reference (f16 inputs, f16 scaled Q,
 #: f32 accumulation, f16 output): max |err| on outputs of magnitude ≲ 1.
@@ -70,17 +81,30 @@ def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
     return [(t0, min(n, t0 + tile)) for t0 in range(0, n, tile)]
 
 
+class KTiles:
+    """One program's Kᵀ, tile by tile: ``block(t0, t1)`` is the region of tokens ``[t0, t1)``."""
+
+    def __init__(self, naive=None, tiles=None) -> None:
+        self._naive = naive  # one d × n tensor
+        self._tiles = tiles or {}  # t0 -> a d × T tensor
+
+    def block(self, t0: int, t1: int):
+        if self._naive is not None:
+            return self._naive[:, t0:t1]
+        return self._tiles[t0]
+
+
 # --- the per-tile bodies ----------------------------------------------------
 
 
 def _loop_primitive(q, kt, v, n, tile, m, l, o):
     tiles = _tiles(n, tile)
-    nxt = (tl.load(kt[:, tiles[0][0] : tiles[0][1]]), tl.load(v[tiles[0][0] : tiles[0][1], :]))
+    nxt = (tl.load(kt.block(*tiles[0])), tl.load(v[tiles[0][0] : tiles[0][1], :]))
     for i, _ in enumerate(tiles):
         k_t, v_t = nxt
         if i + 1 < len(tiles):
             a, b = tiles[i + 1]
-            nxt = (tl.load(kt[:, a:b]), tl.load(v[a:b, :]))
+            nxt = (tl.load(kt.block(a, b)), tl.load(v[a:b, :]))
         s = tl.dot(q, k_t)
         m_new = tl.maximum(m, tl.rowmax(s))
         corr = tl.exp(tl.sub(m, m_new))
@@ -98,7 +122,7 @@ def _loop_opt3(q, kt, v, n, tile, m, l, o):
     for t0, t1 in _tiles(n, tile):
         T = t1 - t0
         s = tl.zeros((g, T))
-        C([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        C([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt.block(t0, t1))}, s, extra={"m": g, "k": d, "n": T})])
         mt, m_new, corr = tl.zeros((g, 1)), tl.zeros((g, 1)), tl.zeros((g, 1))
         C([tl.OpSpec("rowmax", {"x": s}, mt)])
         C([tl.OpSpec("maximum", {"a": m, "b": mt}, m_new)])
@@ -139,7 +163,7 @@ def _loop_opt2(q, kt, v, n, tile, m, l, o, extra_ops: int = 0):
     for t0, t1 in _tiles(n, tile):
         T = t1 - t0
         s = tl.zeros((g, T))
-        tl.composite([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt[:, t0:t1])}, s, extra={"m": g, "k": d, "n": T})])
+        tl.composite([tl.OpSpec("gemm", {"a": q, "b": tl.ref(kt.block(t0, t1))}, s, extra={"m": g, "k": d, "n": T})])
         ops = opt2_recipe(s, m, m_other, l, o, corr, mt, tl.ref(v[t0:t1, :]), g, T, d)
         # extra_ops > 0 pads the recipe with no-op copies (tests of the D7 cap).
         ops += [tl.OpSpec("copy", {"x": o}, o) for _ in range(extra_ops)]
@@ -165,7 +189,7 @@ def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_o
     me = tl.program_id()
     h, r = divmod(me, pes_per_head)
     g, d = qs[me].shape
-    n = kts[me].shape[1]
+    n = vs[me].shape[0]
     q = tl.scale(tl.load(qs[me]), 1.0 / math.sqrt(d))
     m = tl.full((g, 1), -np.inf)
     l = tl.zeros((g, 1))
@@ -197,15 +221,26 @@ def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_o
 
 def reference(Q: np.ndarray, K: np.ndarray, V: np.ndarray) -> np.ndarray:
     """float32 attention of one query token: Q (H, d), K/V (kv_heads, ctx, d) → (H, d)."""
+    return reference_blocks(Q, [[K[h].T] for h in range(K.shape[0])], [[V[h]] for h in range(V.shape[0])])
+
+
+def reference_blocks(Q: np.ndarray, kt_blocks: list[list[np.ndarray]], v_blocks: list[list[np.ndarray]]) -> np.ndarray:
+    """The same from the KV cache as stored: per KV head, Kᵀ blocks (d × n_i) and
+    V blocks (n_i × d) in context order — no copy of the whole cache is made."""
     H, d = Q.shape
-    kvh = K.shape[0]
+    kvh = len(kt_blocks)
     G = H // kvh
     out = np.empty((H, d), np.float32)
     for h in range(kvh):
         q = Q[h * G : (h + 1) * G].astype(np.float32)
-        s = q @ K[h].astype(np.float32).T / np.float32(math.sqrt(d))
+        s = np.concatenate([q @ kt.astype(np.float32) for kt in kt_blocks[h]], axis=1) / np.float32(math.sqrt(d))
         p = np.exp(s - s.max(axis=1, keepdims=True))
-        out[h * G : (h + 1) * G] = (p @ V[h].astype(np.float32)) / p.sum(axis=1, keepdims=True)
+        pv = np.zeros((G, d), np.float32)
+        n0 = 0
+        for v in v_blocks[h]:
+            pv += p[:, n0 : n0 + len(v)] @ v.astype(np.float32)
+            n0 += len(v)
+        out[h * G : (h + 1) * G] = pv / p.sum(axis=1, keepdims=True)
     return out
 
 
@@ -214,7 +249,7 @@ def pes_per_head_for(pes_available: int, p: dict) -> int:
     return max(1, min(pph, p["context"]))
 
 
-MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float32 while generated) stay under 1 GiB
+MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float16) take at most 256 MiB
 
 
 def check_options(p: dict, pes_available: int) -> list[str]:
@@ -242,18 +277,33 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
     H, kvh, d, ctx, T = p["heads"], p["kv_heads"], p["head_dim"], p["context"], p["tile"]
     P = pes_per_head_for(len(rt.pe_ids()), p)
     G = H // kvh
+    layout = p.get("layout", "tiled")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     rng = np.random.default_rng(p.get("seed", 0))
-    Q = rng.standard_normal((H, d), dtype=np.float32).astype(np.float16)
-    K = rng.standard_normal((kvh, ctx, d), dtype=np.float32).astype(np.float16)
-    V = rng.standard_normal((kvh, ctx, d), dtype=np.float32).astype(np.float16)
+    Q = random_f16(rng, (H, d))
     qs, kts, vs, outs = [], [], [], []
+    k_parts: list[list] = []  # per KV head: each program's Kᵀ, as deployed (for the reference)
+    v_parts: list[list] = []
     ranges = _ranges(ctx, P)
     for h in range(kvh):
+        k_parts.append([])
+        v_parts.append([])
         for r, (a, b) in enumerate(ranges):
             pe = h * P + r
             qs.append(rt.deploy(Q[h * G : (h + 1) * G], pe=pe, name=f"Q{h}.{r}"))
-            kts.append(rt.deploy(np.ascontiguousarray(K[h, a:b].T), pe=pe, name=f"Kt{h}.{r}"))
-            vs.append(rt.deploy(V[h, a:b], pe=pe, name=f"V{h}.{r}"))
+            # drawn per program straight into the layout it is stored in: held once
+            if layout == "naive":
+                kt = rt.deploy(random_f16(rng, (d, b - a)), pe=pe, name=f"Kt{h}.{r}", copy=False)
+                kts.append(KTiles(naive=kt))
+                k_parts[h].append([kt.array])
+            else:
+                tiles = {t0: rt.deploy(random_f16(rng, (d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)}
+                kts.append(KTiles(tiles=tiles))
+                k_parts[h].append([t.array for t in tiles.values()])
+            v = rt.deploy(random_f16(rng, (b - a, d)), pe=pe, name=f"V{h}.{r}", copy=False)
+            vs.append(v)
+            v_parts[h].append(v.array)
         outs.append(rt.empty((G, d), np.float16, pe=h * P, name=f"O{h}"))
     rt.launch(gqa_decode, pes=range(kvh * P), args=(variant, qs, kts, vs, outs, P, T, extra_ops))
     ref: list[np.ndarray] = []  # computed on the first check(), not at setup
@@ -261,7 +311,7 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
 
     def check() -> float:
         if not ref:
-            ref.append(reference(Q, K, V))
+            ref.append(reference_blocks(Q, [[blk for part in k_parts[h] for blk in part] for h in range(kvh)], v_parts))
         got = np.concatenate([rt.read(o) for o in outs]).astype(np.float32)
         return float(np.abs(got - ref[0]).max())
 
@@ -299,6 +349,7 @@ PARAMS = (
     Param("context", int, 32768, "KV context length (tokens)", low=1, high=2**20),
     Param("tile", int, 128, "KV tile (tokens per tile)", low=1, high=2**20),
     Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)", low=0, high=4096),
+    Param("layout", str, "tiled", "Kᵀ in HBM: tiled (each tile's block contiguous) or naive (one row-major d × n)", LAYOUTS),
     Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
 

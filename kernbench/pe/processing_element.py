@@ -67,6 +67,7 @@ class ProcessingElement:
         self.load_corr: dict[int, int] = {}  # lazy load handle id -> its DMA's corr id
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
+        self.composite_plans: dict = {}  # composite shape -> its per-tile plan (pe/composite.py)
         self.ctx: Any = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns = 0.0

@@ -35,7 +35,8 @@ from kernbench.pe.commands import (
     IpcqSendCmd,
     MathCmd,
 )
-from kernbench.pe.opkinds import op_kind
+from kernbench.pe.composite import CompositeRun
+from kernbench.pe.work import op_work
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -48,24 +49,6 @@ def ready_time(r: Ready) -> float | None:
     if isinstance(r, simpy.Event):
         return r.value if r.processed else None
     return r
-
-
-def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...] | None, extra: dict) -> float:
-    """FLOPs of a GEMM, elements of a MATH op, from operand shapes."""
-    k = op_kind(kind)
-    if k.engine == "gemm":
-        (m, kk), b = shapes[0][-2:], shapes[1][-2:]
-        n = b[0] if extra.get("transpose_b") else b[1]
-        return 2.0 * m * kk * n
-    sizes = [_size(s) for s in shapes] + ([_size(out_shape)] if out_shape else [])
-    return float(max(sizes))
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 class Scheduler:
@@ -91,7 +74,8 @@ class Scheduler:
 
     # --- readiness --------------------------------------------------------
 
-    def _inputs(self, refs) -> tuple[float, list[simpy.Event]]:
+    def inputs(self, refs) -> tuple[float, list[simpy.Event]]:
+        """When the TCM handles among ``refs`` are ready: (latest known time, events still pending)."""
         t = 0.0
         pending = []
         ready = self.pe.ready
@@ -108,7 +92,7 @@ class Scheduler:
 
     def _after_inputs(self, refs, arrive: float, outs, body) -> Ready:
         """Run ``body(earliest) -> end`` once inputs are ready; mark ``outs`` ready at end."""
-        t_in, pending = self._inputs(refs)
+        t_in, pending = self.inputs(refs)
         if not pending:
             end = body(max(arrive, t_in))
             for o in outs:
@@ -121,7 +105,7 @@ class Scheduler:
 
         def wait_then_run():
             yield simpy.AllOf(self.env, pending)
-            t_in2, _ = self._inputs(refs)
+            t_in2, _ = self.inputs(refs)
             end = body(max(arrive, t_in2, self.env.now))
             self.pe.async_stages -= 1
             if end > self.env.now:
@@ -180,7 +164,7 @@ class Scheduler:
         """
         env = self.env
         prev, mine = channel.claim()
-        t_in, pending = self._inputs(inputs)
+        t_in, pending = self.inputs(inputs)
 
         def run():
             t0 = max(arrive, t_in)
@@ -206,7 +190,7 @@ class Scheduler:
         pe = self.pe
         done = self._on_channel(
             pe.rd, (), arrive,
-            lambda: pe.network.read(pe.dma_node, cmd.src.memory, cmd.src.offset, cmd.size_bytes, corr_id=corr),
+            lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
             "dma_read", corr, cmd.size_bytes,
             then=lambda: pe.load_landed(cmd.dst, corr, cmd.size_bytes),
         )
@@ -218,7 +202,7 @@ class Scheduler:
         pe = self.pe
         return self._on_channel(
             pe.wr, (cmd.src,), arrive,
-            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, cmd.dst.offset, cmd.size_bytes, corr_id=corr),
+            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
             "dma_write", corr, cmd.size_bytes,
         )
 
@@ -244,127 +228,4 @@ class Scheduler:
     # --- composites -------------------------------------------------------
 
     def _composite(self, cmd: CompositeCmd, arrive: float, corr: int) -> Ready:
-        pe = self.pe
-        env = self.env
-        refs: dict[int, Any] = {}
-        streamed_ids: dict[int, Any] = {}
-        for op in cmd.ops:
-            for r in op.operands.values():
-                refs.setdefault(r.id, r)
-                if r.space == "hbm":
-                    streamed_ids.setdefault(r.id, r)
-            if op.out is not None:
-                refs.setdefault(op.out.id, op.out)
-        for r in cmd.rw_handles:
-            refs.setdefault(r.id, r)
-        tcm = [r for r in refs.values() if r.space == "tcm"]
-        streamed = list(streamed_ids.values())
-        hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
-        big = max([r.nbytes for r in streamed + hbm_outs], default=0)
-        n_tiles = max(1, -(-big // pe.composite_tile_bytes))
-        stages = []
-        for op in cmd.ops:
-            k = op_kind(op.kind)
-            work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
-            lane = pe.gemm if k.engine == "gemm" else pe.math
-            service = pe.gemm_ns(work / n_tiles) if k.engine == "gemm" else pe.math_ns(work / n_tiles)
-            stages.append((lane, service, op.kind))
-        in_bytes = sum(r.nbytes for op in cmd.ops for r in op.operands.values()) / n_tiles
-        out_bytes = sum(op.out.nbytes for op in cmd.ops if op.out is not None) / n_tiles
-        # Readiness of everything it touches *before* it claims its outputs:
-        # this is how composites sharing a handle (rw_handles) stay in order.
-        t_in, pending = self._inputs(tcm)
-        done = env.event()
-        for op in cmd.ops:
-            if op.out is not None and op.out.space == "tcm":
-                pe.ready[op.out.id] = done
-        for r in cmd.rw_handles:
-            if r.space == "tcm":
-                pe.ready[r.id] = done
-        label = "+".join(op.kind for op in cmd.ops) if len(cmd.ops) <= 3 else f"{cmd.ops[0].kind}+{len(cmd.ops) - 1} ops"
-
-        pe.async_stages += 1
-
-        # DMA_READ of the streamed operands needs only HBM: it starts when the
-        # command arrives, two tile buffers ahead of FETCH, while the stages
-        # that read TCM inputs wait for them.
-        tile_read: list[simpy.Event] = [env.event() for _ in range(n_tiles)] if streamed else []
-        fetched: list[simpy.Event] = [env.event() for _ in range(n_tiles)]
-
-        def reader():
-            if arrive > env.now:
-                yield env.timeout(arrive - env.now)
-            for i in range(n_tiles):
-                if i >= 2 and not fetched[i - 2].processed:
-                    yield fetched[i - 2]  # two tile buffers
-                for r in streamed:
-                    yield from self._tile_read(r, i, n_tiles, corr)
-                tile_read[i].succeed(env.now)
-
-        def feeder():
-            t0 = max(arrive, t_in)
-            if pending:
-                yield simpy.AllOf(env, pending)
-                t0 = max(t0, *(ev.value for ev in pending))
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
-            writes = []
-            last = env.now
-            for i in range(n_tiles):
-                if streamed and not tile_read[i].processed:
-                    yield tile_read[i]
-                _, t = pe.fetch.reserve(env.now, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr)
-                fetch_end = t
-                for lane, service, kind in stages:
-                    _, t = lane.reserve(t, service, kind, corr)
-                _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr)
-                for r in hbm_outs:
-                    writes.append(env.process(self._tile_write(r, i, n_tiles, t, corr)))
-                last = max(last, t)
-                if fetch_end > env.now:
-                    env.timeout(fetch_end - env.now).callbacks.append(lambda _e, ev=fetched[i]: ev.succeed())
-                else:
-                    fetched[i].succeed()
-            pe.async_stages -= 1
-            if last > env.now:
-                yield env.timeout(last - env.now)
-            for w in writes:
-                if not w.processed:
-                    yield w
-            done.succeed(env.now)
-
-        if streamed:
-            env.process(reader())
-        env.process(feeder())
-        return done
-
-    def _chunk(self, r, i: int, n_tiles: int) -> tuple[int, int]:
-        size = -(-r.nbytes // n_tiles)
-        lo = i * size
-        return lo, max(1, min(size, r.nbytes - lo))
-
-    def _tile_read(self, r, i: int, n_tiles: int, corr: int):
-        pe = self.pe
-        env = self.env
-        lo, size = self._chunk(r, i, n_tiles)
-        prev, mine = pe.rd.claim()
-        if prev is not None and not prev.processed:
-            yield prev
-        start = env.now
-        yield pe.network.read(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
-        pe.rd.record(start, env.now, f"tile {i} {r.name}", corr, size)
-        mine.succeed(env.now)
-
-    def _tile_write(self, r, i: int, n_tiles: int, t_ready: float, corr: int):
-        pe = self.pe
-        env = self.env
-        lo, size = self._chunk(r, i, n_tiles)
-        if t_ready > env.now:
-            yield env.timeout(t_ready - env.now)
-        prev, mine = pe.wr.claim()
-        if prev is not None and not prev.processed:
-            yield prev
-        start = env.now
-        yield pe.network.write(pe.dma_node, r.memory, r.offset + lo, size, corr_id=corr)
-        pe.wr.record(start, env.now, f"tile {i} {r.name}", corr, size)
-        mine.succeed(env.now)
+        return CompositeRun(self, cmd, arrive, corr).done

@@ -17,8 +17,10 @@ burst size, so contiguous data spreads over all pseudo-channels.
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from kernbench.events.types import Event
 from kernbench.pe.cpu import PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
 from kernbench.runtime.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
-from kernbench.sim.network import Mode, Network
+from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.tl.handles import HbmTensor
 from kernbench.topology.compile import load_topology
@@ -89,6 +91,8 @@ class Runtime:
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=_pe_key))
@@ -132,21 +136,40 @@ class Runtime:
         self._next_offset[mem] = -(-end // burst) * burst
         return mem, off
 
-    def deploy(self, array: np.ndarray, *, pe: int | str | None = None, memory: str | None = None, name: str | None = None, dtype: Any = None) -> HbmTensor:
-        """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``)."""
+    def deploy(
+        self,
+        array: np.ndarray,
+        *,
+        pe: int | str | None = None,
+        memory: str | None = None,
+        name: str | None = None,
+        dtype: Any = None,
+        copy: bool = True,
+    ) -> HbmTensor:
+        """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``).
+
+        ``copy=False`` takes the array over as it is when it already is a
+        C-contiguous array of the stored dtype (the caller must not change it
+        afterwards): a large input is then held once, not twice.
+        """
         arr = np.asarray(array)
         if dtype is not None:
-            arr = arr.astype(dtype)
-        elif arr.dtype.kind == "f" and arr.dtype != np.float16:
-            arr = arr.astype(np.float16)
-        arr = np.ascontiguousarray(arr).copy()
+            target = np.dtype(dtype)
+        elif arr.dtype.kind == "f":
+            target = np.dtype(np.float16)
+        else:
+            target = arr.dtype
+        if arr.dtype != target:
+            arr = arr.astype(target, order="C")  # a fresh array already
+        elif copy or not arr.flags.c_contiguous:
+            arr = np.array(arr, order="C", copy=True)
         mem, off = self._place(arr.nbytes, pe, memory)
         self._names += 1
         return HbmTensor(name or f"t{self._names}", mem, off, arr)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
         """A zero-filled HBM tensor to write results into."""
-        return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, **where)
+        return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, copy=False, **where)
 
     def read(self, tensor: HbmTensor) -> np.ndarray:
         return np.array(tensor.array, copy=True)
@@ -318,7 +341,7 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
     """``env.run()`` under the run limits. A failure keeps what was recorded (``exc.recorded``);
     Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
     try:
-        with wall_clock_watchdog(limits):
+        with wall_clock_watchdog(limits), _collector_paused():
             env.run()
     except KernbenchError as exc:
         raise _kept(exc, recorder)
@@ -334,6 +357,25 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
 def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:
     exc.recorded = recorder.events() if recorder is not None else None
     return exc
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Let Python's cycle collector skip what the run does not create.
+
+    A run creates and drops many small objects; each collection would rescan
+    every live one — tensors, handles, the graph — costing a quarter of a
+    large run. Objects alive before the run are frozen out of the scan and
+    young ones are collected in larger batches; both are restored after.
+    """
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(old[0], 20_000), old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 def _live_requests(g, ctx: KernelContext):

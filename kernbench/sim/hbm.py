@@ -1,38 +1,52 @@
-"""HBM slices (and SRAM) as arrays of pseudo-channel availability times.
+"""HBM slices (and SRAM) as arrays of pseudo-channels, each a FIFO of bursts.
 
-Burst ``k`` of a transfer at byte ``offset`` with ``stride_bytes`` between
-bursts lives at ``offset + k·stride`` and goes to channel
-``(address // burst_bytes) mod channels``: contiguous data spreads over all
-channels, a stride of ``channels × burst_bytes`` lands every burst on one.
-Each channel serves one burst per ``burst_ns`` in request order; this per-
-channel occupancy is the model's *drain*.
+A burst at byte address ``x`` goes to channel ``(x // burst_bytes) mod
+channels``: contiguous data spreads over all channels, a stride of
+``channels × burst_bytes`` puts every burst on one. Each channel serves one
+burst per ``burst_ns`` in arrival order (a :class:`~kernbench.sim.fifo.Fifo`);
+that per-channel occupancy is the model's *drain*.
 
-Both timing modes share the channel bookkeeping: :meth:`read_train` /
-:meth:`write_done` answer for a whole train in O(channels × pieces), and
-:meth:`read_burst` / :meth:`write_burst` serve one burst at a time for the
-flit-by-flit oracle.
+A read's request reaches the memory at one instant and queues all its
+bursts then, channel by channel; the channels' finish times make the data
+train (:func:`~kernbench.sim.train.union`). A write's flits reach the memory
+one by one; each channel receives the sub-train of the flits whose bursts
+are its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
 
-from kernbench.sim.train import Piece, prune
+import numpy as np
+
+from kernbench.sim.fifo import Fifo
+from kernbench.sim.region import Region
+from kernbench.sim.train import Train
 
 
 @dataclass(frozen=True, slots=True)
-class ChannelSpan:
-    channel: int
-    start_ns: float
-    end_ns: float
-    bursts: int
+class Bursts:
+    """How a region's bursts fall on a memory's channels.
+
+    ``n`` bursts in address order (the transfer's flits); per channel, the
+    flit indices it serves: an arithmetic run ``(first, step, count)`` when
+    the pattern is regular, else an explicit array.
+    """
+
+    n: int
+    per_channel: tuple[tuple[int, int, int] | np.ndarray | None, ...]
+
+    def count(self, ch: int) -> int:
+        pc = self.per_channel[ch]
+        if pc is None:
+            return 0
+        return pc[2] if isinstance(pc, tuple) else len(pc)
 
 
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
-    __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "free_ns")
+    __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names", "_contiguous")
 
     def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float):
         self.node_id = node_id
@@ -40,93 +54,69 @@ class ChannelArray:
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
-        self.free_ns = [0.0] * channels
+        self._names = [self._name(ch) for ch in range(channels)]
+        self.fifos = [Fifo(self._names[ch], self.burst_ns) for ch in range(channels)]
+        self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
-    def channel_name(self, ch: int) -> str:
-        prefix = self.node_id.rsplit(".", 1)[0]
-        if self.node_id.split(".")[-1].startswith("slice"):
+    def _name(self, ch: int) -> str:
+        prefix, last = self.node_id.rsplit(".", 1)
+        if last.startswith("slice"):
             return f"{prefix}.pc{self.pc_base + ch}"
         return f"{self.node_id}.ch{ch}"
 
-    # --- address → channel ------------------------------------------------
+    def channel_name(self, ch: int) -> str:
+        return self._names[ch]
 
-    def layout(self, offset: int, n: int, stride_bytes: int) -> tuple[int, int, list[int]]:
-        """(period, step, first channel of each residue class) for ``n`` bursts."""
-        if stride_bytes <= 0 or stride_bytes % self.burst_bytes:
-            raise ValueError(
-                f"stride_bytes={stride_bytes} must be a positive multiple of the "
-                f"{self.burst_bytes} B burst (one flit carries one burst)"
-            )
-        q = stride_bytes // self.burst_bytes
-        step = q % self.channels
-        period = self.channels // gcd(self.channels, step) if step else 1
-        c0 = (offset // self.burst_bytes) % self.channels
-        firsts = [(c0 + j * step) % self.channels for j in range(min(n, period))]
-        return period, step, firsts
+    def channel_of(self, address: int) -> int:
+        return (address // self.burst_bytes) % self.channels
 
-    def channel_of(self, offset: int, k: int, stride_bytes: int) -> int:
-        return ((offset + k * stride_bytes) // self.burst_bytes) % self.channels
+    def bursts(self, region: Region) -> Bursts:
+        """The region's bursts, and which of them (by flit index) each channel serves."""
+        ids = region.bursts(self.burst_bytes)
+        c = self.channels
+        if isinstance(ids, range):
+            n = len(ids)
+            key = (ids.start % c, n)
+            hit = self._contiguous.get(key)
+            if hit is None:
+                b0 = key[0]
+                per: list[tuple[int, int, int] | None] = [None] * c
+                for j in range(min(n, c)):
+                    per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
+                hit = self._contiguous[key] = Bursts(n, tuple(per))
+            return hit
+        ch = ids % c
+        per2: list[tuple[int, int, int] | np.ndarray | None] = [None] * c
+        for k in range(c):
+            idx = np.flatnonzero(ch == k)
+            if len(idx) == 0:
+                continue
+            if len(idx) == 1:
+                per2[k] = (int(idx[0]), 1, 1)
+                continue
+            d = np.diff(idx)
+            if (d == d[0]).all():
+                per2[k] = (int(idx[0]), int(d[0]), len(idx))
+            else:
+                per2[k] = idx
+        return Bursts(len(ids), tuple(per2))
 
-    # --- whole trains (fast mode) -----------------------------------------
 
-    def read_train(
-        self, t_ns: float, offset: int, n: int, stride_bytes: int
-    ) -> tuple[list[Piece], list[ChannelSpan]]:
-        """Reserve the channels for a read requested at ``t_ns``; the burst train.
-
-        Channel ``ch`` serves its bursts ``j, j + period, …`` back to back, so
-        they are ready in a staircase. Downstream, FIFO edges only ever ask
-        ``max_k ready(k) + (N − 1 − k)·s``, which over one channel's bursts is
-        linear in the burst's rank: its first or its last burst decides. The
-        train is therefore those two bursts per channel, as pieces of rate 0
-        (a FIFO edge raises the rate to its own flit time): exact head and
-        tail through any path, whatever the edges' speeds.
-        """
-        period, _, firsts = self.layout(offset, n, stride_bytes)
-        b = self.burst_ns
-        pieces: list[Piece] = []
-        spans = []
-        for j, ch in enumerate(firsts):
-            count = (n - j + period - 1) // period
-            start = max(t_ns, self.free_ns[ch])
-            self.free_ns[ch] = start + count * b
-            pieces.append((start + b, 0.0, j))
-            if count > 1:
-                pieces.append((start + count * b, 0.0, j + period * (count - 1)))
-            spans.append(ChannelSpan(ch, start, start + count * b, count))
-        return prune(pieces), spans
-
-    def write_done(
-        self, arrivals: list[Piece], offset: int, n: int, stride_bytes: int
-    ) -> tuple[float, list[ChannelSpan]]:
-        """Commit a train arriving as ``arrivals``; the time the last burst is written."""
-        period, _, firsts = self.layout(offset, n, stride_bytes)
-        b = self.burst_ns
-        done = 0.0
-        spans = []
-        for j, ch in enumerate(firsts):
-            count = (n - j + period - 1) // period
-            last = self.free_ns[ch] + count * b
-            first_start = self.free_ns[ch]
-            for a, r, k0 in arrivals:
-                m_min = max(0, -(-(k0 - j) // period))
-                if m_min >= count:
-                    continue
-                # arrival of burst j + m·period from this piece, plus the bursts after it
-                slope = period * r - b
-                m = count - 1 if slope > 0 else m_min
-                last = max(last, a + (j + m * period - k0) * r + (count - m) * b)
-                if m_min == 0:
-                    first_start = max(first_start, a + (j - k0) * r)
-            self.free_ns[ch] = last
-            done = max(done, last)
-            spans.append(ChannelSpan(ch, first_start, last, count))
-        return done, spans
-
-    # --- one burst at a time (oracle) --------------------------------------
-
-    def serve_burst(self, ch: int, t_ns: float) -> float:
-        """Serve one burst on channel ``ch`` arriving at ``t_ns``; its finish time."""
-        start = max(t_ns, self.free_ns[ch])
-        self.free_ns[ch] = start + self.burst_ns
-        return start + self.burst_ns
+def sub_train(train: Train, flits: tuple[int, int, int] | np.ndarray) -> Train:
+    """The arrivals of the given flits of ``train``, renumbered 0, 1, …"""
+    if isinstance(flits, tuple) and train.arr is None and all(sg[3] == 1 for sg in train.segs):
+        first, step, count = flits
+        segs = []
+        tsegs = train.segs
+        for i, (k0, a, _g, _p, r) in enumerate(tsegs):
+            k1 = tsegs[i + 1][0] if i + 1 < len(tsegs) else train.n
+            # sub-flits m with first + m·step in [k0, k1)
+            m0 = max(0, -(-(k0 - first) // step))
+            m1 = min(count, -(-(k1 - first) // step))
+            if m0 < m1:
+                segs.append((m0, a + (first + m0 * step - k0) * r, 0.0, 1, step * r))
+        return Train(count, segs)
+    if isinstance(flits, tuple):
+        first, step, count = flits
+        flits = first + step * np.arange(count, dtype=np.int64)
+    return Train.from_times(train.times()[flits])

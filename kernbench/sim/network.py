@@ -1,33 +1,40 @@
 """Moving bytes over the graph: DMA reads and writes, host transfers, messages.
 
-One :class:`Network` per simulation holds the state of every directed
-edge's FIFO (the time its last reserved flit leaves) and of every memory's
-channels. It offers the transfer primitives the PE model and the probes use;
-each returns a SimPy event that succeeds with a :class:`TransferResult`.
+One :class:`Network` per simulation owns a FIFO per directed edge and the
+pseudo-channels of every memory, and offers the transfer primitives the PE
+model and the probes use; each returns a SimPy event that succeeds with a
+:class:`TransferResult`.
 
-Latency is paid only on the graph: each node's ``overhead_ns`` once per flit
-passing it (pipelined, not a serial resource), each edge's serialization
-``flit_bytes / bw_gbps`` per flit in its FIFO, each edge's ``prop_ns``, and
-each memory channel's burst time. Reads and acknowledgements send a
-zero-payload control header (overheads and propagation only) on the request
-side; the data moves as a train of flits.
+What a transfer costs — the model, the same in both timing modes:
 
-Two timing modes behind this one interface:
+* **Nodes** charge their ``overhead_ns`` once per flit passing (pipelined,
+  not a serial resource); **edges** serialize each data flit for
+  ``flit_bytes / bw_gbps`` in their FIFO, in arrival order, then add
+  ``prop_ns``.
+* **Control flits** — a read's request, a write's acknowledgement — carry no
+  payload: they cost no serialization, but in every FIFO they cross they
+  wait behind the flits already queued there.
+* **Memory**: a transfer moves every burst its region touches (one flit per
+  burst, each burst once, in address order); each burst is served by the
+  pseudo-channel its address selects (:mod:`kernbench.sim.hbm`). A read's
+  request queues all its bursts when it arrives; the data flits leave as
+  their channels finish. A write's flits queue on their channels as they
+  arrive; its acknowledgement leaves when the last burst is written.
+* **Sends** (IPCQ) are data flits from one PE to another, done when the
+  last one arrives.
 
-``"fast"`` (default)
-    A transfer's whole flit train crosses each edge in one step, when its
-    head reaches that edge. Alone on an edge it follows the exact closed
-    form (:mod:`kernbench.sim.train`); sharing an edge with trains still
-    crossing it, it is served as a fluid by the slots they leave free
-    (:mod:`kernbench.sim.share`): a train paced by a slower upstream link
-    fits in another's gaps, and on a saturated edge it waits for capacity.
-    Exact for isolated transfers; under contention it agrees with the
-    oracle within the tolerances tests/sim/test_contention.py states (an
-    early train is not slowed by one arriving after it, so a saturated
-    link's total is exact but its split favours the first comer).
+Two ways to compute it:
+
 ``"oracle"``
-    Every flit crosses every edge as its own event, FIFO in arrival order.
-    The reference the fast mode is tested against; cost grows with flits.
+    The definition: every flit (data and control) crosses every FIFO as its
+    own step, in arrival order (ties: lower transfer number, then flit
+    index). Its cost grows with the flit count.
+``"fast"`` (default)
+    Whole trains per FIFO (:mod:`kernbench.sim.fifo`): the flit-level answer
+    exactly wherever a transfer's flits do not arrive among another's, and
+    a fluid FIFO where they do. The cost of a transfer grows with its hops,
+    not its size. The tolerances the tests hold it to against the oracle
+    are stated in ``tests/sim/test_contention.py``.
 """
 
 from __future__ import annotations
@@ -40,15 +47,16 @@ import simpy
 from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
-from kernbench.sim import share
-from kernbench.sim import train as tr
-from kernbench.sim.hbm import ChannelArray, ChannelSpan
+from kernbench.sim.clock import Action, call_at, priority
+from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.hbm import ChannelArray, sub_train
+from kernbench.sim.region import Region
+from kernbench.sim.train import EPS, Train, first_difference, union
 from kernbench.topology.graph import Graph, Route
 
 Mode = Literal["fast", "oracle"]
+MODES: tuple[str, ...] = ("fast", "oracle")
 MEMORY_KINDS = ("hbm_slice", "sram")
-FAST_CHUNKS = 4  # fast mode moves a transfer as at most this many trains (see _move_chunks)
-MIN_CHUNK_FLITS = 16  # … each of at least this many flits
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +75,21 @@ class TransferResult:
 
 
 class Network:
-    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", chunks: int = FAST_CHUNKS):
-        if mode not in ("fast", "oracle"):
+    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast"):
+        if mode not in MODES:
             raise ValueError(f"mode must be 'fast' or 'oracle', got {mode!r}")
         self.env = env
         self.graph = graph
         self.bus = bus if bus is not None else Bus()
         self.mode = mode
-        if chunks < 1:
-            raise ValueError(f"chunks must be >= 1, got {chunks}")
-        self.chunks = chunks
         self.flit_bytes = graph.flit_bytes
-        self.edge_free = [0.0] * len(graph.edges)
-        self._loads: list[list[share.Load]] = [[] for _ in graph.edges]
-        self._depth_shown = [0.0] * len(graph.edges)
+        self._edges: list[Fifo | None] = [None] * len(graph.edges)
         self._memories: dict[str, ChannelArray] = {}
+        self._depth_shown: dict[str, tuple[float, float]] = {}  # FIFO name -> (depth, drains at)
         self._next_corr = 1
+        self._next_seq = 1
         self.transfers_done = 0
+        self.oracle: OracleState | None = OracleState() if mode == "oracle" else None
 
     # --- public primitives ------------------------------------------------
 
@@ -99,284 +105,591 @@ class Network:
             if node.kind not in MEMORY_KINDS:
                 raise RouteError(f"{node_id} is a {node.kind}, not a memory (HBM slice or SRAM)")
             a = node.attrs
+            if a["burst_bytes"] != self.flit_bytes:
+                raise RouteError(
+                    f"{node_id}: burst_bytes {a['burst_bytes']} must equal flit_bytes {self.flit_bytes} "
+                    "(one flit carries one burst)"
+                )
             base = a.get("slice", 0) * a["channels"]
             mem = ChannelArray(node_id, base, a["channels"], a["burst_bytes"], a["channel_bw_gbps"])
             self._memories[node_id] = mem
         return mem
 
+    def edge_fifo(self, index: int) -> Fifo:
+        f = self._edges[index]
+        if f is None:
+            e = self.graph.edges[index]
+            f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps)
+        return f
+
     def read(
         self,
         initiator: str,
         memory: str,
-        offset: int,
-        size_bytes: int,
+        offset: int = 0,
+        size_bytes: int | None = None,
         *,
+        region: Region | None = None,
         stride_bytes: int | None = None,
         kind: str = "dma_read",
         corr_id: int | None = None,
     ) -> simpy.Event:
-        """Read ``size_bytes`` at ``offset`` of ``memory`` into ``initiator``."""
-        self._check(initiator, memory, size_bytes, stride_bytes)
-        return self._start(self._read(initiator, memory, offset, size_bytes, stride_bytes, kind, corr_id))
+        """Read a region of ``memory`` into ``initiator``.
+
+        The region is ``region``, or ``size_bytes`` from ``offset``; with
+        ``stride_bytes`` (a multiple of the burst) one burst every
+        ``stride_bytes``, ``ceil(size / burst)`` of them.
+        """
+        reg = self._region(memory, offset, size_bytes, region, stride_bytes)
+        return self._start("read", kind, initiator, memory, reg, corr_id)
 
     def write(
         self,
         initiator: str,
         memory: str,
-        offset: int,
-        size_bytes: int,
+        offset: int = 0,
+        size_bytes: int | None = None,
         *,
+        region: Region | None = None,
         stride_bytes: int | None = None,
         kind: str = "dma_write",
         corr_id: int | None = None,
     ) -> simpy.Event:
-        """Write ``size_bytes`` from ``initiator`` to ``offset`` of ``memory``; done on ack."""
-        self._check(initiator, memory, size_bytes, stride_bytes)
-        return self._start(self._write(initiator, memory, offset, size_bytes, stride_bytes, kind, corr_id))
+        """Write a region of ``memory`` from ``initiator``; done when the acknowledgement is back."""
+        reg = self._region(memory, offset, size_bytes, region, stride_bytes)
+        return self._start("write", kind, initiator, memory, reg, corr_id)
 
     def send(self, src: str, dst: str, size_bytes: int, *, kind: str = "ipcq", corr_id: int | None = None) -> simpy.Event:
         """Move ``size_bytes`` from ``src`` to ``dst``; done when the last flit arrives."""
-        self._flits(size_bytes)
-        self.graph.route(src, dst)
-        return self._start(self._send(src, dst, size_bytes, kind, corr_id))
-
-    def _check(self, initiator: str, memory: str, size_bytes: int, stride_bytes: int | None) -> None:
-        """Fail at the call, not later inside the simulation: route, size, stride."""
-        mem = self.memory(memory)
-        self._flits(size_bytes)
-        mem.layout(0, 1, stride_bytes or mem.burst_bytes)
-        self.graph.route(initiator, memory)
-        self.graph.route(memory, initiator)
+        if size_bytes <= 0:
+            raise ValueError(f"transfer size must be positive, got {size_bytes}")
+        return self._start("send", kind, src, dst, Region.contiguous(0, size_bytes), corr_id)
 
     def flush(self) -> None:
         """Publish the final queue-drain points (call once the run has ended)."""
         if not self.bus.active:
             return
-        for e in self.graph.edges:
-            if self._depth_shown[e.index] > 0:
-                self.bus.emit(self.edge_free[e.index], EventKind.QUEUE_DEPTH, e.id, value=0.0)
-                self._depth_shown[e.index] = 0.0
+        for name, (depth, drains) in sorted(self._depth_shown.items()):
+            if depth > 0:
+                self.bus.emit(drains, EventKind.QUEUE_DEPTH, name, value=0.0)
+        self._depth_shown.clear()
 
-    # --- transfer processes -----------------------------------------------
+    # --- set-up -------------------------------------------------------------
 
-    def _start(self, gen) -> simpy.Event:
-        return self.env.process(gen)
-
-    def _flits(self, size_bytes: int) -> int:
-        if size_bytes <= 0:
+    def _region(self, memory: str, offset: int, size_bytes: int | None, region: Region | None, stride_bytes: int | None) -> Region:
+        mem = self.memory(memory)
+        if region is not None:
+            return region
+        if size_bytes is None or size_bytes <= 0:
             raise ValueError(f"transfer size must be positive, got {size_bytes}")
-        return -(-size_bytes // self.flit_bytes)
+        if stride_bytes is None:
+            return Region.contiguous(offset, size_bytes)
+        if stride_bytes <= 0 or stride_bytes % mem.burst_bytes:
+            raise ValueError(
+                f"stride_bytes={stride_bytes} must be a positive multiple of the "
+                f"{mem.burst_bytes} B burst (one flit carries one burst)"
+            )
+        n = -(-size_bytes // mem.burst_bytes)
+        return Region.strided(offset - offset % mem.burst_bytes, mem.burst_bytes, stride_bytes, n)
 
-    def _begin(self, kind, src, dst, size_bytes, corr_id):
+    def _start(self, op: str, kind: str, src: str, dst: str, region: Region, corr_id: int | None) -> simpy.Event:
+        # both routes now: an impossible one fails at the call, not inside the simulation
+        there = self.graph.route(src, dst)
+        back = self.graph.route(dst, src) if op != "send" else there
         corr = corr_id if corr_id is not None else self.new_corr_id()
+        seq = self._next_seq
+        self._next_seq += 1
+        done = self.env.event()
+        now = self.env.now
         if self.bus.active:
-            self.bus.emit(self.env.now, EventKind.TRANSFER_START, f"{src}", corr_id=corr, label=kind, value=size_bytes, detail=f"{src}=>{dst}")
-        return corr
+            self.bus.emit(now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=f"{src}=>{dst}")
+        cls = _FastTransfer if self.mode == "fast" else _OracleTransfer
+        cls(self, op, kind, src, dst, region, corr, seq, done, there, back).start()
+        return done
 
-    def _finish(self, kind, src, dst, size_bytes, corr, t0) -> TransferResult:
+    # --- shared by both engines ------------------------------------------
+
+    def _finish(self, tr: "_Transfer") -> None:
         self.transfers_done += 1
+        now = self.env.now
         if self.bus.active:
-            self.bus.emit(self.env.now, EventKind.TRANSFER_END, f"{src}", corr_id=corr, label=kind, value=size_bytes, detail=f"{src}=>{dst}")
-        return TransferResult(corr, kind, src, dst, size_bytes, t0, self.env.now)
+            tr.publish()
+            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}")
+        tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now))
 
-    def _read(self, initiator, memory, offset, size_bytes, stride_bytes, kind, corr_id):
-        env = self.env
-        mem = self.memory(memory)
-        n = self._flits(size_bytes)
-        stride = stride_bytes or mem.burst_bytes
-        req = self.graph.route(initiator, memory)
-        resp = self.graph.route(memory, initiator)
-        t0 = env.now
-        corr = self._begin(kind, initiator, memory, size_bytes, corr_id)
-        if req.header_ns > 0:
-            yield env.timeout(req.header_ns)
-        if self.mode == "fast":
-            pieces, spans = mem.read_train(env.now, offset, n, stride)
-            self._publish_channels(mem, spans, corr)
-            ends = yield from self._move_chunks(pieces, resp, n, corr)
-            end = max(ends)
+
+class _Transfer:
+    """What both engines know of one transfer."""
+
+    __slots__ = (
+        "net", "env", "op", "kind", "src", "dst", "region", "corr", "seq", "done", "t0", "mem", "bursts", "prio",
+        "there", "back",
+    )
+
+    def __init__(
+        self, net: Network, op: str, kind: str, src: str, dst: str, region: Region, corr: int, seq: int,
+        done: simpy.Event, there: Route, back: Route,
+    ):
+        self.net = net
+        self.there = there  # src -> dst
+        self.back = back  # dst -> src
+        self.env = net.env
+        self.op = op
+        self.kind = kind
+        self.src = src
+        self.dst = dst
+        self.region = region
+        self.corr = corr
+        self.seq = seq
+        self.done = done
+        self.t0 = net.env.now
+        self.prio = priority(seq)
+        if op == "send":
+            self.mem = None
+            self.bursts = None
         else:
-            ready = []
-            for k in range(n):
-                ch = mem.channel_of(offset, k, stride)
-                done = mem.serve_burst(ch, env.now)
-                ready.append(done)
-                self._publish_channels(mem, [ChannelSpan(ch, done - mem.burst_ns, done, 1)], corr)
-            arrivals = yield from self._move_flits(ready, resp, corr)
-            end = max(arrivals)
-        if end > env.now:
-            yield env.timeout(end - env.now)
-        return self._finish(kind, initiator, memory, size_bytes, corr, t0)
+            self.mem = net.memory(dst)
+            self.bursts = self.mem.bursts(region)
 
-    def _write(self, initiator, memory, offset, size_bytes, stride_bytes, kind, corr_id):
-        env = self.env
-        mem = self.memory(memory)
-        n = self._flits(size_bytes)
-        stride = stride_bytes or mem.burst_bytes
-        fwd = self.graph.route(initiator, memory)
-        ack = self.graph.route(memory, initiator)
-        t0 = env.now
-        corr = self._begin(kind, initiator, memory, size_bytes, corr_id)
-        start = t0 + fwd.src_overhead_ns
-        if self.mode == "fast":
+    @property
+    def flits(self) -> int:
+        if self.bursts is not None:
+            return self.bursts.n
+        return -(-self.region.nbytes // self.net.flit_bytes)
 
-            def commit(c0: int, count: int, pieces) -> float:
-                done_c, spans = mem.write_done(pieces, offset + c0 * stride, count, stride)
-                self._publish_channels(mem, spans, corr)
-                return done_c
+    def publish(self) -> None:  # pragma: no cover - both engines define it
+        raise TypeError
 
-            done = max((yield from self._move_chunks([(start, 0.0, 0)], fwd, n, corr, at_dst=commit)))
-        else:
 
-            def commit(k: int, t: float) -> float:
-                ch = mem.channel_of(offset, k, stride)
-                end_b = mem.serve_burst(ch, t)
-                self._publish_channels(mem, [ChannelSpan(ch, end_b - mem.burst_ns, end_b, 1)], corr)
-                return end_b
+# --- fast: trains through FIFOs ----------------------------------------------
 
-            done = max((yield from self._move_flits([start] * n, fwd, corr, on_arrive=commit)))
-        end = done + ack.header_ns - ack.src_overhead_ns
-        if end > env.now:
-            yield env.timeout(end - env.now)
-        return self._finish(kind, initiator, memory, size_bytes, corr, t0)
 
-    def _send(self, src, dst, size_bytes, kind, corr_id):
-        env = self.env
-        n = self._flits(size_bytes)
-        route = self.graph.route(src, dst)
-        t0 = env.now
-        corr = self._begin(kind, src, dst, size_bytes, corr_id)
-        start = t0 + route.src_overhead_ns
-        if self.mode == "fast":
-            end = max((yield from self._move_chunks([(start, 0.0, 0)], route, n, corr)))
-        else:
-            arrivals = yield from self._move_flits([start] * n, route, corr)
-            end = max(arrivals)
-        if end > env.now:
-            yield env.timeout(end - env.now)
-        return self._finish(kind, src, dst, size_bytes, corr, t0)
+class _FastTransfer(_Transfer):
+    """A transfer as trains through FIFOs; see :mod:`kernbench.sim.fifo`.
 
-    # --- fast mode: trains ------------------------------------------------
+    Everything is planned when the transfer starts: its data train FIFO by
+    FIFO along the route (each :meth:`~kernbench.sim.fifo.Fifo.arrive`
+    re-plans that FIFO), and its control flit (a read's request, a write's
+    acknowledgement) hop by hop from each FIFO's :meth:`finish_before`. A
+    FIFO that later re-plans tells the passages whose departures changed
+    (the change reaches the next FIFO at the instant the first changed flit
+    would arrive there) and re-checks the control flits due to cross it.
+    A read's bursts queue on their channels when its request arrives (an
+    action at that instant); the completion is an action at the last flit's
+    arrival, moved whenever that changes.
+    """
 
-    def _move_chunks(self, pieces, route: Route, n: int, corr: int, at_dst=None):
-        """Move a train as up to ``self.chunks`` consecutive trains; each one's end time.
+    __slots__ = ("route", "data", "data_in", "ch", "amends", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
 
-        Chunks keep a late transfer from queueing behind the whole of an
-        early one (it can slip in between chunks, as flits interleave in the
-        oracle) at a cost that does not grow with the flit count. Chunks of
-        one transfer follow each other exactly (the closed form splits at any
-        flit). ``at_dst(first_flit, count, pieces)`` handles each chunk's
-        arrival at the destination, at that time, and returns its end.
-        """
-        env = self.env
-        k = max(1, min(self.chunks, n // MIN_CHUNK_FLITS))
-        if k == 1:  # one train: no sub-process
-            return [(yield from self._chunk(pieces, route, n, corr, 0, at_dst))]
-        bounds = [n * i // k for i in range(k + 1)]
-        procs = []
-        for c0, c1 in zip(bounds, bounds[1:]):
-            procs.append(env.process(self._chunk(tr.restrict(pieces, c0, c1), route, c1 - c0, corr, c0, at_dst)))
-        yield simpy.AllOf(env, procs)
-        return [p.value for p in procs]
-
-    def _chunk(self, pieces, route: Route, count: int, corr: int, c0: int, at_dst):
-        out = yield from self._move_train(pieces, route, count, corr)
-        if at_dst is None:
-            return tr.at(out, count - 1)
-        head = tr.at(out, 0)
-        if head > self.env.now:
-            yield self.env.timeout(head - self.env.now)
-        return at_dst(c0, count, out)
-
-    def _move_train(self, pieces, route: Route, n: int, corr: int):
-        env = self.env
-        free = self.edge_free
-        loads = self._loads
-        bus = self.bus
-        for hop in route.hops:
-            head = tr.at(pieces, 0)
-            if head > env.now:
-                yield env.timeout(head - env.now)
-            e = hop.edge.index
-            s = hop.flit_ns
-            f = free[e]
-            running = [ld for ld in loads[e] if ld[1] > head]
-            if all(ld[3] == corr for ld in running):
-                # Alone on the edge: the exact closed form.
-                out = tr.through_edge(pieces, s, f)
-                first, tail = tr.at(out, 0), tr.at(out, n - 1)
-            else:
-                first, tail = share.departures(head, tr.at(pieces, n - 1), n, s, running)
-                out = [(first, (tail - first) / (n - 1) if n > 1 else s, 0)]
-            running.append((first - s, tail, share.share_of(n, s, first - s, tail), corr))
-            loads[e] = running
-            free[e] = max(f, tail)
-            if bus.active:
-                bus.emit(first - s, EventKind.EDGE_BUSY, hop.edge.id, end_ns=tail, corr_id=corr, value=n)
-                self._publish_depth(e, hop.edge.id, head, f, [ld for ld in running[:-1] if ld[3] != corr], s)
-            pieces = tr.shift(out, hop.prop_ns + hop.next_overhead_ns)
-        return pieces
-
-    def _publish_depth(self, e: int, edge_id: str, head: float, prev_free: float, ahead: list, s: float) -> None:
-        """Flits of other transfers still to cross the edge when this train's head arrives.
-
-        A transfer's own later chunks are not queueing (they are one stream).
-        """
-        backlog = sum(ld[2] * (ld[1] - max(ld[0], head)) / s for ld in ahead)
-        shown = self._depth_shown[e]
-        if shown > 0 and head >= prev_free:
-            self.bus.emit(prev_free, EventKind.QUEUE_DEPTH, edge_id, value=0.0)
-            shown = 0.0
-        if backlog > 0 or shown > 0:
-            self.bus.emit(head, EventKind.QUEUE_DEPTH, edge_id, value=round(backlog, 6))
-        self._depth_shown[e] = backlog
-
-    def _publish_channels(self, mem: ChannelArray, spans: list[ChannelSpan], corr: int) -> None:
-        if not self.bus.active:
+    def start(self) -> None:
+        now = self.env.now
+        self.data: list[Passage] = []
+        self.ch: dict[int, Passage] = {}
+        self.amends: dict[int, Action] = {}
+        self.finish_at: Action | None = None
+        self.mem_at: Action | None = None
+        self.head_at: Action | None = None
+        self.ctl: list = []
+        if self.op == "read":
+            req = self.there
+            self.route = self.back
+            self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
             return
-        for sp in spans:
-            self.bus.emit(sp.start_ns, EventKind.CHANNEL_BUSY, mem.channel_name(sp.channel), end_ns=sp.end_ns, corr_id=corr, value=sp.bursts)
+        self.route = self.there
+        if self.op == "write":
+            self.ack_route = self.back
+        self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
+        self._plan_data()
 
-    # --- oracle mode: flit by flit ----------------------------------------
+    # --- control flits -----------------------------------------------------
 
-    def _move_flits(self, ready: list[float], route: Route, corr: int, on_arrive=None):
-        """Send flit ``k`` (ready at ``ready[k]``) hop by hop; its arrival times.
+    def _plan_control(self, route: Route, t: float, then) -> None:
+        self.ctl = [route, then, []]
+        self._control_from(0, t)
 
-        Every flit's arrival at every edge is its own SimPy event, so flits of
-        concurrent transfers enter each FIFO in true arrival order. With
-        ``on_arrive(k, t)``, each arrival is handed on at its own time (e.g. to
-        an HBM channel) and the time it returns is recorded instead.
-        """
-        env = self.env
-        n = len(ready)
-        arrivals: list[float] = [0.0] * n
-        finished = env.event()
-        state = {"left": n}
-        hops = route.hops
-        free = self.edge_free
-        bus = self.bus
+    def _control_from(self, h: int, t: float) -> None:
+        """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``."""
+        route, then, tokens = self.ctl
+        del tokens[h:]
+        net = self.net
+        seq = self.seq
+        for i in range(h, len(route.hops)):
+            hop = route.hops[i]
+            f = net.edge_fifo(hop.edge.index)
+            d = f.finish_before(t, seq)
+            token = object()
+            tokens.append(token)
+            f.watch(t, _Recheck(self, i, t, d, token), self.env.now)
+            t = d + hop.prop_ns + hop.next_overhead_ns
+        then(t)
 
-        def arrive(k: int, h: int, t: float) -> None:
-            if h == len(hops):
-                arrivals[k] = t if on_arrive is None else on_arrive(k, t)
-                state["left"] -= 1
-                if state["left"] == 0:
-                    finished.succeed()
+    def _recheck(self, h: int, t: float, d_old: float, token: object) -> None:
+        if not self.ctl:
+            return  # done
+        tokens = self.ctl[2]
+        if h >= len(tokens) or tokens[h] is not token:
+            return  # superseded by a re-plan from an earlier hop
+        hop = self.ctl[0].hops[h]
+        if abs(self.net.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
+            self._control_from(h, t)
+
+    def _request_arrives(self, t: float) -> None:
+        if self.mem_at is not None:
+            if abs(self.mem_at.args[0] - t) <= EPS and self.mem_at.pending:
                 return
-            hop = hops[h]
-            e = hop.edge.index
-            start = max(t, free[e])
-            free[e] = start + hop.flit_ns
-            if bus.active:
-                bus.emit(start, EventKind.EDGE_BUSY, hop.edge.id, end_ns=start + hop.flit_ns, corr_id=corr, value=1)
-            at_next = start + hop.flit_ns + hop.prop_ns + hop.next_overhead_ns
-            schedule(k, h + 1, at_next)
+            self.mem_at.cancel()
+        self.mem_at = call_at(self.env, t, self.prio, self._mem_read, t)
 
-        def schedule(k: int, h: int, t: float) -> None:
-            ev = env.timeout(t - env.now)
-            ev.callbacks.append(lambda _ev, k=k, h=h, t=t: arrive(k, h, t))
+    # --- data ----------------------------------------------------------------
 
-        for k, t in enumerate(ready):
-            schedule(k, 0, t)
-        yield finished
-        return arrivals
+    def _mem_read(self, _t: float) -> None:
+        """The request is here: queue every burst on its channel; the data train leaves."""
+        now = self.env.now
+        mem = self.mem
+        b = mem.burst_ns
+        progs = []
+        for c in range(mem.channels):
+            cnt = self.bursts.count(c)
+            if not cnt:
+                continue
+            f = mem.fifos[c]
+            start = f.reserve(now, cnt, self.seq)
+            if start is None:  # the channel is still receiving: merge flit by flit
+                p = Passage(self.seq, self.corr, Train.burst(cnt, now))
+                f.arrive(p, now)
+                self.ch[c] = p
+                start = p.out.first() - b
+            elif self.net.bus.active:
+                self.ch[c] = _Reserved(f, start, cnt)
+            progs.append((start, cnt))
+        self.data_in = union(progs, b)
+        self._plan_data()
+
+    def _input(self, h: int) -> Train:
+        if h == 0:
+            return self.data_in
+        hop = self.route.hops[h - 1]
+        return self.data[h - 1].out.shift(hop.prop_ns + hop.next_overhead_ns)
+
+    def _plan_data(self, _t: float = 0.0) -> None:
+        """Plan the data train FIFO by FIFO from the first not yet planned.
+
+        Through idle FIFOs it is planned at once; at a FIFO that still has
+        other trains coming, planning waits for the instant the head gets
+        there (then only trains still arriving are re-planned, in arrival
+        order, instead of every train planned ahead).
+        """
+        net = self.net
+        now = self.env.now
+        hops = self.route.hops
+        self.head_at = None
+        for h in range(len(self.data), len(hops)):
+            inp = self._input(h)
+            f = net.edge_fifo(hops[h].edge.index)
+            head = inp.first()
+            if head > now + EPS and f.busy_after(now):
+                self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
+                return
+            p = Passage(self.seq, self.corr, inp, self._changed)
+            self.data.append(p)
+            f.arrive(p, now)
+        last = hops[-1]
+        arrival = self.data[-1].out.shift(last.prop_ns + last.next_overhead_ns)
+        if self.op == "write":
+            self._at_memory(arrival)
+        else:
+            self._finish_at(arrival.last())
+
+    def _changed(self, p: Passage, k: int) -> None:
+        """Passage ``p``'s departures changed from flit ``k`` on."""
+        h = self.data.index(p)
+        hop = self.route.hops[h]
+        delay = hop.prop_ns + hop.next_overhead_ns
+        if h + 1 < len(self.data):
+            nxt = self.data[h + 1]
+            self._later(h + 1, min(p.out.at(k) + delay, nxt.inp.at(k)), self._amend_now)
+        elif h + 1 < len(self.route.hops):
+            if k == 0 and self.head_at is not None:  # the head itself moved: so does its arrival
+                self.head_at.cancel()
+                t = p.out.first() + delay
+                self.head_at = call_at(self.env, t, self.prio, self._plan_data, t)
+        else:
+            if self.op == "write":
+                self._memory_changed(p.out.shift(delay))
+            else:
+                self._finish_at(p.out.last() + delay)
+
+    def _later(self, key: int, t: float, fn) -> None:
+        """Run ``fn(key)`` at ``t``, or earlier if already due earlier."""
+        old = self.amends.get(key)
+        if old is not None and old.pending:
+            if old.args[1] <= t:
+                return
+            old.cancel()
+        self.amends[key] = call_at(self.env, max(t, self.env.now), self.prio, fn, key, t)
+
+    def _amend_now(self, h: int, _t: float) -> None:
+        p = self.data[h]
+        p.fifo.amend(p, self._input(h), self.env.now)
+
+    def _finish_at(self, t: float) -> None:
+        old = self.finish_at
+        if old is not None:
+            if old.pending and old.args[0] == t:
+                return
+            old.cancel()
+        self.finish_at = call_at(self.env, t, self.prio + 2, self._finish, t)
+
+    def _finish(self, _t: float) -> None:
+        self.net._finish(self)
+        # let go of everything a finished transfer held (FIFOs may still hold its passages)
+        for p in self.data:
+            p.on_change = None
+        for p in self.ch.values():
+            if isinstance(p, Passage):
+                p.on_change = None
+        self.ctl = []
+        self.amends.clear()
+        self.finish_at = self.mem_at = self.head_at = None
+
+    # --- writes: the channels, then the acknowledgement ----------------------
+
+    def _at_memory(self, train: Train) -> None:
+        now = self.env.now
+        self.mem_train = train
+        for c, flits in enumerate(self.bursts.per_channel):
+            if flits is None:
+                continue
+            p = Passage(self.seq, self.corr, sub_train(train, flits), self._ch_changed)
+            self.ch[c] = p
+            self.mem.fifos[c].arrive(p, now)
+        self._plan_ack()
+
+    def _plan_ack(self) -> None:
+        done = max(p.out.last() for p in self.ch.values())
+        self._plan_control(self.ack_route, done, self._finish_at)
+
+    def _ch_changed(self, _p: Passage, _k: int) -> None:
+        self._plan_ack()
+
+    def _memory_changed(self, train: Train) -> None:
+        self.mem_train = train
+        for c, flits in enumerate(self.bursts.per_channel):
+            if flits is None:
+                continue
+            p = self.ch[c]
+            sub = sub_train(train, flits)
+            k = first_difference(p.inp, sub, 0)
+            if k < sub.n:
+                self._later(-1 - c, min(p.inp.at(k), sub.at(k)), self._ch_amend)
+
+    def _ch_amend(self, key: int, _t: float) -> None:
+        c = -1 - key
+        p = self.ch[c]
+        p.fifo.amend(p, sub_train(self.mem_train, self.bursts.per_channel[c]), self.env.now)
+
+    def publish(self) -> None:
+        bus = self.net.bus
+        for p in self.data:
+            f = p.fifo
+            head = p.inp.first()
+            served = p.out.first() - f.s
+            if served > head + EPS:  # others' flits were ahead of its head
+                bus.emit(head, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=round((served - head) / f.s, 6))
+                bus.emit(served, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=0.0)
+            bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+        for c in sorted(self.ch):
+            p = self.ch[c]
+            bus.emit(p.out.first() - p.fifo.s, EventKind.CHANNEL_BUSY, p.fifo.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+
+
+class _Recheck:
+    """A control flit's watch on one FIFO (see :meth:`Fifo.watch`)."""
+
+    __slots__ = ("tr", "h", "t", "d", "token")
+
+    def __init__(self, tr: _FastTransfer, h: int, t: float, d: float, token: object) -> None:
+        self.tr, self.h, self.t, self.d, self.token = tr, h, t, d, token
+
+    def __call__(self) -> None:
+        self.tr._recheck(self.h, self.t, self.d, self.token)
+
+
+class _Reserved:
+    """A read's bursts on an idle channel: no passage needed, only what to publish."""
+
+    __slots__ = ("fifo", "out", "n")
+
+    def __init__(self, fifo: Fifo, start: float, count: int) -> None:
+        self.fifo = fifo
+        self.n = count
+        self.out = Train(count, [(0, start + fifo.s, 0.0, 1, fifo.s)])
+
+
+# --- oracle: flit by flit ------------------------------------------------------
+
+
+class OracleState:
+    """The flit-level FIFOs, and what the tests need to judge the fast mode.
+
+    Per FIFO and transfer it records when the transfer's first and last data
+    flit arrived, and whose work its first flit (data or control) queued
+    behind: :meth:`disturbed` names the transfers whose flits arrived among
+    another's somewhere, or that queued behind such a transfer.
+    """
+
+    def __init__(self) -> None:
+        self.free: dict[object, float] = {}
+        self.queue: dict[object, list[list]] = {}  # FIFO -> runs [owner seq, last departure]
+        self.window: dict[object, dict[int, list[float]]] = {}
+        self.behind: dict[int, set[int]] = {}
+        self.corr_of: dict[int, int] = {}
+
+    def serve(self, key: object, t: float, s: float, seq: int, data: bool) -> float:
+        """A flit of ``seq`` arrives at FIFO ``key`` at ``t``; when it leaves."""
+        free = self.free.get(key, 0.0)
+        start = t if t > free else free
+        runs = self.queue.get(key)
+        if runs:
+            while runs and runs[0][1] <= t:
+                runs.pop(0)
+            for owner, _ in runs:  # whose flits are still ahead of this one
+                if owner != seq:
+                    self.behind.setdefault(seq, set()).add(owner)
+        wins = self.window.get(key)
+        if wins and not data:
+            for owner, (first, last) in wins.items():  # whose flits are still arriving around it
+                if first <= t <= last and owner != seq:
+                    self.behind.setdefault(seq, set()).add(owner)
+        if not data:
+            return start
+        w = self.window.setdefault(key, {}).get(seq)
+        if w is None:
+            self.window[key][seq] = [t, t]
+        else:
+            w[1] = t
+        end = start + s
+        self.free[key] = end
+        if runs is None:
+            runs = self.queue[key] = []
+        if runs and runs[-1][0] == seq:
+            runs[-1][1] = end
+        else:
+            runs.append([seq, end])
+        return end
+
+    def disturbed(self) -> set[int]:
+        """Corr ids of transfers whose flits interleaved with another's, directly or behind one."""
+        bad: set[int] = set()
+        for wins in self.window.values():
+            spans = sorted((w[0], seq, w[1]) for seq, w in wins.items())
+            reach, reach_seq = float("-inf"), -1
+            for start, seq, end in spans:
+                if start < reach or (start == reach and seq < reach_seq):
+                    bad.add(seq)
+                    bad.add(reach_seq)
+                if end > reach or (end == reach and seq > reach_seq):
+                    reach, reach_seq = end, seq
+            # an earlier window reaching past a later one's start marks both (above);
+            # windows nested inside a long one also overlap the long one
+        changed = True
+        while changed:
+            changed = False
+            for seq, blockers in self.behind.items():
+                if seq not in bad and blockers & bad:
+                    bad.add(seq)
+                    changed = True
+        return {self.corr_of[s] for s in bad if s in self.corr_of}
+
+
+class _OracleTransfer(_Transfer):
+    """A transfer flit by flit: every flit's step through every FIFO is an action."""
+
+    __slots__ = ("route", "left", "end", "mem_done", "per_burst_ch", "ack_route", "served")
+
+    def start(self) -> None:
+        net = self.net
+        graph = net.graph
+        now = self.env.now
+        net.oracle.corr_of[self.seq] = self.corr
+        n = self.flits
+        self.left = n
+        self.end = 0.0
+        self.mem_done = 0.0
+        self.served: list[tuple[EventKind, str, float, float]] = []
+        if self.bursts is not None:
+            ids = self.region.bursts(self.mem.burst_bytes)
+            self.per_burst_ch = [int(i) % self.mem.channels for i in ids]
+        if self.op == "read":
+            req = self.there
+            self.route = self.back
+            self._control(req, 0, now + req.src_overhead_ns, self._mem_read)
+            return
+        self.route = self.there
+        if self.op == "write":
+            self.ack_route = self.back
+        t = now + self.route.src_overhead_ns
+        for k in range(n):
+            call_at(self.env, t, self._fprio(k), self._flit, k, 0)
+
+    def _fprio(self, k: int) -> int:
+        return 2 + (self.seq << 24) + k
+
+    def _control(self, route: Route, h: int, t: float, then) -> None:
+        if h == len(route.hops):
+            call_at(self.env, t, self._fprio(0), then)
+            return
+        call_at(self.env, t, self._fprio(0), self._control_hop, route, h, then)
+
+    def _control_hop(self, route: Route, h: int, then) -> None:
+        hop = route.hops[h]
+        d = self.net.oracle.serve(hop.edge.index, self.env.now, 0.0, self.seq, data=False)
+        self._control(route, h + 1, d + hop.prop_ns + hop.next_overhead_ns, then)
+
+    def _mem_read(self) -> None:
+        now = self.env.now
+        mem = self.mem
+        orc = self.net.oracle
+        for k, c in enumerate(self.per_burst_ch):
+            key = (mem.node_id, c)
+            d = orc.serve(key, now, mem.burst_ns, self.seq, data=True)
+            if self.net.bus.active:
+                self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
+            call_at(self.env, d, self._fprio(k), self._flit, k, 0)
+
+    def _flit(self, k: int, h: int) -> None:
+        hop = self.route.hops[h]
+        now = self.env.now
+        d = self.net.oracle.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True)
+        if self.net.bus.active:
+            self.served.append((EventKind.EDGE_BUSY, hop.edge.id, d - hop.flit_ns, d))
+        t = d + hop.prop_ns + hop.next_overhead_ns
+        if h + 1 < len(self.route.hops):
+            call_at(self.env, t, self._fprio(k), self._flit, k, h + 1)
+            return
+        if self.op == "write":
+            call_at(self.env, t, self._fprio(k), self._write_burst, k)
+            return
+        self._arrived(t)
+
+    def _arrived(self, t: float) -> None:
+        self.end = max(self.end, t)
+        self.left -= 1
+        if self.left == 0:
+            call_at(self.env, self.end, self.prio + 2, self.net._finish, self)
+
+    def _write_burst(self, k: int) -> None:
+        mem = self.mem
+        c = self.per_burst_ch[k]
+        d = self.net.oracle.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True)
+        if self.net.bus.active:
+            self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
+        self.mem_done = max(self.mem_done, d)
+        self.left -= 1
+        if self.left == 0:
+            self._control(self.ack_route, 0, self.mem_done, lambda: self.net._finish(self))
+
+    def publish(self) -> None:
+        bus = self.net.bus
+        for kind, name, start, end in self.served:
+            bus.emit(start, kind, name, end_ns=end, corr_id=self.corr, value=1)

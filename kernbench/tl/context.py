@@ -21,7 +21,7 @@ import numpy as np
 
 from kernbench.cost_model import DispatchCostModel
 from kernbench.events.types import StallReason
-from kernbench.tl.handles import HandleRef, Ptr, TensorHandle
+from kernbench.tl.handles import HandleRef, Ptr, TensorHandle, dtype_name
 
 
 class ScratchError(MemoryError):
@@ -75,8 +75,8 @@ class KernelContext:
     ) -> TensorHandle:
         hid = self._next_id
         self._next_id += 1
-        where = (ptr.memory, ptr.offset) if ptr is not None else ("", 0)
-        ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), np.dtype(dtype).name, space, *where)
+        where = (ptr.memory, ptr.offset, ptr.region) if ptr is not None else ("", 0, None)
+        ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), dtype_name(dtype), space, *where)
         if space == "tcm":
             need = ref.nbytes
             if self._scratch_used + need > self.scratch_bytes and self._dropped_in_flight:
@@ -89,12 +89,10 @@ class KernelContext:
                 )
             self._scratch_used += need
             self.scratch_peak = max(self.scratch_peak, self._scratch_used)
-        h = TensorHandle(ref, data, ptr)
-        if space == "tcm":
-            weakref.finalize(h, self._release, hid, ref.nbytes)
-        return h
+        return TensorHandle(ref, data, ptr, self if space == "tcm" else None)
 
-    def _release(self, hid: int, nbytes: int) -> None:
+    def release(self, hid: int, nbytes: int) -> None:
+        """A TCM handle is gone (no reference left): its scratch is free."""
         # ADR-0062: an in-flight load's buffer is not recycled before it lands.
         if hid in self._in_flight:
             self._dropped_in_flight[hid] = nbytes

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.sim.region import Region, region_of_view
+
 
 @dataclass(frozen=True, slots=True)
 class HandleRef:
@@ -23,8 +25,9 @@ class HandleRef:
     shape: tuple[int, ...]
     dtype: str
     space: str = "tcm"  # "tcm" (scratch) or "hbm" (a tl.ref operand)
-    memory: str = ""  # for "hbm": the memory node and byte offset it lives at
-    offset: int = 0
+    memory: str = ""  # for "hbm": the memory node it lives in
+    offset: int = 0  # … the byte address of its first element
+    region: Region | None = field(default=None, compare=False, repr=False)  # … and the bytes it covers
 
     nbytes: int = field(init=False, repr=False, compare=False)
 
@@ -35,6 +38,17 @@ class HandleRef:
 @lru_cache(maxsize=None)
 def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
+
+
+@lru_cache(maxsize=None)
+def _dtype(name: str) -> np.dtype:
+    return np.dtype(name)
+
+
+@lru_cache(maxsize=None)
+def dtype_name(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, remembered (numpy computes it anew each time)."""
+    return np.dtype(dtype).name
 
 
 class HbmTensor:
@@ -69,16 +83,24 @@ class HbmTensor:
 
 
 class Ptr:
-    """A region of an :class:`HbmTensor`: what ``tl.load``/``tl.store``/``tl.ref`` take."""
+    """A region of an :class:`HbmTensor`: what ``tl.load``/``tl.store``/``tl.ref`` take.
 
-    __slots__ = ("tensor", "index", "_view")
+    Indexes are basic: integers and slices (with steps). A region is the
+    bytes it covers in its memory (:attr:`region`), so a column block of a
+    row-major matrix, every 8th row or any other strided view moves the
+    bursts at its real addresses.
+    """
+
+    __slots__ = ("tensor", "index", "_view", "_region")
 
     def __init__(self, tensor: HbmTensor, index: tuple):
         self.tensor = tensor
         self.index = index
+        _check_index(tensor, index)
         self._view = tensor.array[index]
         if self._view.size == 0:
-            raise IndexError(f"empty region {index!r} of {tensor.name}{tensor.shape}")
+            raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
+        self._region: Region | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -103,6 +125,13 @@ class Ptr:
         first = self._view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         return self.tensor.offset + int(first)
 
+    @property
+    def region(self) -> Region:
+        """The bytes the region covers in its memory, as runs (see :mod:`kernbench.sim.region`)."""
+        if self._region is None:
+            self._region = region_of_view(self.tensor.array, self._view, self.tensor.offset)
+        return self._region
+
     def read(self) -> np.ndarray:
         return np.array(self._view, copy=True)
 
@@ -115,21 +144,64 @@ class Ptr:
             if isinstance(s, slice):
                 a = "" if s.start is None else s.start
                 b = "" if s.stop is None else s.stop
-                parts.append(f"{a}:{b}")
+                step = "" if s.step in (None, 1) else f":{s.step}"
+                parts.append(f"{a}:{b}{step}")
             else:
                 parts.append(str(s))
         return f"{self.tensor.name}[{','.join(parts)}]"
 
 
+def _check_index(tensor: HbmTensor, index: tuple) -> None:
+    """Basic indexing within bounds only: anything else has no address to move."""
+    shape = tensor.shape
+    dims = [x for x in index if x is not Ellipsis and x is not None]
+    if len(dims) > len(shape):
+        raise IndexError(f"{tensor.name}{shape}: {len(dims)} indices for {len(shape)} dimensions")
+    if any(x is Ellipsis for x in index) or any(x is None for x in index):
+        raise IndexError(f"{tensor.name}: use integers and slices only (no ... or None) to name a region")
+    for axis, x in enumerate(index):
+        n = shape[axis]
+        if isinstance(x, (bool, np.bool_)):
+            raise IndexError(f"{tensor.name}: a boolean index copies data; use slices to name a region")
+        if isinstance(x, (int, np.integer)):
+            if not -n <= int(x) < n:
+                raise IndexError(f"{tensor.name}{shape}: index {int(x)} out of range for axis {axis} (size {n})")
+            continue
+        if isinstance(x, slice):
+            for name, v in (("start", x.start), ("stop", x.stop)):
+                if v is None:
+                    continue
+                if not isinstance(v, (int, np.integer)):
+                    raise IndexError(f"{tensor.name}: slice {name} must be an integer, not {v!r}")
+                if not -n <= int(v) <= n:
+                    raise IndexError(
+                        f"{tensor.name}{shape}: slice {name} {int(v)} is past the end of axis {axis} (size {n})"
+                    )
+            if x.step is not None and (not isinstance(x.step, (int, np.integer)) or int(x.step) == 0):
+                raise IndexError(f"{tensor.name}: slice step must be a nonzero integer, not {x.step!r}")
+            continue
+        raise IndexError(
+            f"{tensor.name}: index {x!r} is not an integer or a slice (fancy indexing copies data "
+            "and has no address in HBM); use slices to name a region"
+        )
+
+
 class TensorHandle:
     """A tensor a kernel holds: data in TCM scratch, or an HBM-resident ``tl.ref``."""
 
-    __slots__ = ("ref", "data", "ptr", "__weakref__")
+    __slots__ = ("ref", "data", "ptr", "owner", "__weakref__")
 
-    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None):
+    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: Any = None):
         self.ref = ref
         self.data = data
         self.ptr = ptr
+        self.owner = owner  # the kernel context whose scratch it holds (TCM handles)
+
+    def __del__(self) -> None:
+        # the last reference is gone: its scratch goes back (see KernelContext.release)
+        owner = self.owner
+        if owner is not None:
+            owner.release(self.ref.id, self.ref.nbytes)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -137,7 +209,7 @@ class TensorHandle:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.ref.dtype)
+        return _dtype(self.ref.dtype)
 
     @property
     def nbytes(self) -> int:

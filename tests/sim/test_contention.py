@@ -1,34 +1,12 @@
-"""Fast mode vs the flit-by-flit oracle under contention (issue 2, section 3).
+"""The fast mode gives the flit-by-flit oracle's answer under contention.
 
-The fast mode moves a transfer as up to four consecutive flit trains; each
-crosses an edge in closed form when its head gets there, alone exactly, and
-beside trains still crossing that edge as a fluid served by the slots they
-leave free (kernbench/sim/share.py). The oracle interleaves every flit in
-arrival order. Measured on the scenarios below (32 KiB each, all issued at
-t = 0 unless staggered), error = (fast end - oracle end) / oracle latency:
-
-    scenario                                 makespan   per transfer
-    two sends sharing r0->r1                  0.00 %    -11.4 % .. 0.0 %
-    two reads sharing r1->r0                  0.00 %    -10.8 % .. 0.0 %
-    two sends, second 40 ns later             0.00 %     -9.9 % .. 0.0 %
-    four writes sharing r0->r1                0.00 %    -10.8 % .. 0.0 %
-    four sends sharing r0->r1                 0.00 %    -14.9 % .. 0.0 %
-    fan-in: 4 reads from one slice            0.00 %      0.0 % (exact)
-    fan-in: 4 writes to one slice            -2.91 %    -15.7 % .. -2.9 %
-    crossing flows in one CUBE (3 sends)     -1.07 %    -11.2 % .. 0.0 %
-    crossing flows over the 2x2 mesh          0.00 %    -10.6 % .. +0.2 %
-    two writes merging onto UCIe              0.00 %      0.0 %
-    two sends merging onto UCIe              +0.01 %    +0.0 %
-    four corners reading the neighbour CUBE  +0.90 %    +0.1 % .. +0.9 %
-    40 random staggered mixes (2x2 mesh)   within 3 %  -17.2 % .. +10.2 %
-
-Stated tolerance (tested): the makespan within 4 %; on the named scenarios
-each transfer ends no more than 4 % of its oracle latency later and no more
-than 20 % earlier than in the oracle; on random mixes no more than 15 %
-later and 25 % earlier. A transfer can end early because a train already on
-an edge is never slowed by one arriving after its head (the oracle shares a
-saturated link fairly, the fast mode in turn, chunk by chunk); it can end
-late by up to about one chunk when it arrives just behind another's chunk.
+Required (issue 8): exact (1e-6 ns) for transfers whose flits never
+interleave with another's; under contention each transfer within
+max(1 %, 4 ns) of the oracle and every kernel's latency within 0.2 %.
+What the engine does (kernbench/sim/fifo.py): where flits of several
+transfers interleave in a FIFO it merges them flit by flit, so it is exact
+there too. These tests therefore hold every transfer to 1e-6 ns, contended
+or not, on random mixes and on the scenarios the issue measured.
 """
 
 from __future__ import annotations
@@ -36,128 +14,167 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from simrun import Op, run
 
-C = "sip0.cube0."
-S = 32768
+from kernbench.topology.compile import load_topology
 
-MAKESPAN_TOL = 0.04
-LATE_TOL = 0.04
-EARLY_TOL = 0.20
-RANDOM_MAKESPAN_TOL = 0.04
-RANDOM_LATE_TOL = 0.15
-RANDOM_EARLY_TOL = 0.25
-
-SCENARIOS = {
-    "two_streams_sends": ("cube1", [Op("send", C + "pe0.ipcq", C + "pe2.ipcq", S), Op("send", C + "pe1.ipcq", C + "pe3.ipcq", S)]),
-    "two_streams_reads": ("cube1", [Op("read", C + "pe0.dma", C + "hbm.slice2", S), Op("read", C + "pe1.dma", C + "hbm.slice3", S)]),
-    "two_streams_staggered": (
-        "cube1",
-        [Op("send", C + "pe0.ipcq", C + "pe2.ipcq", S), Op("send", C + "pe1.ipcq", C + "pe3.ipcq", S, at_ns=40.0)],
-    ),
-    "four_streams_writes": (
-        "cube1",
-        [Op("write", C + f"pe{p}.dma", C + f"hbm.slice{s}", S) for p, s in ((0, 2), (1, 3), (4, 6), (5, 7))],
-    ),
-    "four_streams_sends": (
-        "cube1",
-        [Op("send", C + f"pe{p}.ipcq", C + f"pe{q}.ipcq", S) for p, q in ((0, 2), (1, 3), (4, 2), (5, 3))],
-    ),
-    "fan_in_reads_one_slice": ("cube1", [Op("read", C + f"pe{p}.dma", C + "hbm.slice0", S, p * S) for p in (0, 1, 2, 4)]),
-    "fan_in_writes_one_slice": ("cube1", [Op("write", C + f"pe{p}.dma", C + "hbm.slice0", S, p * S) for p in (0, 1, 2, 4)]),
-    "crossing_in_one_cube": (
-        "cube1",
-        [
-            Op("send", C + "pe0.ipcq", C + "pe6.ipcq", S),  # r0 -> r2 -> r3
-            Op("send", C + "pe2.ipcq", C + "pe4.ipcq", S),  # r1 -> r0 -> r2
-            Op("send", C + "pe1.ipcq", C + "pe3.ipcq", S),  # r0 -> r1
-        ],
-    ),
-    "crossing_over_the_mesh": (
-        "sip2x2",
-        [
-            Op("write", "sip0.cube0.pe0.dma", "sip0.cube1.hbm.slice2", S),
-            Op("write", "sip0.cube0.pe1.dma", "sip0.cube3.hbm.slice3", S),
-            Op("read", "sip0.cube3.pe0.dma", "sip0.cube1.hbm.slice0", S),
-            Op("send", "sip0.cube2.pe0.ipcq", "sip0.cube1.pe5.ipcq", S),
-        ],
-    ),
-}
-
-MERGING = {
-    "merge_two_writes_onto_ucie": (
-        "sip2x2",
-        [Op("write", "sip0.cube0.pe0.dma", "sip0.cube1.hbm.slice0", S), Op("write", "sip0.cube0.pe2.dma", "sip0.cube1.hbm.slice2", S)],
-    ),
-    "merge_two_sends_onto_ucie": (
-        "sip2x2",
-        [Op("send", "sip0.cube0.pe0.ipcq", "sip0.cube1.pe0.ipcq", S), Op("send", "sip0.cube0.pe2.ipcq", "sip0.cube1.pe2.ipcq", S)],
-    ),
-    "merge_four_corners_read_the_neighbour": (
-        "sip2x2",
-        [Op("read", f"sip0.cube0.pe{p}.dma", f"sip0.cube1.hbm.slice{p}", S) for p in (0, 2, 4, 6)],
-    ),
-}
+EXACT_NS = 1e-6
 
 
-def errors(request, topo, ops):
-    g = request.getfixturevalue(topo)
-    fast, oracle = run(g, "fast", ops), run(g, "oracle", ops)
-    makespan = max(r.end_ns for r in fast) / max(r.end_ns for r in oracle) - 1.0
-    per = [(f.end_ns - o.end_ns) / o.latency_ns for f, o in zip(fast, oracle)]
-    return makespan, per
+def assert_exact(graph, ops: list[Op]) -> list:
+    fast, oracle = run(graph, "fast", ops), run(graph, "oracle", ops)
+    for op, f, o in zip(ops, fast, oracle):
+        assert abs(f.end_ns - o.end_ns) <= EXACT_NS, (op, f.end_ns, o.end_ns)
+        assert f.start_ns == o.start_ns
+    return oracle
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_fast_agrees_with_oracle_within_stated_tolerance(request, name):
-    makespan, per = errors(request, *SCENARIOS[name])
-    assert abs(makespan) <= MAKESPAN_TOL, (name, makespan)
-    assert max(per) <= LATE_TOL, (name, per)
-    assert min(per) >= -EARLY_TOL, (name, per)
+# --- random mixes ---------------------------------------------------------------------
+
+TOPOLOGIES = {name: load_topology(name) for name in ("cube1", "sip2x2", "paper")}
 
 
-@pytest.mark.parametrize(
-    "name", ["two_streams_sends", "two_streams_reads", "two_streams_staggered", "four_streams_writes", "four_streams_sends", "fan_in_reads_one_slice"]
-)
-def test_makespan_is_exact_when_one_shared_edge_is_the_bottleneck(request, name):
-    makespan, _ = errors(request, *SCENARIOS[name])
-    assert abs(makespan) <= 1e-9
+def _endpoints(g):
+    kinds = {}
+    for n in sorted(g.nodes.values(), key=lambda n: n.id):
+        kinds.setdefault(n.kind, []).append(n.id)
+    return kinds
 
 
-def test_fan_in_reads_to_one_slice_agree_exactly(request):
-    _, per = errors(request, *SCENARIOS["fan_in_reads_one_slice"])
-    assert max(abs(x) for x in per) <= 1e-9
+ENDPOINTS = {name: _endpoints(g) for name, g in TOPOLOGIES.items()}
 
 
-@pytest.mark.parametrize("name", list(MERGING))
-def test_fast_agrees_with_oracle_when_trains_merge_onto_a_faster_link(request, name):
-    makespan, per = errors(request, *MERGING[name])
-    assert abs(makespan) <= 0.01, (name, makespan)
-    assert max(abs(x) for x in per) <= 0.01, (name, per)
-
-
-def _random_mix(rng: random.Random) -> list[Op]:
-    pes = [f"sip0.cube{c}.pe{p}" for c in range(4) for p in range(8)]
+@st.composite
+def mixes(draw, max_size: int):
+    topo = draw(st.sampled_from(sorted(TOPOLOGIES)))
+    ep = ENDPOINTS[topo]
+    dmas = ep["pe_dma"] + ep.get("host", [])
+    mems = ep["hbm_slice"] + ep.get("sram", [])
+    ipcqs = ep["pe_ipcq"] + ep.get("host", [])
+    if topo == "paper":  # keep the mix local enough to contend: two neighbouring CUBEs
+        near = ("sip0.cube0.", "sip0.cube1.", "host")
+        dmas = [x for x in dmas if x.startswith(near)]
+        mems = [x for x in mems if x.startswith(near)]
+        ipcqs = [x for x in ipcqs if x.startswith(near)]
     ops = []
-    for _ in range(rng.randint(2, 6)):
-        a, b = rng.choice(pes), rng.choice(pes)
-        kind = rng.choice(["read", "write", "send"])
-        at = rng.uniform(0, 200)
-        size = rng.choice([4096, 32768])
+    for _ in range(draw(st.integers(2, 16))):
+        kind = draw(st.sampled_from(["read", "write", "read", "write", "send"]))
+        size = draw(st.sampled_from([256, 1024, 4096, 32768]) | st.integers(1, max_size))
+        at = draw(st.sampled_from([0.0, 0.0]) | st.floats(0.0, 400.0))
         if kind == "send":
-            if a != b:
-                ops.append(Op("send", a + ".ipcq", b + ".ipcq", size, at_ns=at))
-        else:
-            mem = b.replace(".pe", ".hbm.slice")
-            ops.append(Op(kind, a + ".dma", mem, size, offset=rng.randrange(64) * 32768, at_ns=at))
-    return ops
+            a, b = draw(st.sampled_from(ipcqs)), draw(st.sampled_from(ipcqs))
+            if a == b:
+                continue
+            ops.append(Op("send", a, b, size, at_ns=at))
+            continue
+        offset = draw(st.integers(0, 255)) * 256 + draw(st.sampled_from([0, 0, 64, 200]))
+        stride = draw(st.sampled_from([None, None, None, 512, 2048, 2304]))
+        if stride is not None:
+            offset -= offset % 256
+        ops.append(Op(kind, draw(st.sampled_from(dmas)), draw(st.sampled_from(mems)), size, offset, stride, at))
+    return topo, ops
 
 
-def test_fast_agrees_with_oracle_on_random_staggered_mixes(request):
-    rng = random.Random(1)
-    for _ in range(40):
-        ops = _random_mix(rng)
-        makespan, per = errors(request, "sip2x2", ops)
-        assert abs(makespan) <= RANDOM_MAKESPAN_TOL, (ops, makespan)
-        assert max(per) <= RANDOM_LATE_TOL, (ops, per)
-        assert min(per) >= -RANDOM_EARLY_TOL, (ops, per)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixes(max_size=65536))
+def test_random_mixes_equal_the_oracle(mix):
+    """2–16 streams of reads, writes and sends (host and SRAM included), staggered."""
+    topo, ops = mix
+    assert_exact(TOPOLOGIES[topo], ops)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixes(max_size=1 << 20))
+def test_random_mixes_of_up_to_1mib_equal_the_oracle(mix):
+    topo, ops = mix
+    assert_exact(TOPOLOGIES[topo], ops)
+
+
+# --- the scenarios the issue measured -----------------------------------------------------
+
+
+def test_eight_reads_sharing_one_slow_ucie_link():
+    """8 × 32 KiB reads whose data all cross cube0 → cube1 on a UCIe link set to 128 GB/s."""
+    g = load_topology("sip2x2", ["sip.ucie.bw_gbps=128"])
+    ops = [Op("read", f"sip0.cube1.pe{p}.dma", f"sip0.cube0.hbm.slice{p}", 32768) for p in range(8)]
+    oracle = assert_exact(g, ops)
+    # the link serves all 8 × 128 flits back to back at 2 ns: they share it, not each at full rate
+    assert max(r.end_ns for r in oracle) >= 8 * 128 * 2.0
+
+
+@pytest.mark.slow
+def test_four_1mib_reads_sharing_one_slow_ucie_link():
+    g = load_topology("sip2x2", ["sip.ucie.bw_gbps=128"])
+    ops = [Op("read", f"sip0.cube1.pe{p}.dma", f"sip0.cube0.hbm.slice{p}", 1 << 20) for p in range(4)]
+    oracle = assert_exact(g, ops)
+    assert max(r.end_ns for r in oracle) >= 4 * 4096 * 2.0
+
+
+def test_four_writes_fanning_in_to_one_slice():
+    g = TOPOLOGIES["cube1"]
+    ops = [Op("write", f"sip0.cube0.pe{p}.dma", "sip0.cube0.hbm.slice0", 32768, p * 32768) for p in (0, 1, 2, 4)]
+    oracle = assert_exact(g, ops)
+    # 512 bursts on 8 channels of 8 ns each: the channels, not the links, set the pace
+    assert max(r.end_ns for r in oracle) >= 512 / 8 * 8.0
+
+
+def test_staggered_streams_that_interleave_on_every_link():
+    g = TOPOLOGIES["sip2x2"]
+    rng = random.Random(3)
+    ops = [
+        Op(
+            rng.choice(["read", "write"]),
+            f"sip0.cube{rng.randrange(4)}.pe{rng.randrange(8)}.dma",
+            f"sip0.cube{rng.randrange(4)}.hbm.slice{rng.randrange(8)}",
+            rng.choice([4096, 32768, 65536]),
+            rng.randrange(64) * 256,
+            at_ns=rng.uniform(0, 200),
+        )
+        for _ in range(24)
+    ]
+    assert_exact(g, ops)
+
+
+# --- control flits queue -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["fast", "oracle"])
+def test_a_read_request_waits_behind_a_saturating_write(mode):
+    """cube1 with r0 → r1 slowed to 128 GB/s (2 ns a flit): a 1 MiB write from pe0
+    to slice2 (r0 → r1) queues there — its flits arrive once a nanosecond and leave
+    every 2 ns. pe1's read of slice3 sends its request across r0 → r1 at t = 100:
+    the request waits until every write flit that arrived before it has left."""
+    g = load_topology("cube1", ["cube.links.2.bw_gbps=128"])
+    write = Op("write", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice2", 1 << 20)
+    read = Op("read", "sip0.cube0.pe1.dma", "sip0.cube0.hbm.slice3", 4096, at_ns=100.0)
+    idle = run(g, mode, [read])[0].latency_ns
+    busy = run(g, mode, [write, read])[1].latency_ns
+    # write flit k reaches r0 → r1 at 3 + k (1 ns on the PE port, 2 ns in r0) and
+    # leaves at 3 + 2(k + 1); the request gets there at 100 + 2 (r0's overhead)
+    t = 100.0 + 2.0
+    ahead = int(t - 3.0) + 1  # flits 0 … 99 arrived before it (flit 99 at 102, earlier transfer first)
+    wait = 3.0 + 2.0 * ahead - t
+    assert wait > 90
+    assert busy == pytest.approx(idle + wait, abs=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["fast", "oracle"])
+def test_a_write_ack_waits_behind_queued_flits(mode):
+    """The ack of a 1-flit write to slice2 crosses r1 → r0 while a 1 MiB write from
+    pe2 to slice0 floods it: the ack leaves the queue only after the flits ahead."""
+    g = load_topology("cube1", ["cube.links.2.bw_gbps=128"])
+    flood = Op("write", "sip0.cube0.pe2.dma", "sip0.cube0.hbm.slice0", 1 << 20)
+    small = Op("write", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice2", 256, at_ns=50.0)
+    idle = run(g, mode, [small])[0].latency_ns
+    busy = run(g, mode, [flood, small])[1].latency_ns
+    assert busy > idle + 30
+
+
+def test_control_flits_cost_nothing_on_an_idle_machine(paper):
+    """The probe's 161.2 ns cross-half read is unchanged by control flits queueing."""
+    assert run(paper, "fast", [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice2", 32768)])[0].latency_ns == pytest.approx(
+        161.2, abs=1e-9
+    )

@@ -1,0 +1,289 @@
+"""A CompositeCmd streaming through the PE's engines, tile by tile.
+
+PE_SCHEDULER expands a composite into per-tile stages without redispatch:
+
+* **DMA_READ** (:meth:`CompositeRun._read_tile`) reads every ``tl.ref``
+  operand's share of the tile on the PE's read channel. It needs only HBM,
+  so it starts when the command arrives, while the stages that read TCM
+  inputs wait for them; it runs at most :data:`TILE_BUFFERS` tiles ahead of
+  FETCH (a tile's buffer is free once FETCH has read it).
+* **FETCH → engines → STORE** (:meth:`CompositeRun._feed_tile`) once the
+  command's TCM inputs are ready and the tile's data is in: one in-order
+  reservation per lane, each op on its engine (GEMM or MATH).
+* **DMA_WRITE** of HBM outputs, per tile, once STORE is done.
+
+The command is done when the last STORE and the last write are. Its TCM
+outputs and ``rw_handles`` are not ready before that: composites sharing a
+handle run in program order.
+
+Each stage continues from the SimPy event it waits for (a callback), in the
+same order the generator processes it replaces resumed: a stage starts as an
+urgent action, as a process starts; a pause is a normal-priority action, as
+a timeout is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from kernbench.pe.commands import CompositeCmd
+from kernbench.pe.opkinds import op_kind
+from kernbench.pe.work import op_work
+from kernbench.sim.clock import call_at
+
+if TYPE_CHECKING:
+    from kernbench.pe.processing_element import ProcessingElement
+    from kernbench.pe.scheduler import Scheduler
+
+TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
+URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process start, a timeout
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One op of the composite on its engine: the lane and its time per tile."""
+
+    engine: str  # "gemm" or "math"
+    service_ns: float
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a composite of one shape does per tile (the same for every composite of that shape)."""
+
+    n_tiles: int
+    stages: tuple[Stage, ...]
+    fetch_ns: float  # FETCH of every operand's share of a tile
+    store_ns: float  # STORE of every output's share
+    label: str
+
+
+def _plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+    """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
+    key = tuple(
+        (
+            op.kind,
+            tuple((r.shape, r.nbytes, r.space) for r in op.operands.values()),
+            None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
+            tuple(sorted(op.extra.items())),
+        )
+        for op in ops
+    )
+    cache = pe.composite_plans
+    try:
+        hit = cache.get(key)
+    except TypeError:  # an unhashable extra value: plan it every time
+        return _make_plan(pe, ops)
+    if hit is None:
+        hit = cache[key] = _make_plan(pe, ops)
+    return hit
+
+
+def _make_plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+    streamed = {r.id: r for op in ops for r in op.operands.values() if r.space == "hbm"}
+    outs = [op.out for op in ops if op.out is not None and op.out.space == "hbm"]
+    big = max([r.nbytes for r in [*streamed.values(), *outs]], default=0)
+    n = max(1, -(-big // pe.composite_tile_bytes))
+    stages = []
+    for op in ops:
+        engine = op_kind(op.kind).engine
+        work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
+        stages.append(Stage(engine, pe.gemm_ns(work / n) if engine == "gemm" else pe.math_ns(work / n), op.kind))
+    fetch = sum(r.nbytes for op in ops for r in op.operands.values()) / n / pe.tcm_bw_gbps
+    store = sum(op.out.nbytes for op in ops if op.out is not None) / n / pe.tcm_bw_gbps
+    label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
+    return Plan(n, tuple(stages), fetch, store, label)
+
+
+class CompositeRun:
+    """One composite in flight; ``done`` succeeds when its last tile is stored and written."""
+
+    __slots__ = (
+        "sched", "pe", "env", "corr", "arrive", "streamed", "hbm_outs", "n_tiles", "stages", "fetch_ns", "store_ns",
+        "label", "t_in", "pending", "done", "tile_read", "fetched", "writes", "last",
+    )
+
+    def __init__(self, sched: "Scheduler", cmd: CompositeCmd, arrive: float, corr: int) -> None:
+        pe = sched.pe
+        env = sched.env
+        self.sched = sched
+        self.pe = pe
+        self.env = env
+        self.corr = corr
+        self.arrive = arrive
+        refs: dict[int, Any] = {}
+        streamed: dict[int, Any] = {}
+        for op in cmd.ops:
+            for r in op.operands.values():
+                refs.setdefault(r.id, r)
+                if r.space == "hbm":
+                    streamed.setdefault(r.id, r)
+            if op.out is not None:
+                refs.setdefault(op.out.id, op.out)
+        for r in cmd.rw_handles:
+            refs.setdefault(r.id, r)
+        self.streamed = list(streamed.values())
+        self.hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
+        ops = cmd.ops
+        plan = _plan(pe, ops)
+        n = self.n_tiles = plan.n_tiles
+        self.stages = plan.stages
+        self.fetch_ns = plan.fetch_ns
+        self.store_ns = plan.store_ns
+        self.label = plan.label
+        # Readiness of everything it touches *before* it claims its outputs:
+        # this is how composites sharing a handle (rw_handles) stay in order.
+        self.t_in, self.pending = sched.inputs(r for r in refs.values() if r.space == "tcm")
+        done = self.done = env.event()
+        ready = pe.ready
+        for op in ops:
+            if op.out is not None and op.out.space == "tcm":
+                ready[op.out.id] = done
+        for r in cmd.rw_handles:
+            if r.space == "tcm":
+                ready[r.id] = done
+        pe.async_stages += 1
+        self.tile_read = [env.event() for _ in range(n)] if self.streamed else []
+        self.fetched = [env.event() for _ in range(n)]
+        self.writes: list[simpy.Process] = []
+        self.last = 0.0
+        if self.streamed:
+            call_at(env, env.now, URGENT, self._start_reading)
+        call_at(env, env.now, URGENT, self._start_feeding)
+
+    # --- DMA_READ ---------------------------------------------------------------
+
+    def _start_reading(self) -> None:
+        env = self.env
+        if self.arrive > env.now:
+            call_at(env, self.arrive, NORMAL, self._read_tile, 0)
+        else:
+            self._read_tile(0)
+
+    def _read_tile(self, i: int) -> None:
+        if i == self.n_tiles:
+            return
+        if i >= TILE_BUFFERS:
+            free = self.fetched[i - TILE_BUFFERS]  # the buffer this tile reuses
+            if not free.processed:
+                free.callbacks.append(lambda _e: self._read_operand(i, 0))
+                return
+        self._read_operand(i, 0)
+
+    def _read_operand(self, i: int, j: int) -> None:
+        if j == len(self.streamed):
+            self.tile_read[i].succeed(self.env.now)
+            self._read_tile(i + 1)
+            return
+        prev, mine = self.pe.rd.claim()
+        if prev is not None and not prev.processed:
+            prev.callbacks.append(lambda _e: self._issue_read(i, j, mine))
+            return
+        self._issue_read(i, j, mine)
+
+    def _issue_read(self, i: int, j: int, mine: simpy.Event) -> None:
+        pe = self.pe
+        r = self.streamed[j]
+        lo, size = chunk(r.nbytes, i, self.n_tiles)
+        start = self.env.now
+        ev = pe.network.read(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
+
+        def landed(_e: Any) -> None:
+            pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size)
+            mine.succeed(self.env.now)
+            self._read_operand(i, j + 1)
+
+        ev.callbacks.append(landed)
+
+    # --- FETCH → engines → STORE ---------------------------------------------------
+
+    def _start_feeding(self) -> None:
+        env = self.env
+        t0 = self.arrive if self.arrive > self.t_in else self.t_in
+        if self.pending:
+            cond = simpy.AllOf(env, self.pending)
+
+            def inputs_ready(_e: Any) -> None:
+                self._feed_from(max(t0, *(ev.value for ev in self.pending)))
+
+            cond.callbacks.append(inputs_ready)
+            return
+        self._feed_from(t0)
+
+    def _feed_from(self, t0: float) -> None:
+        env = self.env
+        self.last = t0 if t0 > env.now else env.now
+        if t0 > env.now:
+            call_at(env, t0, NORMAL, self._set_last_and_feed)
+        else:
+            self._feed_tile(0)
+
+    def _set_last_and_feed(self) -> None:
+        self.last = self.env.now
+        self._feed_tile(0)
+
+    def _feed_tile(self, i: int) -> None:
+        pe = self.pe
+        env = self.env
+        while i < self.n_tiles:
+            if self.streamed and not self.tile_read[i].processed:
+                self.tile_read[i].callbacks.append(lambda _e, i=i: self._feed_tile(i))
+                return
+            corr = self.corr
+            _, t = pe.fetch.reserve(env.now, self.fetch_ns, f"fetch {self.label}", corr)
+            fetch_end = t
+            lanes = {"gemm": pe.gemm, "math": pe.math}
+            for st in self.stages:
+                _, t = lanes[st.engine].reserve(t, st.service_ns, st.kind, corr)
+            _, t = pe.store.reserve(t, self.store_ns, f"store {self.label}", corr)
+            for r in self.hbm_outs:
+                self.writes.append(env.process(self._write_tile(r, i, t)))
+            if t > self.last:
+                self.last = t
+            ev = self.fetched[i]
+            if fetch_end > env.now:
+                call_at(env, fetch_end, NORMAL, ev.succeed)
+            else:
+                ev.succeed()
+            i += 1
+        self.pe.async_stages -= 1
+        if self.last > env.now:
+            call_at(env, self.last, NORMAL, self._await_writes, 0)
+        else:
+            self._await_writes(0)
+
+    def _await_writes(self, w: int) -> None:
+        writes = self.writes
+        while w < len(writes):
+            if not writes[w].processed:
+                writes[w].callbacks.append(lambda _e, w=w: self._await_writes(w + 1))
+                return
+            w += 1
+        self.done.succeed(self.env.now)
+
+    # --- DMA_WRITE -----------------------------------------------------------------
+
+    def _write_tile(self, r: Any, i: int, t_ready: float):
+        pe = self.pe
+        env = self.env
+        lo, size = chunk(r.nbytes, i, self.n_tiles)
+        if t_ready > env.now:
+            yield env.timeout(t_ready - env.now)
+        prev, mine = pe.wr.claim()
+        if prev is not None and not prev.processed:
+            yield prev
+        start = env.now
+        yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
+        pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, size)
+        mine.succeed(env.now)
+
+
+def chunk(nbytes: int, i: int, n_tiles: int) -> tuple[int, int]:
+    """Tile ``i``'s share of an operand of ``nbytes``: bytes ``[lo, lo + size)`` (at least one)."""
+    size = -(-nbytes // n_tiles)
+    lo = min(i * size, nbytes - 1)
+    return lo, max(1, min(size, nbytes - lo))

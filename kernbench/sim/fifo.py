@@ -1,0 +1,273 @@
+"""FIFO servers that transfers share: edges serializing flits, memory channels.
+
+Every directed edge and every HBM/SRAM pseudo-channel is a :class:`Fifo`: a
+server of per-flit service ``s`` (``flit_bytes / bw`` for an edge, the burst
+time for a channel) serving flits in arrival order, flits arriving at the
+same instant in order of their transfer's ``seq``, then flit index. One
+transfer's flits through one FIFO are a :class:`Passage`: its arrival train
+in, its departure train out.
+
+**Alone: closed form.** A passage among whose flits no other transfer's
+arrive leaves as :func:`~kernbench.sim.train.fifo` of its train, from the
+server's *virtual finish* at its head (when the work that arrived before it
+is done): the flit-by-flit answer, in O(segments) however long the train.
+
+**Interleaved: merged flit by flit.** While several passages' flits arrive
+at once, their arrival times are merged in FIFO order and run through
+Lindley's recursion ``D_i = max(D_{i−1}, A_i) + s`` as numpy arrays
+(:meth:`Fifo._merge`) — exactly what the oracle computes, at C speed, for
+the flits that interleave. Each passage's departures go back to segments
+when they are regular (they usually are: two streams sharing a link
+alternate) or stay an array.
+
+**Planned ahead, re-planned from now.** A passage may be added before its
+head arrives (:meth:`Fifo.arrive` at ``now`` for a train that starts later:
+a transfer is planned along its whole route when it starts), and a
+passage's flits that arrive after now may change (:meth:`Fifo.amend`).
+Each call re-plans the FIFO's busy period from now on, merging every
+passage with flits still to come, future heads included; flits that
+arrived before now keep their departures (nothing can overtake them).
+Changed departures go to the passage's ``on_change``, so the next FIFO on
+its route hears of them in turn, and *watchers* (control flits that will
+cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kernbench.sim.train import EPS, Train, fifo, first_difference, lindley
+
+ChangeHook = Callable[["Passage", int], None]
+BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
+
+
+class Passage:
+    """One transfer's flits through one FIFO: ``inp`` arrival train, ``out`` departures.
+
+    ``on_change(passage, k)`` is called when departures from flit ``k`` on
+    changed after they were first planned (``out`` already holds the new ones).
+    """
+
+    __slots__ = ("seq", "corr", "inp", "out", "fifo", "on_change", "shared", "waited_behind")
+
+    def __init__(self, seq: int, corr: int, inp: Train, on_change: ChangeHook | None = None) -> None:
+        self.seq = seq
+        self.corr = corr
+        self.inp = inp
+        self.out: Train | None = None
+        self.fifo: Fifo | None = None
+        self.on_change = on_change
+        self.shared = False  # its flits arrived among another transfer's here
+        self.waited_behind = -1  # corr of the transfer whose work its head queued behind
+
+    @property
+    def n(self) -> int:
+        return self.inp.n
+
+
+class Fifo:
+    """One FIFO server; see the module docstring.
+
+    Its state is the work of passages that have fully arrived (``free``:
+    when it is done) and the passages still arriving (``members``), each
+    with its departures. The work that arrived before a time ``t`` is done
+    when the last of it leaves: at ``free`` or at a member's last flit
+    before ``t``, whichever is later (FIFO order makes the latest arrival
+    the latest departure).
+    """
+
+    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers")
+
+    def __init__(self, name: str, service_ns: float) -> None:
+        self.name = name
+        self.s = service_ns
+        self.free = 0.0  # when the work of passages no longer arriving is done
+        self.members: list[Passage] = []  # passages with flits still to arrive, in seq order
+        self.t_last = float("-inf")  # the members' last flit arrival
+        self.v_end = 0.0  # when all work, members' included, is done
+        self.last_corr = -1  # whose work that is
+        self.flits = 0  # data flits served (busy time = flits · s)
+        self._watchers: list[tuple[float, Callable[[], None]]] = []
+
+    # --- queries ------------------------------------------------------------
+
+    def finish_before(self, t: float, seq: int = BEFORE_ALL) -> float:
+        """When the work that arrived before ``t`` is done (never before ``t``).
+
+        Flits arriving at ``t`` itself count when their transfer's ``seq`` is
+        lower than ``seq``. A control flit (zero service) arriving at ``t``
+        leaves then.
+        """
+        if t > self.t_last + EPS:
+            return self.v_end if self.v_end > t else t
+        v = self.free
+        for p in self.members:
+            k = p.inp.count_before(t, inclusive=p.seq < seq)
+            if k:
+                d = p.out.at(k - 1)
+                if d > v:
+                    v = d
+        return v if v > t else t
+
+    def depth_flits(self, t: float, seq: int = BEFORE_ALL) -> float:
+        """Flits of work waiting ahead of a flit that arrives at ``t``."""
+        return (self.finish_before(t, seq) - t) / self.s if self.s > 0.0 else 0.0
+
+    def busy_after(self, now: float) -> bool:
+        """Whether trains planned here still have flits arriving after now."""
+        return self.t_last >= now - EPS and bool(self.members)
+
+    def watch(self, t: float, fn: Callable[[], None], now: float) -> None:
+        """Call ``fn()`` whenever the FIFO re-plans at or before ``t`` (a later
+        control flit's :meth:`finish_before` answer may have changed)."""
+        ws = self._watchers
+        if len(ws) >= 8 and ws[0][0] < now - EPS:
+            ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
+        ws.append((t, fn))
+
+    def _notify(self, t_from: float) -> None:
+        """Re-check the control flits due at ``t_from`` or later."""
+        for t, fn in list(self._watchers):
+            if t >= t_from - EPS:
+                fn()
+
+    def reserve(self, now: float, count: int, seq: int) -> float | None:
+        """``count`` flits arriving together now, if nothing else is still to arrive:
+        when the first starts (``None``: something is; plan a :class:`Passage`)."""
+        if self.t_last >= now - EPS:
+            self._retire(now)
+            if self.members:
+                return None
+            start = self.finish_before(now, seq)
+        else:
+            start = self.v_end if self.v_end > now else now
+            self.members = []
+        self.free = self.v_end = start + count * self.s
+        self.flits += count
+        if self._watchers:
+            self._notify(now)
+        return start
+
+    # --- changes --------------------------------------------------------------
+
+    def arrive(self, p: Passage, now: float) -> None:
+        """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
+        p.fifo = self
+        self.flits += p.n
+        inp = p.inp
+        if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
+            head = inp.first()
+            v = self.v_end
+            d = v if v > head else head
+            self.free = v  # the work before it (queries before its head see only that)
+            p.waited_behind = self.last_corr if v > head + EPS else -1
+            out = p.out = fifo(inp, self.s, d)
+            self.members = [p]
+            self.t_last = inp.last()
+            self.v_end = out.last()
+            self.last_corr = p.corr
+            if self._watchers:
+                self._notify(head)
+            return
+        self._retire(now)
+        head = inp.first()
+        d = self.finish_before(head)
+        p.waited_behind = self.last_corr if d > head + EPS else -1
+        self._replan(head, d, p)
+
+    def amend(self, p: Passage, inp: Train, now: float) -> None:
+        """``p``'s flits arriving after now arrive as in ``inp`` instead."""
+        p.inp = inp
+        if p not in self.members:
+            return
+        self._retire(now)
+        self._replan(now, self.finish_before(now), None)
+
+    # --- planning ---------------------------------------------------------------
+
+    def _retire(self, now: float) -> None:
+        """Fold the work of passages that have fully arrived into ``free``."""
+        if self.t_last >= now - EPS:
+            ms = self.members
+            if len(ms) > 1 or (ms and ms[0].inp.last() < now - EPS):
+                keep = []
+                for q in ms:
+                    if q.inp.last() < now - EPS:
+                        if q.out.last() > self.free:
+                            self.free = q.out.last()
+                    else:
+                        keep.append(q)
+                self.members = keep
+            return
+        if self.members:
+            self.free = max(self.free, self.v_end)
+            self.members = []
+
+    def _replan(self, t: float, v0: float, new: Passage | None) -> None:
+        """Re-plan every flit arriving at ``t`` or later; the work before ``t`` is done at ``v0``."""
+        cluster: list[tuple[Passage, int]] = []
+        for q in self.members:
+            if q.inp.last() >= t - EPS:
+                k = q.inp.count_before(t)
+                if k < q.n:
+                    cluster.append((q, k))
+        if new is not None:
+            cluster.append((new, 0))
+            self.members.append(new)
+            self.members.sort(key=lambda q: q.seq)
+        if len(cluster) == 1:
+            q, k = cluster[0]
+            out = fifo(q.inp, self.s, v0, k)
+            self._publish(q, q.out.splice(k, out) if k else out, k)
+        elif cluster:
+            self._merge(cluster, v0)
+        self.t_last = max(q.inp.last() for q in self.members) if self.members else float("-inf")
+        self.v_end = self.free
+        for q in self.members:
+            e = q.out.last()
+            if e >= self.v_end:
+                self.v_end = e
+                self.last_corr = q.corr
+        if self._watchers:
+            self._notify(t)
+
+    def _merge(self, members: list[tuple[Passage, int]], v0: float) -> None:
+        """Several passages' flits, merged in FIFO order and served exactly."""
+        members.sort(key=lambda m: m[0].seq)
+        times = [p.inp.times(k) for p, k in members]
+        lens = [len(t) for t in times]
+        arr = np.concatenate(times)
+        seq = np.repeat(np.array([p.seq for p, _ in members], dtype=np.int64), lens)
+        pos = np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+        # FIFO order: time (ties within EPS together), then seq, then flit index
+        order = np.lexsort((pos, seq, np.round(arr / EPS)))
+        dep = np.empty(len(arr))
+        dep[order] = lindley(arr[order], self.s, v0)
+        start = 0
+        for (p, k), n in zip(members, lens):
+            mine = dep[start:start + n]
+            start += n
+            p.shared = True
+            old = p.out
+            if old is None:
+                p.out = Train(p.n, arr=mine)
+                continue
+            changed = np.flatnonzero(np.abs(old.times(k) - mine) > 1e-9)
+            if not len(changed):
+                continue
+            p.out = Train(p.n, arr=np.concatenate([old.times(0, k), mine]) if k else mine)
+            if p.on_change is not None:
+                p.on_change(p, k + int(changed[0]))
+
+    def _publish(self, p: Passage, out: Train, k: int) -> None:
+        """``p`` leaves as ``out`` from flit ``k`` on; tell its route if that changed."""
+        old = p.out
+        p.out = out
+        if old is None or p.on_change is None:
+            return
+        first = first_difference(old, out, k)
+        if first < p.n:
+            p.on_change(p, first)
