@@ -57,9 +57,10 @@ def test_bench_check_works_from_any_folder(tmp_path):
     assert bench.GOLDENS.is_file() and bench.GOLDENS.parent == Path(bench.__file__).parent
     proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "bench", "--check", "--json"], cwd=tmp_path, env=child_env(),
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr  # 2 would be "no goldens to check against"
     doc = json.loads(proc.stdout)
-    assert doc["differences"] == [] and "gemm-composite" in doc["latency_ns"]
+    assert Path(doc["goldens"]) == bench.GOLDENS and "gemm-composite" in doc["latency_ns"]
+    # whether every latency still matches exactly is test_bench.py's question
 
 
 @pytest.mark.parametrize("argv, check", [
