@@ -17,9 +17,9 @@ import time
 from contextlib import redirect_stdout
 
 from kernbench.topology.compile import load_topology
-from probes.dma import main as probe_main
-from probes.cases import simulate
-from probes.dma import run_probe
+from kernbench_probes.dma import main as probe_main
+from kernbench_probes.cases import simulate
+from kernbench_probes.dma import run_probe
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from kernbench.events.bus import Bus  # noqa: E402
 from kernbench.events.store import EventStore  # noqa: E402
 from kernbench.events.tracefile import open_trace, save_trace  # noqa: E402
-from tui.demo import DemoParams, run_demo  # noqa: E402
+from kernbench_tui.demo import DemoParams, run_demo  # noqa: E402
 
 EVENTS_PER_TILE_PER_PE = 28.4  # measured on the demo kernel
 
@@ -57,9 +57,9 @@ async def key_latencies(path: Path, size: tuple[int, int], pes: int) -> dict[str
     """
     from textual import events
 
-    from tui.app import KernbenchApp
-    from tui.messages import PEsChosen
-    from tui.sources import TraceFileSource
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.messages import PEsChosen
+    from kernbench_tui.sources import TraceFileSource
 
     app = KernbenchApp(TraceFileSource(path))
     out: dict[str, list[float]] = {"step": [], "zoom": [], "pan": [], "stall": []}
@@ -110,8 +110,8 @@ async def live_latencies(size: tuple[int, int], n_pes: int, tiles: int) -> tuple
     """Keypress-to-frame while a live demo simulation floods the app with batches."""
     from textual import events
 
-    from tui.app import KernbenchApp
-    from tui.cli import _demo_source
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.cli import _demo_source
 
     app = KernbenchApp(_demo_source(n_pes, tiles, 0.0))
     frames: list[float] = []
@@ -152,8 +152,8 @@ def first_frame_s(path: Path, size: tuple[int, int]) -> float:
 import os, sys
 os.environ['TEXTUAL_ANIMATIONS'] = 'none'
 sys.path.insert(0, {str(ROOT)!r})
-from tui.app import KernbenchApp
-from tui.sources import TraceFileSource
+from kernbench_tui.app import KernbenchApp
+from kernbench_tui.sources import TraceFileSource
 
 class Probe(KernbenchApp):
     def on_trace_opened(self, message):

@@ -2,9 +2,9 @@
 
 Each module named in :data:`COMMANDS` provides ``add_parser(subparsers)``,
 which adds its subcommand and returns the parser, and ``run(args) -> int``.
-Adding a command is one line here. Every user-facing error (a
-:class:`~kernbench.errors.KernbenchError`) is printed as ``error: …`` on
-stderr with exit status 2, never as a traceback.
+Adding a command is one line here. How a command ends — exit status 0, 1
+(a check failed), 2 (bad input, printed as one ``error: …`` line), 130
+(Ctrl-C) — is :func:`kernbench.exit_codes.guarded`'s job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import importlib
 import sys
 
 from kernbench import __version__
-from kernbench.errors import KernbenchError
+from kernbench.exit_codes import guarded
 
 COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
@@ -44,12 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return guarded(lambda: _dispatch(argv), "error: ")
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args._run(args) or 0)
-    except KernbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return int(args._run(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

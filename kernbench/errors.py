@@ -29,9 +29,30 @@ class DeadlockError(KernbenchError):
     """The simulation ran out of events while kernels were still waiting."""
 
 
+class LostMessageError(KernbenchError):
+    """The run ended with IPCQ messages that no receive took (names sender, receiver, message)."""
+
+
+class RunLimitError(KernbenchError):
+    """A run went past a limit (commands per PE, simulated time, wall time); names the PE and kernel line."""
+
+
 class TraceFormatError(KernbenchError):
     """A trace file is corrupt, truncated or from a newer version."""
 
 
+class OutputPathError(KernbenchError):
+    """An output file cannot be written where asked (checked before any work)."""
+
+
 class CompositeCapError(ValueError, KernbenchError):
     """A CompositeCmd over ``max_composite_logical_bytes`` (ADR-0064 D7)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM arrived; ``t_ns`` is the simulated time reached, if a run was going."""
+
+    def __init__(self, t_ns: float | None = None, signum: int = 2) -> None:
+        super().__init__(t_ns, signum)
+        self.t_ns = t_ns
+        self.signum = signum

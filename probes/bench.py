@@ -7,7 +7,7 @@ the ``kernbench.benches`` entry-point group declared in pyproject.toml.
 from __future__ import annotations
 
 from kernbench.topology.compile import load_topology
-from probes.dma import run_probe, size_label
+from kernbench_probes.dma import run_probe, size_label
 
 
 def benches() -> dict[str, float]:

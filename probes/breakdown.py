@@ -29,7 +29,7 @@ import simpy
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph, Route
 
-from probes.cases import Case
+from kernbench_probes.cases import Case
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,18 +19,18 @@ Uses only kernbench's public API: topology loading, ``Graph.route`` and the
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernbench.errors import KernbenchError
+from kernbench.outputs import to_json as to_json_text
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
 
-from probes.breakdown import Charge, with_queueing
-from probes.cases import HOP_ORDER, Case, CaseFinder, simulate
+from kernbench_probes.breakdown import Charge, with_queueing
+from kernbench_probes.cases import HOP_ORDER, Case, CaseFinder, simulate
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
 DEFAULT_SIZES = "32KiB,1MiB"
@@ -48,12 +48,15 @@ PAPER_REFERENCE: dict[str, tuple[float, dict[str, float]]] = {
 }
 
 
+MAX_SIZE_BYTES = 2**30
+
+
 def parse_size(text: str) -> int:
-    """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike."""
-    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike; 1 B .. 1 GiB."""
+    m = re.fullmatch(r"\s*(\d{1,10})\s*([A-Za-z]*)\s*", text)
     unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _UNITS) or int(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"bad size {text!r}: use a positive count of B, KiB, MiB or GiB")
+    if not m or (unit and unit not in _UNITS) or not 0 < int(m.group(1)) * _UNITS.get(unit, 1) <= MAX_SIZE_BYTES:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: use a count of B, KiB, MiB or GiB from 1 B to 1 GiB")
     return int(m.group(1)) * _UNITS.get(unit, 1)
 
 
@@ -155,18 +158,21 @@ def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
 
 
 def to_json(result: ProbeResult) -> dict:
-    first = result.sizes[0]
+    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
     return {
         "topology": result.topology,
+        "source": result.source,
+        "sizes": [size_label(s) for s in result.sizes],
         "rows": [
             {
                 "case": r.case.key,
-                "latency_ns": round(r.latency_ns[first], 6),
+                "target": r.case.memory,
+                "latency_ns": {size_label(s): round(r.latency_ns[s], 6) for s in result.sizes},
                 "util_pct": {size_label(s): round(r.util_pct[s], 6) for s in result.sizes},
             }
             for r in result.rows
         ],
-        "invariants": [{"name": v.name, "ok": v.ok} for v in result.invariants],
+        "invariants": [{"name": v.name, "ok": v.ok, "detail": v.detail} for v in result.invariants],
     }
 
 
@@ -191,10 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        doc = to_json(result)
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(to_json_text(to_json(result), indent=2, ensure_ascii=False))
     else:
-        from probes.render import render_text
+        from kernbench_probes.render import render_text
 
         sys.stdout.write(render_text(result, parts))
     return 0 if result.passed else 1

@@ -1,6 +1,11 @@
 """Shared fixtures: the shipped topologies, compiled once per session (graphs are immutable)."""
 
+import os
+
 import pytest
+
+# Deterministic TUI rendering for every test that imports textual, whichever folder is collected first.
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from kernbench.topology.compile import load_topology
 

@@ -25,3 +25,37 @@ def test_ci_runs_the_readme_test_command():
     test_command = commands[1]
     assert "pytest" in test_command
     assert test_command in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_debugger_capture_is_the_snapshot_and_says_how_to_get_there():
+    snapshot = (ROOT / "snapshots" / "tui" / "gqa_small_200ns.txt").read_text().rstrip("\n")
+    assert f"```text\n{snapshot}\n```" in README
+    intro = README[: README.index(snapshot)].rsplit("## The debugger", 1)[1]
+    assert "`g 200`" in intro and "`2` (the Stalls panel)" in intro
+
+
+def test_every_relative_link_resolves_and_there_is_a_license():
+    links = re.findall(r"\]\(([^)#]+)\)", README)
+    local = [link for link in links if "://" not in link]
+    assert local, "README links its docs"
+    for link in local:
+        assert (ROOT / link).exists(), link
+    assert (ROOT / "LICENSE").is_file()
+    for doc in (ROOT / "docs").rglob("*.md"):
+        for link in re.findall(r"\]\(([^)#]+)\)", doc.read_text()):
+            if "://" not in link:
+                assert (doc.parent / link).exists(), (doc, link)
+
+
+def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
+    from kernbench import exit_codes
+    from kernbench.runtime import limits
+    from kernbench.topology import compile, yamldoc
+
+    section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
+    for status in (exit_codes.OK, exit_codes.CHECK_FAILED, exit_codes.BAD_INPUT, exit_codes.INTERRUPTED):
+        assert f"| {status} |" in section
+    for number in (f"{compile.MAX_GRAPH_NODES:,}", f"{compile.MAX_GRAPH_EDGES:,}", f"{limits.DEFAULT_MAX_COMMANDS_PER_PE:,}",
+                   f"{yamldoc.MAX_NODES:,}", f"nesting {yamldoc.MAX_DEPTH} deep", f"{limits.DEFAULT_MAX_WALL_S:g} s",
+                   f"{yamldoc.MAX_BYTES // 2**20} MiB"):
+        assert number in section, number

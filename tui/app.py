@@ -2,14 +2,14 @@
 
 Launch on a live simulation or a trace file::
 
-    from tui.app import KernbenchApp
-    from tui.sources import CallableSource, TraceFileSource
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.sources import CallableSource, TraceFileSource
 
     KernbenchApp(CallableSource(run_fn, metadata)).run()   # run_fn(bus) simulates
     KernbenchApp(TraceFileSource("run.kbtrace")).run()
 
 The source runs in a worker thread; live events arrive as batched
-:class:`~tui.messages.EventsArrived` messages and are appended to the store
+:class:`~kernbench_tui.messages.EventsArrived` messages and are appended to the store
 on the UI thread, so the user browses what has been simulated so far.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 from textual.app import App
@@ -28,15 +29,16 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
-from tui.commands import DebuggerCommands
-from tui.messages import EventsArrived, SourceFailed, SourceFinished, TraceOpened
-from tui.navigator import Navigator
-from tui.screens.main import MainScreen
-from tui.sources import Source, WholeTraceSource
+from kernbench_tui.commands import DebuggerCommands
+from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.screens.main import MainScreen
+from kernbench_tui.sources import Source, WholeTraceSource
 
 
 MAX_PENDING_BATCHES = 2
 LIVE_REFRESH_S = 0.25
+PREPARING_TICK_S = 0.5  # how often the "preparing … 2.5 s" line counts up
 LIVE_SWITCH_INTERVAL_S = 0.0005
 
 
@@ -59,6 +61,9 @@ class KernbenchApp(App):
         self.metadata = TraceMetadata(kernel=getattr(source, "description", ""))
         self.running = True
         self.error: str | None = None
+        self.status = f"loading {self.metadata.kernel or 'the run'}"
+        self._started = time.monotonic()
+        self._preparing: Timer | None = None
         self._batch_slots = threading.Semaphore(MAX_PENDING_BATCHES)
         self._live_refresh: Timer | None = None
         self._switch_interval: float | None = None
@@ -83,9 +88,38 @@ class KernbenchApp(App):
         """
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(LIVE_SWITCH_INTERVAL_S)
+        self._started = time.monotonic()
+        self._preparing = self.set_interval(PREPARING_TICK_S, self._tick_preparing)
         self.run_worker(self._run_source, thread=True, exclusive=True, name="source")
 
+    def placeholder(self) -> str:
+        """The line the lanes show while there is nothing to draw yet (or at all)."""
+        if len(self.store):
+            return ""
+        if self.error is not None:
+            return "the run failed before its first event (the message is in the notification)"
+        if self.running:
+            return f"{self.status} … {time.monotonic() - self._started:.1f} s"
+        return "no events in this run"
+
+    def _tick_preparing(self) -> None:
+        if len(self.store) or not self.running:
+            self._stop_preparing()
+        self.main.refresh_view()
+
+    def _stop_preparing(self) -> None:
+        if self._preparing is not None:
+            self._preparing.stop()
+            self._preparing = None
+
+    def on_source_status(self, message: SourceStatus) -> None:
+        self.status = message.text
+        if message.metadata is not None:
+            self.metadata = message.metadata
+        self.main.refresh_view()
+
     def _source_done(self) -> None:
+        self._stop_preparing()
         self.running = False
         if self._switch_interval is not None:
             sys.setswitchinterval(self._switch_interval)
@@ -110,6 +144,8 @@ class KernbenchApp(App):
                 batch = columnize(batch)  # per-event work stays off the UI thread
             self.post_message(EventsArrived(batch))
 
+        if hasattr(self.source, "on_status"):
+            self.source.on_status = lambda text, meta=None: self.post_message(SourceStatus(text, meta))
         try:
             opener = getattr(self.source, "open", None)
             if callable(opener):

@@ -12,22 +12,28 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
+from kernbench import __version__
 from kernbench.errors import KernbenchError
-from tui.demo import DemoParams
-from tui.sources import ProcessSource, TraceFileSource
+from kernbench.exit_codes import guarded
+
+# Only light imports above: Ctrl-C while the interpreter starts is handled once
+# main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
 
 DEFAULT_RUN = ["gqa_decode", "--variant", "opt2"]
+DUMB_TERMS = {"dumb", "unknown", "emacs"}
 
 
 class SimulatorNotWired(KernbenchError):
     """``kernbench.cli`` does not (yet) offer ``tui_simulation``."""
 
 
-def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
+def _simulation_source(run_argv: Sequence[str]):
     """A live source for ``kernbench run <run_argv>``, simulated in a child process.
 
     Contract with the simulator: ``kernbench.cli.tui_simulation(argv)`` parses
@@ -41,31 +47,98 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
             f"cannot run {' '.join(run_argv)!r} live: kernbench.cli.tui_simulation is not available ({exc}); "
             "try `kernbench-tui demo` or `kernbench-tui open FILE`"
         ) from None
+    from kernbench_tui.sources import ProcessSource
+
     return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
 
 
-def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
+def check_run_options(run_argv: Sequence[str]) -> None:
+    """Everything about ``kernbench-tui run`` that can fail before the app starts:
+    the kernel name, its options (also against the topology), the topology itself."""
+    from kernbench.commands.run import check_run
+
+    if not run_argv:
+        raise KernbenchError("run: name a kernel (see `kernbench run --list`)")
+    check_run(run_argv[0], list(run_argv[1:]))
+
+
+def _demo_source(pes: int, tiles: int, pace_s_per_us: float):
+    from kernbench_tui.demo import DemoParams
+    from kernbench_tui.sources import ProcessSource
+
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
-    return ProcessSource("tui.demo:demo_simulation", (params,), description="demo")
+    return ProcessSource("kernbench_tui.demo:demo_simulation", (params,), description="demo")
 
 
 def _probe_command(argv: Sequence[str]) -> int:
-    """``kernbench-tui probe``: delegate to ``probes.dma`` (prints the table)."""
-    from probes import dma
+    """``kernbench-tui probe``: delegate to ``kernbench_probes.dma`` (prints the table)."""
+    from kernbench_probes import dma
 
     result = dma.main(list(argv))
     return int(result or 0)
 
 
-def _launch(source) -> int:
-    from tui.app import KernbenchApp
+def terminal_problem() -> str | None:
+    """Why the app cannot draw here, or None (it needs a real, capable terminal on stdin and stdout)."""
+    if not sys.stdout.isatty():
+        return "stdout is not a terminal"
+    if not sys.stdin.isatty():
+        return "stdin is not a terminal"
+    term = os.environ.get("TERM", "")
+    if term in DUMB_TERMS or not term:
+        return f"TERM={term or '(unset)'} cannot show a full-screen app"
+    return None
 
-    KernbenchApp(source).run()
+
+def _launch(source) -> int:
+    from kernbench_tui.app import KernbenchApp
+
+    app = KernbenchApp(source)
+    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)  # noqa: E731 - the app restores the terminal
+    previous = signal.signal(signal.SIGTERM, quit_on)
+    try:
+        app.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return exit_status(app)
+
+
+def exit_status(app) -> int:
+    """After the app closed: 128+signal if a signal closed it; a failed run's message (exit 2); else 0."""
+    if app.return_code and app.return_code >= 128:
+        print(f"kernbench-tui: interrupted ({signal.Signals(app.return_code - 128).name})", file=sys.stderr)
+        return app.return_code
+    if app.error is not None:
+        raise KernbenchError(f"the run failed: {app.error}")
     return 0
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low}..{high}, got {value}")
+        return value
+
+    return parse
+
+
+def _pace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds per simulated µs, got {text!r}") from None
+    if not (0 <= value <= 60 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be in 0..60 seconds per µs, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
+    parser.add_argument("--version", action="version", version=f"kernbench-tui {__version__}")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="simulate a kernel live (same options as `kernbench run`)")
     run.add_argument("kernel")
@@ -73,36 +146,48 @@ def _parser() -> argparse.ArgumentParser:
     op = sub.add_parser("open", help="open a saved .kbtrace file")
     op.add_argument("file")
     demo = sub.add_parser("demo", help="a synthetic GEMM-like run (no simulator needed)")
-    demo.add_argument("--pes", type=int, default=8)
-    demo.add_argument("--tiles", type=int, default=40)
-    demo.add_argument("--pace", type=float, default=0.02, help="wall seconds per simulated µs (0: as fast as possible)")
-    sub.add_parser("probe", help="print the probe table", add_help=False)
+    demo.add_argument("--pes", type=_count(1, 256), default=8)
+    demo.add_argument("--tiles", type=_count(1, 100_000), default=40)
+    demo.add_argument("--pace", type=_pace, default=0.02, help="wall seconds per simulated µs (0: as fast as possible)")
+    sub.add_parser("probe", help="print the probe table (plain text, for scripts)", add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, launch: Callable[[object], int] = _launch) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
-        return _probe_command(argv[1:])
+        return guarded(lambda: _probe_command(argv[1:]), "error: ")
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "open":
-            if not os.path.exists(args.file):
-                raise KernbenchError(f"{args.file}: no such trace file")
-            return launch(TraceFileSource(args.file))
-        if args.command == "demo":
-            return launch(_demo_source(args.pes, args.tiles, args.pace))
-        if args.command == "run":
-            return launch(_simulation_source([args.kernel, *args.options]))
-        try:
-            source = _simulation_source(DEFAULT_RUN)
-        except SimulatorNotWired as exc:
-            print(f"kernbench-tui: {exc}\nkernbench-tui: showing the synthetic demo instead", file=sys.stderr)
-            source = _demo_source(8, 40, 0.02)
+    return guarded(lambda: _start(args, launch), "kernbench-tui: ")
+
+
+def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
+    """Check everything that can be checked, then open the app on the source."""
+    if launch is _launch and (why := terminal_problem()):
+        raise KernbenchError(
+            f"needs an interactive terminal ({why}); for text output use `kernbench run …`, "
+            "`kernbench run … --trace FILE` or `kernbench-tui probe`"
+        )
+    if args.command == "open":
+        from kernbench.events.tracefile import open_trace
+
+        from kernbench_tui.sources import TraceFileSource
+
+        trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts
+        return launch(TraceFileSource(args.file, trace))
+    if args.command == "demo":
+        return launch(_demo_source(args.pes, args.tiles, args.pace))
+    if args.command == "run":
+        run_argv = [args.kernel, *args.options]
+        source = _simulation_source(run_argv)
+        check_run_options(run_argv)
         return launch(source)
-    except KernbenchError as exc:
-        print(f"kernbench-tui: {exc}", file=sys.stderr)
-        return 2
+    try:
+        source = _simulation_source(DEFAULT_RUN)
+    except SimulatorNotWired as exc:
+        print(f"kernbench-tui: {exc}\nkernbench-tui: showing the synthetic demo instead", file=sys.stderr)
+        source = _demo_source(8, 40, 0.02)
+    return launch(source)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from kernbench.errors import KernbenchError
 from kernbench.events.perfetto import save_perfetto
 from kernbench.events.tracefile import save_trace
 
@@ -15,7 +16,7 @@ class DebuggerCommands(Provider):
     """Timeline moves, plus saving the run as a trace or Perfetto JSON."""
 
     def _commands(self):
-        from tui.screens.main import MainScreen
+        from kernbench_tui.screens.main import MainScreen
 
         screen = self.screen
         if not isinstance(screen, MainScreen):
@@ -41,7 +42,11 @@ class DebuggerCommands(Provider):
 
     def _save(self, name: str, writer) -> None:
         path = Path.cwd() / name
-        writer(path, self.app.store, self.app.metadata)
+        try:  # written whole or not at all (kernbench.outputs): a failure leaves an older file as it was
+            writer(path, self.app.store, self.app.metadata)
+        except KernbenchError as exc:
+            self.app.notify(str(exc), title="not saved", severity="error", timeout=10)
+            return
         self.app.notify(f"wrote {path}", timeout=4)
 
     async def discover(self) -> Hits:

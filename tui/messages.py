@@ -26,6 +26,16 @@ class TraceOpened(Message):
         self.trace = trace
 
 
+class SourceStatus(Message):
+    """What a source is doing before its first event (one line, from the worker),
+    and the run's metadata once the source knows it."""
+
+    def __init__(self, text: str, metadata: TraceMetadata | None = None) -> None:
+        super().__init__()
+        self.text = text
+        self.metadata = metadata
+
+
 class SourceFinished(Message):
     def __init__(self, metadata: TraceMetadata) -> None:
         super().__init__()

@@ -21,14 +21,22 @@ To show a live simulation, wrap a function that runs it publishing on a
 or, better for a long run, name a factory to call in a child process::
 
     KernbenchApp(ProcessSource("kernbench.cli:tui_simulation", (["gqa-decode"],))).run()
+
+A source may also say what it is doing before the first event (a live run
+spends seconds compiling the topology and deploying tensors): the app sets
+``source.on_status`` to ``callback(text, metadata=None)``; ``metadata`` (a
+:class:`TraceMetadata`, once known) names the kernel and topology early.
 """
 
 from __future__ import annotations
 
 import importlib
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -118,7 +126,7 @@ class ProcessSource:
     The child is *spawned* (a fork of a process running Textual's threads is
     unsafe), so, as always with ``spawn``, a script that launches the app
     must guard its entry point with ``if __name__ == "__main__":`` (the
-    ``kernbench-tui`` console script and ``python -m tui.cli`` do).
+    ``kernbench-tui`` console script and ``python -m kernbench_tui.cli`` do).
     """
 
     def __init__(
@@ -138,7 +146,10 @@ class ProcessSource:
         self.batch_s = batch_s
         self.heartbeat_s = heartbeat_s
 
+    on_status: Callable[..., None] | None = None
+
     def run(self, emit_batch: Callable[[object], None]) -> TraceMetadata:
+        self._status(f"starting the simulation process ({self.description})")
         _ensure_resource_tracker()
         ctx = multiprocessing.get_context("spawn")
         receiver, sender = ctx.Pipe(duplex=False)
@@ -164,6 +175,8 @@ class ProcessSource:
                     ) from None
                 if tag == "batch":
                     emit_batch(payload)
+                elif tag == "status":
+                    self._status(*payload)
                 elif tag == "done":
                     return payload
                 else:
@@ -173,6 +186,10 @@ class ProcessSource:
             if proc.is_alive():
                 proc.terminate()
             proc.join(timeout=5)
+
+    def _status(self, text: str, metadata: TraceMetadata | None = None) -> None:
+        if self.on_status is not None:
+            self.on_status(text, metadata)
 
 
 def _ensure_resource_tracker() -> None:
@@ -200,14 +217,28 @@ def _ensure_resource_tracker() -> None:
 
 
 def _child_main(target: str, args: tuple, conn, batch_events: int, batch_s: float) -> None:
-    """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result."""
+    """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result.
+
+    The child belongs to its parent: Ctrl-C in the terminal is the app's to
+    handle (a terminal sends SIGINT to the whole process group), and when the
+    parent goes (quit, SIGTERM, SIGKILL) the child ends at once and quietly,
+    instead of printing a BrokenPipeError into the terminal.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
     buf: list[Event] = []
     last = time.monotonic()
+
+    def send(message: tuple) -> None:
+        try:
+            conn.send(message)
+        except (BrokenPipeError, EOFError, OSError):
+            os._exit(0)  # the parent is gone: nobody is left to tell
 
     def flush() -> None:
         nonlocal buf, last
         if buf:
-            conn.send(("batch", columnize(buf)))
+            send(("batch", columnize(buf)))
             buf = []
         last = time.monotonic()
 
@@ -218,31 +249,47 @@ def _child_main(target: str, args: tuple, conn, batch_events: int, batch_s: floa
 
     try:
         module, func = target.split(":")
+        send(("status", ("preparing: topology, tensors, launch", None)))
         fn, metadata = getattr(importlib.import_module(module), func)(*args)
+        send(("status", ("simulating: waiting for the first events", metadata if isinstance(metadata, TraceMetadata) else None)))
         bus = Bus()
         bus.subscribe(collect)
         try:
             result = fn(bus)
         finally:
             flush()
-        conn.send(("done", result if isinstance(result, TraceMetadata) else metadata))
+        send(("done", result if isinstance(result, TraceMetadata) else metadata))
     except KernbenchError as exc:
-        conn.send(("error", str(exc)))
+        send(("error", str(exc)))
     except Exception as exc:  # a kernel bug: report it, the parent shows it
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
 
 
-class TraceFileSource:
-    """A saved ``.kbtrace`` file."""
+def _exit_with_parent() -> None:
+    """End this (child) process as soon as its parent process has ended."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+class TraceFileSource:
+    """A saved ``.kbtrace`` file (``trace``: already opened, e.g. checked before the app started)."""
+
+    def __init__(self, path: str | os.PathLike, trace: Trace | None = None) -> None:
         self.path = os.fspath(path)
         self.description = os.path.basename(self.path)
+        self._trace = trace
 
     def open(self) -> Trace:
-        return open_trace(self.path)
+        return self._trace if self._trace is not None else open_trace(self.path)
 
     def run(self, emit_batch: EmitBatch) -> TraceMetadata:
         trace = self.open()

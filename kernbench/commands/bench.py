@@ -1,7 +1,7 @@
 """``kernbench bench``: run the shipped benches and compare latencies with the goldens.
 
 The model is deterministic, so every latency must match
-``benchmarks/goldens.json`` exactly. ``--check`` exits 1 on any difference
+``kernbench/commands/goldens.json`` exactly. ``--check`` exits 1 on any difference
 (a changed, missing or new bench) and prints the diff; ``--regen`` rewrites
 the goldens file and prints what moved. Without a flag the comparison is
 printed and the exit status is 0.
@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from kernbench.errors import KernbenchError
+from kernbench.outputs import check_outputs, to_json, write_text_atomic
 
-def _default_goldens() -> Path:
-    """The repo's goldens file (beside the package in a checkout, else under the cwd)."""
-    beside = Path(__file__).resolve().parents[2] / "benchmarks" / "goldens.json"
-    return beside if beside.exists() else Path.cwd() / "benchmarks" / "goldens.json"
-
-
-GOLDENS = _default_goldens()
+#: Ships inside the package, so ``bench --check`` works from anywhere; in a
+#: checkout (editable install) ``--regen`` rewrites the repository's file.
+GOLDENS = Path(__file__).resolve().with_name("goldens.json")
 FORMAT = 1
 
 GQA_BENCH_SHAPE = dict(heads=32, kv_heads=4, head_dim=128, context=4096, tile=128, pes_per_head=8, seed=0)
@@ -82,18 +80,23 @@ def load_goldens(path: Path) -> dict[str, float]:
     if not path.exists():
         return {}
     try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise KernbenchError(f"{path}: not valid JSON ({exc})") from None
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise KernbenchError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise KernbenchError(f"{path}: not valid JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
+    shape = f"{path}: expected {{'format': {FORMAT}, 'latency_ns': {{bench: ns}}}} with finite numbers"
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("latency_ns"), dict):
-        raise KernbenchError(f"{path}: expected {{'format': {FORMAT}, 'latency_ns': {{bench: ns}}}}")
-    return {k: float(v) for k, v in doc["latency_ns"].items()}
+        raise KernbenchError(shape)
+    values = doc["latency_ns"].values()
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        raise KernbenchError(shape)
+    return {str(k): float(v) for k, v in doc["latency_ns"].items()}
 
 
 def save_goldens(path: Path, latencies: dict[str, float]) -> None:
     doc = {"format": FORMAT, "latency_ns": dict(sorted(latencies.items()))}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    write_text_atomic(path, to_json(doc, indent=2) + "\n")
 
 
 def diff(golden: dict[str, float], now: dict[str, float]) -> list[str]:
@@ -118,7 +121,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
-    p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help=f"goldens file (default: {GOLDENS.name} in benchmarks/)")
+    p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help="goldens file (default: the one shipped in kernbench/commands/)")
+    p.add_argument("--json", action="store_true", help="print the latencies and the differences as one JSON object")
     return p
 
 
@@ -127,10 +131,17 @@ def run(args: argparse.Namespace) -> int:
     golden = load_goldens(path)
     if args.check and not golden:
         raise KernbenchError(f"{path}: no goldens to check against; run `kernbench bench --regen`")
+    if args.regen:
+        check_outputs([("--goldens", path)])
     now = run_benches()
     moved = diff(golden, now)
     if args.regen:
         save_goldens(path, now)
+    if args.json:
+        print(to_json({"goldens": str(path), "latency_ns": dict(sorted(now.items())), "differences": moved,
+                       "regenerated": bool(args.regen)}, indent=2))
+        return 1 if args.check and moved else 0
+    if args.regen:
         print(f"wrote {len(now)} bench latencies to {path}")
         print("\n".join(["moved:"] + moved) if moved else "nothing moved")
         return 0

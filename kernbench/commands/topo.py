@@ -4,7 +4,7 @@
 mesh shape, bandwidth facts (mesh bisection over UCIe, the SIP ring, HBM per
 PE, per CUBE and for the system) and one example route hop by hop with its
 header latency. ``list`` prints the named topologies that ship with
-kernbench.
+kernbench. Both take ``--json``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kernbench.topology.compile import load_topology
+from kernbench.outputs import to_json
+from kernbench.topology.compile import load_topology, pe_count
 from kernbench.topology.graph import Graph, Route
 from kernbench.topology.spec import load_spec, named_topologies
 
@@ -32,18 +33,64 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     show.add_argument("topology", nargs="?", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")
     show.add_argument("--route", nargs=2, metavar=("SRC", "DST"), help="node ids of the example route (default: first PE's DMA to the last HBM slice)")
-    sub.add_parser("list", help="list the named topologies")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    listing = sub.add_parser("list", help="list the named topologies")
+    listing.add_argument("--json", action="store_true", help="print a JSON list")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     if args.topo_command == "list":
-        text = render_list()
+        rows = list_data()
+        text = to_json(rows, indent=2) + "\n" if args.json else render_list(rows)
     else:
         graph = load_topology(args.topology, args.overrides)
-        text = render_show(graph, tuple(args.route) if args.route else None)
+        ends = tuple(args.route) if args.route else None
+        text = to_json(show_data(graph, ends), indent=2) + "\n" if args.json else render_show(graph, ends)
     print(text, end="")
     return 0
+
+
+def list_data() -> list[dict]:
+    out = []
+    for name in named_topologies():
+        spec = load_spec(name)
+        out.append({"name": name, "pes": pe_count(spec), "description": spec.get("description") or ""})
+    return out
+
+
+def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict:
+    """What ``topo show`` prints, as numbers."""
+    spec = graph.spec
+    mesh = spec["sip"]["mesh"]
+    nodes, edges = graph.kind_counts()
+    slices = graph.nodes_of_kind("hbm_slice")
+    doc: dict = {
+        "name": graph.name,
+        "description": spec.get("description") or "",
+        "sips": spec["system"]["sips"],
+        "mesh": {"width": mesh["width"], "height": mesh["height"]},
+        "pes": len(graph.nodes_of_kind("pe_cpu")),
+        "flit_bytes": graph.flit_bytes,
+        "nodes": {"total": len(graph.nodes), **dict(sorted(nodes.items()))},
+        "edges": {"total": len(graph.edges), **dict(sorted(edges.items()))},
+    }
+    if slices:
+        a = slices[0].attrs
+        doc["hbm_slice_gbps"] = a["channels"] * a["channel_bw_gbps"]
+        doc["hbm_system_gbps"] = a["channels"] * a["channel_bw_gbps"] * len(slices)
+    ends = route_ends or _default_route(graph)
+    if ends is not None:
+        route = graph.route(*ends)
+        doc["example_route"] = {
+            "src": ends[0],
+            "dst": ends[1],
+            "hops": [{"edge": h.edge.id, "kind": h.edge.kind, "bw_gbps": h.edge.bw_gbps, "prop_ns": h.prop_ns,
+                      "flit_ns": h.flit_ns, "next_overhead_ns": h.next_overhead_ns} for h in route.hops],
+            "header_ns": route.header_ns,
+            "bottleneck_gbps": route.bottleneck_gbps,
+        }
+    return doc
 
 
 # --- rendering ---------------------------------------------------------------
@@ -65,15 +112,12 @@ def _gbps(x: float) -> str:
     return f"{x:g} GB/s"
 
 
-def render_list() -> str:
+def render_list(rows: list[dict] | None = None) -> str:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for col in ("name", "PEs", "description"):
         t.add_column(col)
-    for name in named_topologies():
-        spec = load_spec(name)
-        mesh = spec["sip"]["mesh"]
-        pes = spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
-        t.add_row(name, str(pes), spec.get("description") or "")
+    for row in rows if rows is not None else list_data():
+        t.add_row(row["name"], str(row["pes"]), row["description"])
     return _render(t)
 
 

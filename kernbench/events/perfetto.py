@@ -3,17 +3,28 @@
 Open the file in https://ui.perfetto.dev or ``chrome://tracing``:
 
 * one *process* per PE (``pid`` in natural PE order, named by
-  ``process_name`` metadata), one *thread* per engine lane in
+  ``process_name`` metadata), threads for its engine lanes in
   :data:`~kernbench.events.timeline.ENGINES` order;
-* edges live in a ``links`` process (a thread per edge), other components
+* edges live in a ``links`` process (threads per edge), other components
   (HBM channels, routers…) in a process per parent node;
 * spans become complete (``"X"``) events, instants become ``"i"`` events,
-  FIFO depths become counter (``"C"``) tracks named after the edge;
+  FIFO depths (QUEUE_DEPTH) become counter (``"C"``) tracks named after the
+  edge, for the demo and real kernels alike;
 * a transfer's EDGE_BUSY hops, joined by ``corr_id``, are linked with flow
   events (``"s"`` on the first hop, ``"t"`` on the middle ones, ``"f"`` on the
   last) whose ``id`` is the ``corr_id``.
 
-Timestamps are microseconds (the format's unit); ``displayTimeUnit`` is ns.
+Two rules keep a trace processor from dropping anything:
+
+* **Times are whole nanoseconds**, rounded once per instant: a span runs from
+  ``round(t_ns)`` to ``round(end_ns)``, so neighbours that touch still touch
+  (rounding start and duration separately made them overlap by 1 ns).
+  ``ts`` is written in microseconds, the format's unit, with at most three
+  decimals (``displayTimeUnit`` is ns).
+* **One track per concurrent operation**: spans of a component that overlap
+  (a FETCH while a STORE runs on the FETCH/STORE lane, two transfers sharing
+  a link, a stall and its lazy-load wait) go to separate threads of that
+  component (``fs``, ``fs #2``, …), each holding spans that never overlap.
 """
 
 from __future__ import annotations
@@ -28,16 +39,35 @@ from kernbench.events.store import EventStore, is_span_kind
 from kernbench.events.timeline import ENGINES, natural_key, pe_of
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
+from kernbench.outputs import write_atomic
 
 LINKS_PROCESS = "links"
 
 
-class _Tracks:
-    """Assigns a (pid, tid) to every component and records their names."""
+def pack_tracks(spans: list[tuple[int, int, int]]) -> tuple[dict[int, int], int]:
+    """Spans ``(start, end, row)`` → ``({row: track}, tracks)``: the first track whose
+    last span ends at or before the start; spans on one track never overlap."""
+    ends: list[int] = []
+    track_of: dict[int, int] = {}
+    for start, end, row in sorted(spans):
+        for i, last in enumerate(ends):
+            if last <= start:
+                ends[i] = end
+                track_of[row] = i
+                break
+        else:
+            track_of[row] = len(ends)
+            ends.append(end)
+    return track_of, max(1, len(ends))
 
-    def __init__(self, components: list[str]) -> None:
+
+class _Tracks:
+    """Assigns a (pid, tid) to every track of every component and records their names."""
+
+    def __init__(self, components: list[str], tracks_per_component: dict[str, int]) -> None:
         self.meta: list[dict[str, Any]] = []
-        self.of: dict[str, tuple[int, int]] = {}
+        self.of: dict[tuple[str, int], tuple[int, int]] = {}
+        self.pid_of: dict[str, int] = {}
         pes = sorted({p for c in components if (p := pe_of(c))}, key=natural_key)
         groups: dict[str, list[str]] = {}
         for c in components:
@@ -55,37 +85,66 @@ class _Tracks:
                     natural_key(c),
                 ),
             )
-            for tid, lane in enumerate(lanes, start=1):
-                self._thread(pid, tid, lane[len(pe) + 1 :], lane)
+            self._threads(pid, [(lane, lane[len(pe) + 1 :]) for lane in lanes], tracks_per_component)
         for group in sorted(groups, key=natural_key):
             pid += 1
             self._process(pid, group)
-            for tid, comp in enumerate(sorted(groups[group], key=natural_key), start=1):
-                self._thread(pid, tid, comp, comp)
+            self._threads(pid, [(c, c) for c in sorted(groups[group], key=natural_key)], tracks_per_component)
 
     def _process(self, pid: int, name: str) -> None:
         self.meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
         self.meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
 
-    def _thread(self, pid: int, tid: int, name: str, component: str) -> None:
-        self.of[component] = (pid, tid)
-        self.meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-        self.meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+    def _threads(self, pid: int, lanes: list[tuple[str, str]], tracks_per_component: dict[str, int]) -> None:
+        tid = 0
+        for component, name in lanes:
+            self.pid_of[component] = pid
+            for k in range(tracks_per_component.get(component, 1)):
+                tid += 1
+                self.of[(component, k)] = (pid, tid)
+                label = name if k == 0 else f"{name} #{k + 1}"
+                self.meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
+                self.meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+
+
+def _us(ns: int) -> float:
+    """Whole nanoseconds as microseconds: ``k / 1000`` prints with at most three decimals."""
+    return ns / 1000
 
 
 def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> dict[str, Any]:
     """The trace-event JSON object for ``store``."""
-    used = sorted({store.components[int(c)] for c in np.unique(store.col("component"))})
-    tracks = _Tracks(used)
-    events: list[dict[str, Any]] = list(tracks.meta)
-    hops: dict[int, list[tuple[float, float, int, int]]] = {}
+    n = len(store)
     cols = {name: store.col(name).tolist() for name in store.columns()}
-    for row in range(len(store)):
+    start = np.rint(store.col("t_ns")).astype(np.int64).tolist() if n else []
+    end = np.rint(store.col("end_ns")).astype(np.int64).tolist() if n else []
+    span_rows: dict[int, list[tuple[int, int, int]]] = {}
+    for row in range(n):
+        if is_span_kind(cols["kind"][row]):
+            end[row] = max(end[row], start[row])
+            span_rows.setdefault(cols["component"][row], []).append((start[row], end[row], row))
+    track: dict[int, int] = {}
+    tracks_per_component: dict[str, int] = {}
+    for comp, spans in span_rows.items():
+        placed, count = pack_tracks(spans)
+        track.update(placed)
+        tracks_per_component[store.components[comp]] = count
+    used = sorted({store.components[int(c)] for c in np.unique(store.col("component"))})
+    tracks = _Tracks(used, tracks_per_component)
+    events: list[dict[str, Any]] = list(tracks.meta)
+    hops: dict[int, list[tuple[int, int, int]]] = {}
+    counters: dict[tuple[int, int], dict[str, Any]] = {}
+    for row in range(n):
         kind = EventKind(cols["kind"][row])
         comp = store.components[cols["component"][row]]
-        pid, tid = tracks.of[comp]
-        t_ns, end_ns = cols["t_ns"][row], cols["end_ns"][row]
+        pid, tid = tracks.of[(comp, track.get(row, 0))]
         label = store.strings[cols["label"][row]]
+        if kind == EventKind.QUEUE_DEPTH:  # the last sample of a whole nanosecond wins
+            counters[(cols["component"][row], start[row])] = {
+                "ph": "C", "name": comp, "cat": "fifo", "ts": _us(start[row]), "pid": pid, "tid": tid,
+                "args": {"depth_flits": cols["value"][row]},
+            }
+            continue
         args: dict[str, Any] = {"value": cols["value"][row]}
         if cols["corr_id"][row] >= 0:
             args["corr_id"] = cols["corr_id"][row]
@@ -94,25 +153,22 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
         if label:
             args["label"] = label
         name = label or kind.name.lower()
-        if kind == EventKind.QUEUE_DEPTH:
-            events.append({"ph": "C", "name": comp, "cat": "fifo", "ts": t_ns / 1000.0, "pid": pid, "tid": tid,
-                           "args": {"depth_flits": cols["value"][row]}})
-        elif is_span_kind(kind):
-            events.append({"ph": "X", "name": name, "cat": kind.name.lower(), "ts": t_ns / 1000.0,
-                           "dur": max(0.0, end_ns - t_ns) / 1000.0, "pid": pid, "tid": tid, "args": args})
+        if row in track:
+            events.append({"ph": "X", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]),
+                           "dur": _us(end[row] - start[row]), "pid": pid, "tid": tid, "args": args})
             if kind == EventKind.EDGE_BUSY and cols["corr_id"][row] >= 0:
-                hops.setdefault(cols["corr_id"][row], []).append((t_ns, end_ns, pid, tid))
+                hops.setdefault(cols["corr_id"][row], []).append((start[row], pid, tid))
         else:
-            events.append({"ph": "i", "s": "t", "name": name, "cat": kind.name.lower(), "ts": t_ns / 1000.0,
+            events.append({"ph": "i", "s": "t", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]),
                            "pid": pid, "tid": tid, "args": args})
+    events.extend(counters.values())
     for corr in sorted(hops):
         chain = hops[corr]
         if len(chain) < 2:
             continue
-        for i, (t_ns, _end, pid, tid) in enumerate(chain):
+        for i, (t, pid, tid) in enumerate(chain):
             ph = "s" if i == 0 else ("f" if i == len(chain) - 1 else "t")
-            flow = {"ph": ph, "id": corr, "name": "transfer", "cat": "transfer", "ts": t_ns / 1000.0,
-                    "pid": pid, "tid": tid}
+            flow = {"ph": ph, "id": corr, "name": "transfer", "cat": "transfer", "ts": _us(t), "pid": pid, "tid": tid}
             if ph == "f":
                 flow["bp"] = "e"
             events.append(flow)
@@ -123,7 +179,12 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
 
+def perfetto_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> bytes:
+    """:func:`perfetto_trace` as compact, strict JSON."""
+    return json.dumps(perfetto_trace(store, metadata), separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
 def save_perfetto(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write :func:`perfetto_trace` to ``path`` as compact JSON."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(perfetto_trace(store, metadata), f, separators=(",", ":"))
+    """Write :func:`perfetto_bytes` to ``path`` (whole or not at all)."""
+    data = perfetto_bytes(store, metadata)
+    write_atomic(path, lambda f: f.write(data))

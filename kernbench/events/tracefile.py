@@ -21,17 +21,21 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import struct
+import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.lib import format as npformat
 
 from kernbench.errors import TraceFormatError
 from kernbench.events.store import COLUMNS, EventStore
+from kernbench.outputs import write_atomic
 
 MAGIC = b"KBTRACE\x00"
 FORMAT_VERSION = 1
@@ -54,8 +58,8 @@ class Trace(NamedTuple):
     metadata: TraceMetadata
 
 
-def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
-    """Write ``store`` and ``metadata`` to ``path`` (atomically, via a temp file)."""
+def trace_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> bytes:
+    """``store`` and ``metadata`` in the trace file format."""
     metadata = metadata or TraceMetadata(end_ns=store.end_ns)
     header = json.dumps(
         {
@@ -70,32 +74,65 @@ def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetada
     np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items()})
     payload = buf.getvalue()
     crc = zlib.crc32(payload, zlib.crc32(header))
-    fixed = _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(fixed)
-        f.write(header)
-        f.write(payload)
-    os.replace(tmp, path)
+    return _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc) + header + payload
+
+
+def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
+    """Write :func:`trace_bytes` to ``path`` (whole or not at all: :func:`~kernbench.outputs.write_atomic`)."""
+    data = trace_bytes(store, metadata)
+    write_atomic(path, lambda f: f.write(data))
+
+
+MAX_TRACE_BYTES = 4 * 2**30
+MAX_TRACE_EVENTS = 200_000_000
+_NPY_HEADERS = {(1, 0): npformat.read_array_header_1_0, (2, 0): npformat.read_array_header_2_0}
+_META_TYPES = {"kernel": str, "topology": str, "variant": str, "end_ns": (int, float), "extra": dict}
 
 
 def open_trace(path: str | os.PathLike) -> Trace:
-    """Read a trace file; every problem is a :class:`TraceFormatError`."""
+    """Read a trace file; every problem is a :class:`TraceFormatError`.
+
+    The checksum only says the bytes are the ones written; the structure is
+    validated too (header types, each column's ``.npy`` header, dtype and
+    length, finite times, indices in range), and nothing larger than the
+    header promises is ever allocated.
+    """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read trace file ({exc.strerror or exc})") from None
 
     def fail(what: str) -> TraceFormatError:
         return TraceFormatError(f"{path}: {what}")
 
-    if len(data) < _FIXED.size:
-        if data and not MAGIC.startswith(data[: len(MAGIC)]):
-            raise fail("not a kernbench trace file (bad magic bytes)")
-        raise fail(f"truncated: {len(data)} bytes, shorter than the {_FIXED.size}-byte file header")
+    try:
+        with open(path, "rb") as f:
+            if not path.is_file():
+                raise fail("not a regular file")
+            head = f.read(_FIXED.size)
+            data = _read_rest(f, head, fail)
+    except FileNotFoundError:
+        raise fail("no such trace file") from None
+    except OSError as exc:
+        raise fail(f"cannot read trace file ({exc.strerror or exc})") from None
     magic, version, _flags, h_len, p_len, crc = _FIXED.unpack_from(data)
+    header = data[_FIXED.size : _FIXED.size + h_len]
+    payload = data[_FIXED.size + h_len :]
+    if zlib.crc32(payload, zlib.crc32(header)) != crc:
+        raise fail("corrupt: checksum mismatch (the file was altered or damaged)")
+    meta, components, strings, n_events = _read_header(header, fail)
+    columns = _read_columns(payload, n_events, fail)
+    try:
+        store = EventStore.from_columns(columns, components, strings)
+    except ValueError as exc:
+        raise fail(f"corrupt: {exc}") from None
+    return Trace(store, meta)
+
+
+def _read_rest(f, head: bytes, fail) -> bytes:
+    """The whole file, once the fixed header has said how long it is."""
+    if len(head) < _FIXED.size:
+        if head and not MAGIC.startswith(head[: len(MAGIC)]):
+            raise fail("not a kernbench trace file (bad magic bytes)")
+        raise fail(f"truncated: {len(head)} bytes, shorter than the {_FIXED.size}-byte file header")
+    magic, version, _flags, h_len, p_len, _crc = _FIXED.unpack_from(head)
     if magic != MAGIC:
         raise fail("not a kernbench trace file (bad magic bytes)")
     if version > FORMAT_VERSION:
@@ -106,31 +143,61 @@ def open_trace(path: str | os.PathLike) -> Trace:
     if version < 1:
         raise fail(f"corrupt: invalid trace format version {version}")
     expected = _FIXED.size + h_len + p_len
-    if len(data) < expected:
-        raise fail(f"truncated: {len(data)} bytes, the header promises {expected}")
-    if len(data) > expected:
-        raise fail(f"corrupt: {len(data) - expected} unexpected bytes after the payload")
-    header = data[_FIXED.size : _FIXED.size + h_len]
-    payload = data[_FIXED.size + h_len :]
-    if zlib.crc32(payload, zlib.crc32(header)) != crc:
-        raise fail("corrupt: checksum mismatch (the file was altered or damaged)")
+    if expected > MAX_TRACE_BYTES:
+        raise fail(f"corrupt or too large: the header promises {expected:,} bytes, the limit is {MAX_TRACE_BYTES:,}")
+    rest = f.read(expected - _FIXED.size + 1)
+    size = _FIXED.size + len(rest)
+    if size < expected:
+        raise fail(f"truncated: {size} bytes, the header promises {expected}")
+    if size > expected or f.read(1):
+        raise fail("corrupt: unexpected bytes after the payload")
+    return head + rest
+
+
+def _read_header(header: bytes, fail) -> tuple[TraceMetadata, list[str], list[str], int]:
     try:
         head = json.loads(header.decode("utf-8"))
-        meta = TraceMetadata(**head["metadata"])
-        components = list(head["components"])
-        strings = list(head["strings"])
-        n_events = int(head["n_events"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise fail(f"corrupt: unreadable header ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise fail(f"corrupt: unreadable header ({type(exc).__name__})") from None
+    if not isinstance(head, dict) or not {"metadata", "components", "strings", "n_events"} <= set(head):
+        raise fail("corrupt: the header lacks metadata, components, strings or n_events")
+    meta, components, strings, n_events = head["metadata"], head["components"], head["strings"], head["n_events"]
+    if not isinstance(meta, dict) or set(meta) - set(_META_TYPES) or not all(
+        isinstance(meta[k], t) and not isinstance(meta[k], bool) for k, t in _META_TYPES.items() if k in meta
+    ):
+        raise fail("corrupt: malformed metadata in the header")
+    if "end_ns" in meta and not math.isfinite(meta["end_ns"]):
+        raise fail("corrupt: metadata end_ns is not a finite number")
+    if not (isinstance(components, list) and all(isinstance(c, str) for c in components) and len(set(components)) == len(components)):
+        raise fail("corrupt: the component table is not a list of distinct names")
+    if not (isinstance(strings, list) and strings[:1] == [""] and all(isinstance(x, str) for x in strings)):
+        raise fail("corrupt: the string table is malformed")
+    if isinstance(n_events, bool) or not isinstance(n_events, int) or not 0 <= n_events <= MAX_TRACE_EVENTS:
+        raise fail(f"corrupt: n_events {str(n_events)[:40]} is not a count of events")
+    return TraceMetadata(**meta), components, strings, n_events
+
+
+def _read_columns(payload: bytes, n_events: int, fail) -> dict[str, np.ndarray]:
+    """Each column from its ``.npy`` member, checked before any array is allocated."""
+    columns = {}
     try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            columns = {name: npz[name] for name in COLUMNS}
-    except (ValueError, KeyError, OSError, zlib.error) as exc:
-        raise fail(f"corrupt: unreadable event columns ({exc})") from None
-    try:
-        store = EventStore.from_columns(columns, components, strings)
-    except ValueError as exc:
-        raise fail(f"corrupt: {exc}") from None
-    if len(store) != n_events:
-        raise fail(f"corrupt: header says {n_events} events, columns hold {len(store)}")
-    return Trace(store, meta)
+        with zipfile.ZipFile(io.BytesIO(payload)) as zf:
+            for name, dtype in COLUMNS.items():
+                info = zf.getinfo(f"{name}.npy")
+                with zf.open(info) as member:
+                    read_header = _NPY_HEADERS[npformat.read_magic(member)]
+                    shape, fortran, got = read_header(member, max_header_size=1024)
+                    if got != dtype or shape != (n_events,) or fortran:
+                        raise ValueError(f"column {name!r} is {got}{shape}, expected {dtype}({n_events},)")
+                    raw = member.read(n_events * dtype.itemsize + 1)
+                if len(raw) != n_events * dtype.itemsize:
+                    raise ValueError(f"column {name!r} holds {len(raw)} bytes, expected {n_events * dtype.itemsize}")
+                columns[name] = np.frombuffer(raw, dtype=dtype)
+    except TraceFormatError:
+        raise
+    except Exception as exc:  # anything a damaged zip or .npy header raises is corruption, not a bug
+        raise fail(f"corrupt: unreadable event columns ({type(exc).__name__}: {str(exc)[:120]})") from None
+    for name in ("t_ns", "end_ns", "value"):
+        if not np.isfinite(columns[name]).all():
+            raise fail(f"corrupt: column {name!r} holds a non-finite number")
+    return columns

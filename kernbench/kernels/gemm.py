@@ -61,21 +61,41 @@ def gemm_composite(a_blocks, b_copies, c_blocks):
     )
 
 
+MAX_DIM = 8192
+MAX_INPUT_BYTES = 256 * 2**20  # A, the replicated Bs and C together, float16
+
 _PARAMS = (
-    Param("m", int, 256, "rows of A and C (split over the programs)"),
-    Param("n", int, 128, "columns of B and C"),
-    Param("k", int, 512, "inner dimension"),
-    Param("tile_k", int, 128, "K-chunk per load (primitive form)"),
-    Param("pes", int, 4, "programs (PEs) to split M over"),
+    Param("m", int, 256, "rows of A and C (split over the programs)", low=1, high=MAX_DIM),
+    Param("n", int, 128, "columns of B and C", low=1, high=MAX_DIM),
+    Param("k", int, 512, "inner dimension", low=1, high=MAX_DIM),
+    Param("tile_k", int, 128, "K-chunk per load (primitive form)", low=1, high=MAX_DIM),
+    Param("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
     Param("layout", str, "tiled", "A's K-chunks in HBM (primitive form): tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")),
-    Param("seed", int, 0, "random seed of the inputs"),
+    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
+
+
+def check_options(p: dict, pes_available: int) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before)."""
+    m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p["tile_k"]
+    problems = []
+    if pes > pes_available:
+        problems.append(f"--pes {pes}: the topology has {pes_available} PEs")
+    if m % pes:
+        problems.append(f"--m {m} must divide by --pes {pes}")
+    if k % tile_k:
+        problems.append(f"--k {k} must divide by --tile-k {tile_k}")
+    size = 2 * (m * k + pes * k * n + m * n)
+    if size > MAX_INPUT_BYTES:
+        problems.append(f"the inputs take {size / 2**20:,.0f} MiB (A, one B per PE, C); at most {MAX_INPUT_BYTES // 2**20} MiB")
+    return problems
 
 
 def _setup(rt: Runtime, p: dict, composite: bool) -> Prepared:
     m, n, k, pes = p["m"], p["n"], p["k"], p["pes"]
-    if m % pes or k % p["tile_k"]:
-        raise ValueError(f"m ({m}) must divide by pes ({pes}) and k ({k}) by tile_k ({p['tile_k']})")
+    problems = check_options(p, len(rt.pe_ids()))
+    if problems:
+        raise ValueError("; ".join(problems))
     rng = np.random.default_rng(p["seed"])
     A = rng.standard_normal((m, k)).astype(np.float16)
     B = rng.standard_normal((k, n)).astype(np.float16)
@@ -112,6 +132,7 @@ register(
         "tiled GEMM from single-op primitives with chunked lazy loads",
         _PARAMS,
         lambda rt, p: _setup(rt, p, composite=False),
+        check=check_options,
     )
 )
 register(
@@ -120,5 +141,6 @@ register(
         "tiled GEMM as one tl.composite per PE, operands streamed by PE_SCHEDULER",
         _PARAMS,
         lambda rt, p: _setup(rt, p, composite=True),
+        check=check_options,
     )
 )

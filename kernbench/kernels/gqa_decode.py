@@ -244,23 +244,38 @@ def reference_blocks(Q: np.ndarray, kt_blocks: list[list[np.ndarray]], v_blocks:
     return out
 
 
-def pes_per_head_for(rt: Runtime, p: dict) -> int:
-    pph = p.get("pes_per_head", 0) or len(rt.pe_ids()) // p["kv_heads"]
+def pes_per_head_for(pes_available: int, p: dict) -> int:
+    pph = p.get("pes_per_head", 0) or pes_available // p["kv_heads"]
     return max(1, min(pph, p["context"]))
+
+
+MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float16) take at most 256 MiB
+
+
+def check_options(p: dict, pes_available: int) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before)."""
+    H, kvh, d, ctx = p["heads"], p["kv_heads"], p["head_dim"], p["context"]
+    problems = []
+    if p["variant"] not in VARIANTS:
+        problems.append(f"--variant must be one of {', '.join(VARIANTS)}, not {p['variant']!r}")
+    if min(H, kvh, d, ctx, p["tile"]) < 1 or p.get("pes_per_head", 0) < 0:
+        problems.append("--heads, --kv-heads, --head-dim, --context and --tile must be >= 1, --pes-per-head >= 0")
+    elif H % kvh:
+        problems.append(f"--heads {H} must be a multiple of --kv-heads {kvh}")
+    elif kvh * ctx * d > MAX_KV_ELEMENTS:
+        problems.append(f"--kv-heads × --context × --head-dim = {kvh * ctx * d:,} KV elements; at most {MAX_KV_ELEMENTS:,}")
+    elif kvh * (P := pes_per_head_for(pes_available, p)) > pes_available:
+        problems.append(f"--kv-heads × --pes-per-head = {kvh * P} PEs, but the topology has {pes_available}")
+    return problems
 
 
 def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
     variant = p["variant"]
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+    problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()))
+    if problems:
+        raise ValueError("; ".join(problems))
     H, kvh, d, ctx, T = p["heads"], p["kv_heads"], p["head_dim"], p["context"], p["tile"]
-    if kvh <= 0 or H % kvh:
-        raise ValueError(f"heads ({H}) must be a positive multiple of kv_heads ({kvh})")
-    if min(d, ctx, T) <= 0:
-        raise ValueError("head_dim, context and tile must be positive")
-    P = pes_per_head_for(rt, p)
-    if kvh * P > len(rt.pe_ids()):
-        raise ValueError(f"kv_heads × pes_per_head = {kvh * P} PEs, but {rt.graph.name} has {len(rt.pe_ids())}")
+    P = pes_per_head_for(len(rt.pe_ids()), p)
     G = H // kvh
     layout = p.get("layout", "tiled")
     if layout not in LAYOUTS:
@@ -328,14 +343,14 @@ def per_tile(result: RunResult, tiles_total: int) -> dict:
 
 PARAMS = (
     Param("variant", str, "opt2", "kernel form", VARIANTS),
-    Param("heads", int, 64, "query heads"),
-    Param("kv_heads", int, 8, "KV heads (query heads per KV head = heads / kv_heads)"),
-    Param("head_dim", int, 128, "head dimension d"),
-    Param("context", int, 32768, "KV context length (tokens)"),
-    Param("tile", int, 128, "KV tile (tokens per tile)"),
-    Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)"),
+    Param("heads", int, 64, "query heads", low=1, high=4096),
+    Param("kv_heads", int, 8, "KV heads (query heads per KV head = heads / kv_heads)", low=1, high=4096),
+    Param("head_dim", int, 128, "head dimension d", low=1, high=4096),
+    Param("context", int, 32768, "KV context length (tokens)", low=1, high=2**20),
+    Param("tile", int, 128, "KV tile (tokens per tile)", low=1, high=2**20),
+    Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)", low=0, high=4096),
     Param("layout", str, "tiled", "Kᵀ in HBM: tiled (each tile's block contiguous) or naive (one row-major d × n)", LAYOUTS),
-    Param("seed", int, 0, "random seed of the inputs"),
+    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
 
 register(
@@ -345,5 +360,6 @@ register(
         PARAMS,
         setup,
         default_topology="paper",
+        check=check_options,
     )
 )

@@ -4,6 +4,12 @@
 runtime; it returns a :class:`Prepared` whose ``check()`` compares the
 kernel's output with a numpy reference after the run and whose
 ``summary(result)`` gives kernel-specific figures (per-tile counts, …).
+
+Options are validated at this boundary, before a topology is compiled or a
+tensor deployed: each :class:`Param` carries its range, and a kernel's
+``check(params, pes)`` the rules between options and against the topology's
+PE count; every problem names the option's flag (``--heads``), never a line
+inside the kernel.
 """
 
 from __future__ import annotations
@@ -22,6 +28,20 @@ class Param:
     default: Any
     help: str
     choices: tuple | None = None
+    low: float | None = None  # inclusive bounds of a number
+    high: float | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not acceptable for this option, or None."""
+        if self.choices is not None and value not in self.choices:
+            return f"{self.flag} {value!r}: choose one of {', '.join(map(str, self.choices))}"
+        if self.low is not None and value < self.low or self.high is not None and value > self.high:
+            return f"{self.flag} {value!r}: must be in {self.low:g}..{self.high:g}"
+        return None
 
 
 @dataclass
@@ -38,9 +58,20 @@ class KernelSpec:
     params: tuple[Param, ...]
     prepare: Callable[[Runtime, dict], Prepared]
     default_topology: str = "cube1"
+    check: Callable[[dict, int], list[str]] = field(default=lambda params, pes: [])
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
+
+    def validate(self, params: dict[str, Any], pes: int) -> None:
+        """Every option's range, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
+        from kernbench.errors import KernbenchError
+
+        problems = [msg for p in self.params if (msg := p.problem(params.get(p.name, p.default)))]
+        if not problems:
+            problems = self.check(dict(self.defaults(), **params), pes)
+        if problems:
+            raise KernbenchError(f"{self.name}: " + "; ".join(problems))
 
 
 KERNELS: dict[str, KernelSpec] = {}
@@ -82,9 +113,23 @@ def get(name: str) -> KernelSpec:
     table = kernels()
     key = name.replace("_", "-")
     if key not in table:
-        import difflib
-
-        g = difflib.get_close_matches(key, list(table), n=1)
-        hint = f" (did you mean {g[0]!r}?)" if g else ""
+        guesses = suggest(key, list(table))
+        hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
         raise KernbenchError(f"unknown kernel {name!r}{hint}; `kernbench run --list` shows them")
     return table[key]
+
+
+def suggest(name: str, known: list[str]) -> list[str]:
+    """Names ``name`` may have meant: same but for case, a prefix of one, a part of one, or a close typo."""
+    import difflib
+
+    key = name.lower()
+    for match in (
+        lambda k: k.lower() == key,
+        lambda k: k.lower().startswith(key) or key.startswith(k.lower()),
+        lambda k: key in k.lower(),
+    ):
+        hits = sorted(k for k in known if match(k))
+        if key and hits:
+            return hits
+    return difflib.get_close_matches(key, known, n=2, cutoff=0.6)

@@ -11,6 +11,8 @@ from differs, so their dispatch accounting is the same by construction.
 from __future__ import annotations
 
 import linecache
+import sys
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -18,7 +20,7 @@ from typing import Any
 
 import simpy
 
-from kernbench.errors import CompositeCapError, KernelError
+from kernbench.errors import CompositeCapError, KernelError, RunLimitError
 from kernbench.events.types import EventKind, StallReason
 from kernbench.pe.commands import (
     CompositeCmd,
@@ -33,6 +35,7 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.scheduler import ready_time
+from kernbench.runtime.limits import RunLimits, WallTimeExceeded
 
 OP_LOG_KIND = {
     DmaReadCmd: "memory/dma_read",
@@ -53,12 +56,24 @@ SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
 
 
 class PeCpu:
-    def __init__(self, pe: ProcessingElement, requests: Callable[[Any], Any], describe_error: Callable[[BaseException], str] | None = None):
-        """``requests(response) -> request | None``: the next request, given the last response."""
+    def __init__(
+        self,
+        pe: ProcessingElement,
+        requests: Callable[[Any], Any],
+        describe_error: Callable[[BaseException], str] | None = None,
+        limits: RunLimits | None = None,
+        locate: Callable[[], str] | None = None,
+    ):
+        """``requests(response) -> request | None``: the next request, given the last response;
+        ``locate()`` says where the kernel is now (its file:line), for limit errors."""
         self.pe = pe
         self.env = pe.env
         self.next_request = requests
         self.describe_error = describe_error or (lambda exc: "")
+        self.limits = limits or RunLimits()
+        self.locate = locate or (lambda: "")
+        self.deadline = self.limits.deadline()
+        self.issued = 0  # every command the kernel issued, tl.cycles included
         self.op_log: list[dict] = []
         self.dispatch_cycles = 0.0
         self.commands = 0
@@ -83,6 +98,8 @@ class PeCpu:
         while True:
             try:
                 req = self.next_request(response)
+            except WallTimeExceeded:
+                raise self._limit_error(f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error) from None
             except CompositeCapError as exc:
                 raise CompositeCapError(f"{pe.pe_id}: {exc}{self.describe_error(exc)}") from None
             except Exception as exc:  # the kernel's own error, with its line
@@ -91,7 +108,9 @@ class PeCpu:
             if req is None:
                 break
             what = req[0]
+            self._check_limits()
             if what == "cmd":
+                self.issued += 1
                 cmd = req[1]
                 if isinstance(cmd, PeCpuOverheadCmd):
                     dur = cost.cycles_to_ns(cmd.cycles)
@@ -156,6 +175,22 @@ class PeCpu:
         pe.done_ns = env.now
         self.finished = True
 
+    def _check_limits(self) -> None:
+        lim = self.limits
+        if lim.max_commands_per_pe is not None and self.issued >= lim.max_commands_per_pe:
+            raise self._limit_error(f"issued {self.issued:,} commands, the limit per PE", "--max-commands-per-pe")
+        if lim.max_sim_ns is not None and self.t > lim.max_sim_ns:
+            raise self._limit_error(f"reached t={self.t:,.3f} ns, past the simulated-time limit of {lim.max_sim_ns:g} ns", "--max-sim-ns")
+        if time.monotonic() > self.deadline:
+            raise self._limit_error(f"ran past the wall-time limit of {lim.max_wall_s:g} s", "--max-wall-s")
+
+    def _limit_error(self, what: str, flag: str, where: Callable[..., str] | None = None) -> RunLimitError:
+        at = where(sys.exc_info()[1]) if where is not None else self.locate()
+        return RunLimitError(
+            f"{self.pe.pe_id} (program {self.pe.program_id}) {what}; the run was stopped "
+            f"(raise it with {flag} or RunLimits){at}"
+        )
+
     def _catch_up(self) -> Iterator[simpy.Event]:
         """Let SimPy's clock reach this CPU's."""
         if self.t > self.env.now:
@@ -199,6 +234,16 @@ class PeCpu:
         err = KernelError(f"{self.pe.pe_id} (program {self.pe.program_id}): {type(exc).__name__}: {exc}{where}")
         err.__cause__ = None
         return err
+
+
+def kernel_frame_location(frame: Any, kernel_file: str) -> str:
+    """`` at file:line`` of the innermost frame of ``kernel_file`` on a suspended greenlet's stack."""
+    while frame is not None and frame.f_code.co_filename != kernel_file:
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    line = (linecache.getline(kernel_file, frame.f_lineno) or "").strip()
+    return f"\n  at {kernel_file}:{frame.f_lineno} in {frame.f_code.co_name}\n    {line}"
 
 
 def kernel_location(exc: BaseException, kernel_file: str) -> str:

@@ -139,10 +139,25 @@ class IpcqFabric:
 
     def unmatched(self) -> list[str]:
         out = []
-        for (_, s, d), q in sorted(self._posted.items()):
+        for (launch, s, d), q in sorted(self._posted.items()):
             if q:
-                out.append(f"program {d} posted {len(q)} receive(s) from program {s} that no send matched")
-        for (_, s, d), q in sorted(self._arrived.items()):
+                out.append(f"{self._who(launch, d)} posted {len(q)} receive(s) from {self._who(launch, s)} that no send matched")
+        return out + self.lost_messages()
+
+    def lost_messages(self) -> list[str]:
+        """One line per (sender, receiver) whose messages no receive took, naming each message."""
+        out = []
+        for (launch, s, d), q in sorted(self._arrived.items()):
             if q:
-                out.append(f"program {s} sent {len(q)} message(s) to program {d} that no receive took")
+                what = ", ".join(_describe(data) for data in q)
+                out.append(f"{self._who(launch, s)} sent {len(q)} message(s) to {self._who(launch, d)} that no receive took ({what})")
         return out
+
+    def _who(self, launch: int, program: int) -> str:
+        pe = self.pes.get((launch, program))
+        return f"{pe.pe_id} (program {program})" if pe is not None else f"program {program}"
+
+
+def _describe(data: Any) -> str:
+    shape = getattr(data, "shape", None)
+    return f"{getattr(data, 'dtype', type(data).__name__)} {tuple(shape)}" if shape is not None else type(data).__name__

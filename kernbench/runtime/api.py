@@ -16,6 +16,7 @@ burst size, so contiguous data spreads over all pseudo-channels.
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -27,11 +28,12 @@ from typing import Any
 import numpy as np
 import simpy
 
-from kernbench.errors import DeadlockError
+from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import Event
-from kernbench.pe.cpu import PeCpu, kernel_location
+from kernbench.pe.cpu import PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
+from kernbench.runtime.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.tl.handles import HbmTensor
@@ -176,26 +178,66 @@ class Runtime:
 
     def launch(self, kernel: Callable[..., Any], pes: Sequence[int | str], args: Sequence[Any] = (), **kwargs: Any) -> None:
         """Queue ``kernel(*args, **kwargs)`` on each PE; ``tl.program_id()`` is its index in ``pes``."""
+        _check_kernel(kernel)
         ids = tuple(self.pe_id(p) for p in pes)
+        if not ids:
+            raise ValueError("launch on no PE: give pes at least one PE (an index or id)")
         if len(set(ids)) != len(ids):
             raise ValueError("a PE appears twice in one launch")
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
-    def run(self, *, record: bool = False, bus: Bus | None = None) -> RunResult:
-        """Run every launched kernel to completion; ``record`` keeps the event stream."""
+    def run(self, *, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
+        """Run every launched kernel to completion; ``record`` keeps the event stream.
+
+        ``limits`` stop a runaway run with a :class:`RunLimitError`; on any
+        simulation error the events recorded so far are on ``exc.recorded``.
+        """
         if not self._launches:
             raise ValueError("nothing launched: call Runtime.launch first")
         launches, self._launches = self._launches, []
-        return _simulate(self.graph, self.mode, launches, None, record, bus)
+        return _simulate(self.graph, self.mode, launches, None, record, bus, limits or RunLimits())
 
-    def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None) -> RunResult:
+    def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
         """Re-time ``result``'s command logs without running kernel code.
 
         With ``overrides`` (``--set``-style) the commands are re-timed on a
         changed topology, e.g. another dispatch cost ``R``.
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
-        return _simulate(graph, self.mode, None, result.command_logs, record, bus)
+        return _simulate(graph, self.mode, None, result.command_logs, record, bus, limits or RunLimits())
+
+
+def _check_kernel(kernel: Any) -> None:
+    """A kernel is a plain function (or a ``functools.partial`` of one), not a generator or coroutine."""
+    if not callable(kernel):
+        raise TypeError(f"a kernel must be a function, got {type(kernel).__name__}")
+    fn = _unwrap(kernel)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
+        raise TypeError(f"kernel {getattr(fn, '__name__', fn)!r} is a generator or async function; a kernel is a plain function (drop the yield/async)")
+
+
+def _unwrap(kernel: Any) -> Any:
+    while isinstance(kernel, functools.partial):
+        kernel = kernel.func
+    return kernel
+
+
+def _kernel_file(kernel: Any) -> str:
+    """The source file whose lines kernel errors point at ("" if it has none)."""
+    fn = _unwrap(kernel)
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    try:
+        return inspect.getsourcefile(fn) or (code.co_filename if code else "")
+    except TypeError:
+        return code.co_filename if code else ""
+
+
+def _call_kernel(launch: Launch) -> None:
+    out = launch.kernel(*launch.args, **launch.kwargs)
+    if inspect.isgenerator(out) or inspect.iscoroutine(out) or inspect.isasyncgen(out):
+        if inspect.iscoroutine(out):
+            out.close()
+        raise TypeError("the kernel returned a generator or coroutine; a kernel is a plain function that runs to its end")
 
 
 def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
@@ -223,7 +265,7 @@ def _pe_key(pe_id: str) -> tuple[int, int, int]:
     return int(sip[3:]), int(cube[4:]), int(pe[2:])
 
 
-def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dict[str, list[tuple]] | None, record: bool, bus: Bus | None) -> RunResult:
+def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dict[str, list[tuple]] | None, record: bool, bus: Bus | None, limits: RunLimits) -> RunResult:
     env = simpy.Environment()
     bus = bus if bus is not None else Bus()
     recorder = Recorder(bus) if record else None
@@ -252,28 +294,33 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
         fabric.pes[(li, prog)] = pe
     if launches is not None:
         for li, launch in enumerate(launches):
-            kfile = inspect.getsourcefile(launch.kernel) or launch.kernel.__code__.co_filename
+            kfile = _kernel_file(launch.kernel)
             for i, pid in enumerate(launch.pes):
                 pe = pes[pid]
                 ctx = KernelContext(i, pid, i, len(launch.pes), pe.cost, pe.scratch_bytes)
                 ctx.requests.append(("program", i, li))
                 pe.ctx = ctx
                 contexts[pid] = ctx
-                g = kernel_greenlet(lambda l=launch: l.kernel(*l.args, **l.kwargs), ctx)
-                cpus[pid] = PeCpu(pe, _live_requests(g, ctx), lambda exc, f=kfile: kernel_location(exc, f))
+                g = kernel_greenlet(functools.partial(_call_kernel, launch), ctx)
+                cpus[pid] = PeCpu(
+                    pe, _live_requests(g, ctx), lambda exc, f=kfile: kernel_location(exc, f), limits,
+                    lambda g=g, f=kfile: kernel_frame_location(g.gr_frame, f),
+                )
     else:
         for pid, log in logs.items():
-            cpus[pid] = PeCpu(pes[pid], _replay_requests(log))
+            cpus[pid] = PeCpu(pes[pid], _replay_requests(log), limits=limits)
     for pid in sorted(cpus, key=_pe_key):
         env.process(cpus[pid].run())
-    with _collector_paused():
-        env.run()
+    _run_within(env, limits, recorder)
     network.flush()
     blocked = [c for c in cpus.values() if not c.finished]
     if blocked:
         lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
         lines += fabric.unmatched()
-        raise DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines))
+        raise _kept(DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines)), recorder)
+    lost = fabric.lost_messages()
+    if lost:
+        raise _kept(LostMessageError("the run ended with messages no receive took:\n  " + "\n  ".join(lost)), recorder)
     latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
     order = sorted(pes, key=_pe_key)
     return RunResult(
@@ -288,6 +335,28 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
         events=recorder.events() if recorder is not None else None,
         command_logs={p: contexts[p].requests for p in order} if contexts else dict(logs or {}),
     )
+
+
+def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None) -> None:
+    """``env.run()`` under the run limits. A failure keeps what was recorded (``exc.recorded``);
+    Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
+    try:
+        with wall_clock_watchdog(limits), _collector_paused():
+            env.run()
+    except KernbenchError as exc:
+        raise _kept(exc, recorder)
+    except KeyboardInterrupt as exc:
+        raise Interrupted(env.now, getattr(exc, "signum", 2)) from None
+    except WallTimeExceeded:
+        raise _kept(RunLimitError(
+            f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
+            "while the engine was busy (raise it with --max-wall-s or RunLimits)"
+        ), recorder) from None
+
+
+def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:
+    exc.recorded = recorder.events() if recorder is not None else None
+    return exc
 
 
 @contextmanager

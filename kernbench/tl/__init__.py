@@ -299,9 +299,15 @@ def _run_spec(op: OpSpec) -> None:
         op.out.data = np.array(r, dtype=op.out.dtype)
 
 
+MAX_CYCLES = 1e12  # 1000 s at 1 GHz: far past any run limit
+
+
 def cycles(n: float) -> None:
-    """Spend exactly ``n`` PE_CPU cycles (no dispatch charge, ADR-0064 D5)."""
-    current().issue(PeCpuOverheadCmd(float(n)))
+    """Spend exactly ``n`` PE_CPU cycles (no dispatch charge, ADR-0064 D5); 0 <= n <= 1e12."""
+    ctx = current()
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)) or not 0 <= n <= MAX_CYCLES:
+        raise ValueError(f"tl.cycles: n must be a number of cycles in 0..{MAX_CYCLES:g}, got {n!r}")
+    ctx.issue(PeCpuOverheadCmd(float(n)))
 
 
 def send(dst: int, handle: TensorHandle) -> None:

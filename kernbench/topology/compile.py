@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from kernbench.errors import RouteError
+from kernbench.errors import RouteError, TopologyError
 from kernbench.topology.graph import Edge, Graph, Node
 from kernbench.topology.spec import load_spec
 
@@ -36,8 +36,59 @@ def load_topology(name_or_path: str | Path | None = None, overrides: list[str] |
     return compile_spec(load_spec(name_or_path, overrides))
 
 
+# The compiled graph's limits: about 5× the paper machine (4,675 nodes,
+# 8,616 edges; e.g. 2 SIPs of 9×9 CUBEs fit), where `topo show` takes ~0.6 s
+# and the DMA probe ~1.4 s. A larger topology fails at once, before anything
+# is built.
+MAX_GRAPH_NODES = 25_000
+MAX_GRAPH_EDGES = 50_000
+
+
 def compile_spec(spec: Mapping[str, Any]) -> Graph:
+    check_size(spec)
     return _Builder(spec).build()
+
+
+def check_size(spec: Mapping[str, Any]) -> None:
+    """Refuse a topology whose graph would pass the limits (arithmetic only, nothing is built)."""
+    nodes, edges = graph_size(spec)
+    if nodes > MAX_GRAPH_NODES or edges > MAX_GRAPH_EDGES:
+        mesh = spec["sip"]["mesh"]
+        raise TopologyError(
+            [
+                f"compiles to {nodes:,} nodes and {edges:,} edges; the limit is {MAX_GRAPH_NODES:,} nodes and "
+                f"{MAX_GRAPH_EDGES:,} edges ({spec['system']['sips']} SIP(s) of {mesh['width']}×{mesh['height']} "
+                f"CUBEs of {spec['cube']['pes']['count']} PEs; reduce system.sips, sip.mesh or cube counts)"
+            ],
+            spec.get("name") or "<topology>",
+        )
+
+
+def pe_count(spec: Mapping[str, Any]) -> int:
+    """PEs in the whole machine ``spec`` describes."""
+    mesh = spec["sip"]["mesh"]
+    return spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+
+
+def graph_size(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """(nodes, directed edges) :class:`_Builder` will make for ``spec``, by arithmetic alone."""
+    cube, sip, system = spec["cube"], spec["sip"], spec["system"]
+    w, h, sips = sip["mesh"]["width"], sip["mesh"]["height"], system["sips"]
+    pes, slices, channels = cube["pes"]["count"], len(cube["hbm"]["attach"]), cube["hbm"]["channels_per_slice"]
+    extras = sum(cube[k] is not None for k in ("sram", "m_cpu"))
+    cube_nodes = len(cube["routers"]) + pes * len(PE_ENGINES) + slices * (1 + channels) + extras
+    cube_edges = 2 * len(cube["links"]) + pes * 12 + slices * 2 * (1 + channels) + 2 * extras
+    pairs = (w - 1) * h + w * (h - 1)  # neighbouring CUBEs: one UCIe link, a PHY on each side
+    sip_nodes = w * h * cube_nodes + 2 * pairs
+    sip_edges = w * h * cube_edges + 2 * pairs * 2 + 2 * pairs
+    io = sip["io_chiplet"] is not None
+    nodes = sips * (sip_nodes + io)
+    edges = sips * (sip_edges + 2 * io)
+    if sips > 1:
+        edges += 2 * (sips if sips > 2 else 1)
+    if system["host"] is not None:
+        nodes, edges = nodes + 1, edges + 2
+    return nodes, edges
 
 
 def _freeze(obj: Any) -> Any:

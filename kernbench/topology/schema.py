@@ -9,6 +9,8 @@ filling defaults on the way so the compiler sees a complete document.
 from __future__ import annotations
 
 import difflib
+import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -69,6 +71,29 @@ def power_of_two(v: int) -> str | None:
     return None if v >= 1 and (v & (v - 1)) == 0 else f"must be a power of two (got {v!r})"
 
 
+def between(lo: float, hi: float) -> Callable[[float], str | None]:
+    """``lo <= v <= hi``: every number has a range, so no value can be absurd (1e30, 1e-30)."""
+
+    def check(v: float) -> str | None:
+        if lo <= v <= hi:
+            return None
+        bound = f">= {lo:g}" if v < lo else f"<= {hi:g}"
+        return f"must be {bound} (got {_show(v)}; the range is {lo:g}..{hi:g})"
+
+    return check
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlist = _REPR.maxdict = 4
+_REPR.maxlevel = 2
+
+
+def _show(value: Any) -> str:
+    """A value as an error shows it: short, whatever its size (a list of a million items prints as a few)."""
+    return _REPR.repr(value)
+
+
 _TYPE_NAMES = {float: "number", int: "integer", str: "string", bool: "boolean"}
 
 
@@ -77,19 +102,29 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
 
 
-def _coerce(value: Any, kind: type | tuple[type, ...]) -> tuple[Any, bool]:
+def _coerce(value: Any, kind: type | tuple[type, ...]) -> tuple[Any, str | None]:
+    """``(value as kind, problem or None)``. Numbers must be finite; a whole float (``1e3``) is an integer."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    expected = f"expected {_type_name(kind)}, got {_show(value)}"
     if isinstance(value, bool) and bool not in kinds:
-        return value, False
+        return value, expected
+    if isinstance(value, float) and not math.isfinite(value) and (float in kinds or int in kinds):
+        return value, f"must be a finite number (got {_show(value)})"
     for k in kinds:
         if k is float and isinstance(value, (int, float)):
-            return float(value), True
+            try:
+                return float(value), None
+            except OverflowError:  # an integer beyond any float
+                return value, f"must be a finite number (got {_show(value)})"
+        if k is int and isinstance(value, float) and value.is_integer():
+            return int(value), None
         if isinstance(value, k):
-            return value, True
-    return value, False
+            return value, None
+    return value, expected
 
 
-def _join(path: str, key: Any) -> str:
+def join_path(path: str, key: Any) -> str:
+    """The key path of ``key`` under ``path``: ``cube.links[4].prop_ns``."""
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else str(key)
@@ -109,24 +144,24 @@ def _validate(doc: Any, schema: Any, path: str, problems: list[str]) -> Any:
         return _validate_section(doc, schema, path, problems)
     if isinstance(schema, ListOf):
         if not isinstance(doc, list):
-            problems.append(f"{path or '<root>'}: expected a list, got {doc!r}")
+            problems.append(f"{path or '<root>'}: expected a list, got {_show(doc)}")
             return []
         if len(doc) < schema.min_len:
             problems.append(f"{path}: needs at least {schema.min_len} item(s), got {len(doc)}")
-        return [_validate(v, schema.item, _join(path, i), problems) for i, v in enumerate(doc)]
+        return [_validate(v, schema.item, join_path(path, i), problems) for i, v in enumerate(doc)]
     if isinstance(schema, MapOf):
         if not isinstance(doc, dict):
-            problems.append(f"{path or '<root>'}: expected a mapping, got {doc!r}")
+            problems.append(f"{path or '<root>'}: expected a mapping, got {_show(doc)}")
             return {}
         if len(doc) < schema.min_len:
             problems.append(f"{path}: needs at least {schema.min_len} entr(y/ies), got {len(doc)}")
         return {
-            str(k): _validate(v, schema.value, _join(path, k), problems) for k, v in doc.items()
+            str(k): _validate(v, schema.value, join_path(path, k), problems) for k, v in doc.items()
         }
     assert isinstance(schema, Field)
-    value, ok = _coerce(doc, schema.kind)
-    if not ok:
-        problems.append(f"{path}: expected {_type_name(schema.kind)}, got {doc!r}")
+    value, problem = _coerce(doc, schema.kind)
+    if problem:
+        problems.append(f"{path}: {problem}")
         return doc
     if schema.check is not None:
         msg = schema.check(value)
@@ -154,10 +189,11 @@ def _has_default(spec: Any) -> bool:
 
 
 def _validate_section(doc: Any, schema: Section, path: str, problems: list[str]) -> Any:
-    if doc is None:
-        doc = {}
+    if doc is None and schema.optional:
+        return None  # an optional section written as null is left out
     if not isinstance(doc, dict):
-        problems.append(f"{path or '<root>'}: expected a mapping, got {doc!r}")
+        what = "null (a section cannot be emptied; set its keys instead)" if doc is None else _show(doc)
+        problems.append(f"{path or '<root>'}: expected a mapping, got {what}")
         return {}
     out: dict[str, Any] = {}
     for key in doc:
@@ -165,9 +201,9 @@ def _validate_section(doc: Any, schema: Section, path: str, problems: list[str])
             guess = difflib.get_close_matches(str(key), list(schema.fields), n=1, cutoff=0.6)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
             known = ", ".join(sorted(schema.fields))
-            problems.append(f"{_join(path, key)}: unknown key{hint}; known keys: {known}")
+            problems.append(f"{join_path(path, _show(key) if not isinstance(key, str) else key)}: unknown key{hint}; known keys: {known}")
     for key, spec in schema.fields.items():
-        sub = _join(path, key)
+        sub = join_path(path, key)
         if key in doc:
             out[key] = _validate(doc[key], spec, sub, problems)
         elif _has_default(spec):

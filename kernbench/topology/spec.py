@@ -16,97 +16,107 @@ problem with its key path.
 from __future__ import annotations
 
 import copy
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kernbench.errors import TopologyError
+from kernbench.topology import yamldoc
 from kernbench.topology.schema import (
     Field,
     ListOf,
     MapOf,
     Section,
-    non_negative,
-    positive,
-    positive_int,
+    between,
+    join_path,
     validate,
 )
 
 DEFAULT_TOPOLOGY = "paper"
 
+# Every number has a range (units in the names). Beyond these a value is a
+# typo or an attack, not hardware: 1e30 ns or 1e-30 GB/s would stall the
+# engine's arithmetic, a 1-byte tile would make millions of tiles.
+MAX_NS = 1e6  # any latency parameter: 1 ms
+BW_GBPS = (1e-3, 1e6)  # 1 MB/s .. 1 PB/s
+MAX_CYCLES = 1e6
+MAX_COUNT = 256  # SIPs, mesh width/height, PEs per CUBE (the compiled graph has its own limit)
+MAX_BYTES = 2**50
+
+_ns = between(0, MAX_NS)
+_gbps = between(*BW_GBPS)
+_cycles = between(0, MAX_CYCLES)
+_count = between(1, MAX_COUNT)
+_bytes = between(1, MAX_BYTES)
+
 
 def _link(bw: float | None = None, prop: float | None = None) -> dict[str, Field]:
     return {
-        "bw_gbps": Field(float, check=positive) if bw is None else Field(float, bw, positive),
-        "prop_ns": Field(float, check=non_negative)
-        if prop is None
-        else Field(float, prop, non_negative),
+        "bw_gbps": Field(float, check=_gbps) if bw is None else Field(float, bw, _gbps),
+        "prop_ns": Field(float, check=_ns) if prop is None else Field(float, prop, _ns),
     }
 
 
 PE_COST_MODEL = Section(
     {
-        "fixed_per_cmd_cycles": Field(float, 40.0, non_negative, "FIXED for CompositeCmd (D1, D3)"),
-        "fixed_per_single_op_cmd_cycles": Field(
-            float, 8.0, non_negative, "FIXED for single-op commands (D8)"
-        ),
-        "byte_cycles_recip": Field(float, 0.0625, non_negative, "R, cycles per logical byte"),
-        "max_composite_logical_bytes": Field(int, 1024, positive_int, "D7 descriptor cap"),
+        "fixed_per_cmd_cycles": Field(float, 40.0, _cycles, "FIXED for CompositeCmd (D1, D3)"),
+        "fixed_per_single_op_cmd_cycles": Field(float, 8.0, _cycles, "FIXED for single-op commands (D8)"),
+        "byte_cycles_recip": Field(float, 0.0625, between(0, 1e3), "R, cycles per logical byte"),
+        "max_composite_logical_bytes": Field(int, 1024, between(1, 2**20), "D7 descriptor cap"),
     }
 )
 
 PE_ATTRS = Section(
     {
-        "clock_freq_ghz": Field(float, 1.0, positive, "PE clock; converts cycles to ns"),
-        "gemm_tflops": Field(float, 8.0, positive, "PE_GEMM peak, f16"),
-        "math_elems_per_cycle": Field(float, 64.0, positive, "PE_MATH vector lanes"),
-        "math_pipeline_cycles": Field(float, 4.0, non_negative, "PE_MATH fixed latency per op"),
-        "gemm_pipeline_cycles": Field(float, 8.0, non_negative, "PE_GEMM fixed latency per op"),
-        "tcm_bytes": Field(int, 16 * 2**20, positive_int, "TCM capacity"),
-        "tcm_bw_gbps": Field(float, 512.0, positive, "TCM read/write bandwidth (FETCH/STORE)"),
-        "scratch_bytes": Field(int, 2**20, positive_int, "kernel scratch in TCM"),
-        "cpu_overhead_ns": Field(float, 2.0, non_negative, "PE_CPU per-command node overhead"),
-        "sched_overhead_ns": Field(float, 1.0, non_negative, "PE_SCHEDULER per-command overhead"),
-        "sched_queue_depth": Field(int, 16, positive_int, "commands PE_CPU may have in flight"),
-        "ipcq_overhead_ns": Field(float, 2.0, non_negative, "PE_IPCQ per-message overhead"),
+        "clock_freq_ghz": Field(float, 1.0, between(1e-3, 1e3), "PE clock; converts cycles to ns"),
+        "gemm_tflops": Field(float, 8.0, between(1e-3, 1e6), "PE_GEMM peak, f16"),
+        "math_elems_per_cycle": Field(float, 64.0, between(1e-3, 1e6), "PE_MATH vector lanes"),
+        "math_pipeline_cycles": Field(float, 4.0, _cycles, "PE_MATH fixed latency per op"),
+        "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op"),
+        "tcm_bytes": Field(int, 16 * 2**20, between(1, 2**40), "TCM capacity"),
+        "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM read/write bandwidth (FETCH/STORE)"),
+        "scratch_bytes": Field(int, 2**20, between(1, 2**40), "kernel scratch in TCM"),
+        "cpu_overhead_ns": Field(float, 2.0, _ns, "PE_CPU per-command node overhead"),
+        "sched_overhead_ns": Field(float, 1.0, _ns, "PE_SCHEDULER per-command overhead"),
+        "sched_queue_depth": Field(int, 16, between(1, 2**16), "commands PE_CPU may have in flight"),
+        "ipcq_overhead_ns": Field(float, 2.0, _ns, "PE_IPCQ per-message overhead"),
         "composite_tile_bytes": Field(
-            int, 32768, positive_int, "bytes of a streamed tl.ref operand per composite tile"
+            int, 32768, between(1, 2**30), "bytes of a streamed tl.ref operand per composite tile (>= flit_bytes)"
         ),
         "pe_cost_model": PE_COST_MODEL,
     }
 )
 
-NODE = {"overhead_ns": Field(float, 0.0, non_negative)}
+NODE = {"overhead_ns": Field(float, 0.0, _ns)}
 
 TOPOLOGY_SCHEMA = Section(
     {
         "name": Field(str),
         "description": Field(str, ""),
-        "flit_bytes": Field(int, 256, positive_int, "NoC flit size"),
+        "flit_bytes": Field(int, 256, between(1, 2**20), "NoC flit size"),
         "system": {
-            "sips": Field(int, 1, positive_int),
+            "sips": Field(int, 1, _count),
             "sip_ring": Section(
-                {**_link(), "overhead_ns": Field(float, 0.0, non_negative)}, optional=True
+                {**_link(), "overhead_ns": Field(float, 0.0, _ns)}, optional=True
             ),
             "host": Section(
                 {
-                    "attach_sip": Field(int, 0, non_negative),
-                    "overhead_ns": Field(float, 0.0, non_negative),
+                    "attach_sip": Field(int, 0, between(0, MAX_COUNT)),
+                    "overhead_ns": Field(float, 0.0, _ns),
                     "link": _link(),
                 },
                 optional=True,
             ),
         },
         "sip": {
-            "mesh": {"width": Field(int, 1, positive_int), "height": Field(int, 1, positive_int)},
-            "ucie": Section({**_link(), "phy_overhead_ns": Field(float, 0.0, non_negative)}),
+            "mesh": {"width": Field(int, 1, _count), "height": Field(int, 1, _count)},
+            "ucie": Section({**_link(), "phy_overhead_ns": Field(float, 0.0, _ns)}),
             "io_chiplet": Section(
                 {
-                    "attach_cube": Field(int, 0, non_negative),
+                    "attach_cube": Field(int, 0, between(0, MAX_COUNT * MAX_COUNT)),
                     "attach": Field(str, "hub"),
-                    "overhead_ns": Field(float, 0.0, non_negative),
+                    "overhead_ns": Field(float, 0.0, _ns),
                     "link": _link(),
                 },
                 optional=True,
@@ -114,39 +124,39 @@ TOPOLOGY_SCHEMA = Section(
         },
         "cube": {
             "routers": MapOf(
-                {"overhead_ns": Field(float, 0.0, non_negative), "half": Field(int, -1)},
+                {"overhead_ns": Field(float, 0.0, _ns), "half": Field(int, -1, between(-1, MAX_COUNT))},
                 min_len=1,
             ),
             "links": ListOf(
                 {"a": Field(str), "b": Field(str), **_link()},
             ),
             "pes": {
-                "count": Field(int, 8, positive_int),
+                "count": Field(int, 8, _count),
                 "attach": ListOf(Field(str), min_len=1),
                 "link": _link(),
-                "dma_overhead_ns": Field(float, 0.0, non_negative),
+                "dma_overhead_ns": Field(float, 0.0, _ns),
             },
             "hbm": {
                 "attach": ListOf(Field(str), min_len=1),
                 "link": _link(),
-                "overhead_ns": Field(float, 0.0, non_negative),
-                "slice_capacity_bytes": Field(int, 6 * 2**30, positive_int),
-                "channels_per_slice": Field(int, 8, positive_int),
-                "channel_bw_gbps": Field(float, 32.0, positive),
-                "burst_bytes": Field(int, 256, positive_int),
+                "overhead_ns": Field(float, 0.0, _ns),
+                "slice_capacity_bytes": Field(int, 6 * 2**30, _bytes),
+                "channels_per_slice": Field(int, 8, between(1, 1024)),
+                "channel_bw_gbps": Field(float, 32.0, _gbps),
+                "burst_bytes": Field(int, 256, between(1, 2**20)),
             },
             "sram": Section(
                 {
                     "attach": Field(str),
                     "link": _link(),
-                    "overhead_ns": Field(float, 0.0, non_negative),
-                    "capacity_bytes": Field(int, 32 * 2**20, positive_int),
-                    "bw_gbps": Field(float, check=positive),
+                    "overhead_ns": Field(float, 0.0, _ns),
+                    "capacity_bytes": Field(int, 32 * 2**20, _bytes),
+                    "bw_gbps": Field(float, check=_gbps),
                 },
                 optional=True,
             ),
             "m_cpu": Section(
-                {"attach": Field(str), "link": _link(), "overhead_ns": Field(float, 0.0, non_negative)},
+                {"attach": Field(str), "link": _link(), "overhead_ns": Field(float, 0.0, _ns)},
                 optional=True,
             ),
             "ucie_attach": Field(str, "hub", help="router the four UCIe PHYs hang off"),
@@ -159,7 +169,7 @@ TOPOLOGY_SCHEMA = Section(
 
 def topology_dir() -> Path:
     """Where the shipped named topologies live (works from a wheel, too)."""
-    return Path(str(resources.files("topologies")))
+    return Path(str(resources.files("kernbench_topologies")))
 
 
 def named_topologies() -> list[str]:
@@ -183,7 +193,7 @@ def resolve(name_or_path: str | Path | None) -> Path:
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``a.b.c=value`` → (["a", "b", "c"], value parsed as a YAML scalar)."""
+    """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits)."""
     if "=" not in text:
         raise TopologyError([f"--set {text!r}: expected KEY.PATH=VALUE"], "--set")
     key, raw = text.split("=", 1)
@@ -191,32 +201,34 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not parts:
         raise TopologyError([f"--set {text!r}: empty key path"], "--set")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise TopologyError([f"--set {key}: value {raw!r} is not valid YAML ({exc})"], "--set")
+        value, _ = yamldoc.load(raw, "--set") if raw.strip() else ("", {})
+    except TopologyError as exc:
+        raise TopologyError([f"--set {key}: value {raw[:60]!r} is not valid: {p}" for p in exc.problems], "--set") from None
     return parts, value
 
 
-def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str, str] | None = None) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides to a raw document (validated later).
 
     A list item is addressed by its index (``cube.links.4.prop_ns=1``). A
     path through something that is not a section, or past the end of a
     list, is reported as a :class:`TopologyError` naming the path.
+    ``applied`` (if given) collects ``{schema key path: override text}``.
     """
     doc = copy.deepcopy(doc)
     for text in overrides:
         parts, value = parse_override(text)
         node: Any = doc
+        where = ""
         for i, part in enumerate(parts):
-            where = ".".join(parts[: i + 1])
             last = i == len(parts) - 1
             if isinstance(node, list):
                 if not part.isdigit() or int(part) >= len(node):
                     raise TopologyError(
-                        [f"--set {text}: {where}: a list of {len(node)} item(s) is indexed 0..{len(node) - 1}"],
+                        [f"--set {text}: {'.'.join(parts[: i + 1])}: a list of {len(node)} item(s) is indexed 0..{len(node) - 1}"],
                         "--set",
                     )
+                where = join_path(where, int(part))
                 if last:
                     node[int(part)] = value
                 else:
@@ -224,6 +236,7 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 continue
             if not isinstance(node, dict):
                 raise TopologyError([f"--set {text}: {'.'.join(parts[:i])} is a value, not a section"], "--set")
+            where = join_path(where, part)
             if last:
                 node[part] = value
             else:
@@ -231,24 +244,17 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 if nxt is None:
                     nxt = node[part] = {}
                 node = nxt
+        if applied is not None:
+            applied[where] = text
     return doc
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TopologyError([f"cannot read: {exc}"], str(path)) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TopologyError([f"invalid YAML: {where}{problem}"], str(path)) from None
+def read_yaml(path: Path) -> tuple[dict[str, Any], yamldoc.Positions]:
+    """A topology file's document and the line/column of every key (see :mod:`yamldoc`)."""
+    doc, positions = yamldoc.load(yamldoc.read_file(path), str(path))
     if not isinstance(doc, dict):
         raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], str(path))
-    return doc
+    return doc, positions
 
 
 def load_spec(
@@ -256,20 +262,45 @@ def load_spec(
 ) -> dict[str, Any]:
     """Read, override, validate and cross-check a topology document."""
     path = resolve(name_or_path)
-    doc = read_yaml(path)
+    doc, positions = read_yaml(path)
+    applied: dict[str, str] = {}
     if overrides:
-        doc = apply_overrides(doc, overrides)
-    return validate_spec(doc, str(path))
+        doc = apply_overrides(doc, overrides, applied)
+        positions = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
+    return validate_spec(doc, str(path), positions, applied)
 
 
-def validate_spec(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    """Schema, then cross-checks; every problem in one TopologyError."""
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix) and path[len(prefix)] in ".["
+
+
+def validate_spec(
+    doc: dict[str, Any], source: str, positions: yamldoc.Positions | None = None, applied: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Schema, then cross-checks; every problem in one TopologyError, each with where it came from."""
     spec, problems = validate(doc, TOPOLOGY_SCHEMA)
     if not problems:
         problems = cross_check(spec)
     if problems:
-        raise TopologyError(problems, source)
+        raise TopologyError([_locate(p, positions or {}, applied or {}) for p in problems], source)
     return spec
+
+
+_PATH_STEP = re.compile(r"(\.[^.\[]+|\[\d+\])$")
+
+
+def _locate(problem: str, positions: yamldoc.Positions, applied: dict[str, str]) -> str:
+    """Add to a ``path: message`` problem the file line or the ``--set`` its value comes from."""
+    path = problem.split(": ", 1)[0]
+    while path:
+        if path in applied:
+            return f"{problem} (from --set {applied[path]})"
+        if path in positions:
+            line, column = positions[path]
+            return f"{problem} (line {line}, column {column})"
+        shorter = _PATH_STEP.sub("", path)
+        path = "" if shorter == path else shorter
+    return problem
 
 
 def cross_check(spec: dict[str, Any]) -> list[str]:
@@ -332,6 +363,11 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
             f"({spec['flit_bytes']}); one flit carries one burst"
         )
     attrs = spec["pe"]["attrs"]
+    if attrs["composite_tile_bytes"] < spec["flit_bytes"]:
+        problems.append(
+            f"pe.attrs.composite_tile_bytes: {attrs['composite_tile_bytes']} is less than one flit "
+            f"(flit_bytes {spec['flit_bytes']}); a tile is at least a flit"
+        )
     if attrs["scratch_bytes"] > attrs["tcm_bytes"]:
         problems.append(
             f"pe.attrs.scratch_bytes: {attrs['scratch_bytes']} exceeds pe.attrs.tcm_bytes "

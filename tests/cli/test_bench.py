@@ -70,4 +70,4 @@ def test_the_probe_cases_arrive_through_the_entry_point_not_an_import():
     for fn in bench.plugin_benches():
         names.update(fn())
     assert "probe-dma/local/32KiB" in names
-    assert "probes" not in bench.__dict__
+    assert "kernbench_probes" not in bench.__dict__

@@ -11,7 +11,7 @@ def test_event_store_timeline_and_exports_import_without_textual():
     code = (
         "import sys; sys.path.insert(0, %r);"
         "import kernbench.events.store, kernbench.events.timeline, kernbench.events.tracefile, kernbench.events.perfetto;"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'tui', 'rich')];"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'kernbench_tui', 'kernbench_probes', 'rich')];"
         "print(bad); sys.exit(1 if bad else 0)" % str(ROOT)
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -73,7 +73,7 @@ def test_other_file_is_not_a_trace(tmp_path):
 
 
 def test_missing_file_is_a_trace_format_error(tmp_path):
-    with pytest.raises(TraceFormatError, match="cannot read"):
+    with pytest.raises(TraceFormatError, match="no such trace file"):
         open_trace(tmp_path / "absent.kbtrace")
 
 

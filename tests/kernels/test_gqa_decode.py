@@ -75,7 +75,7 @@ def test_reference_is_softmax_attention():
 
 
 def test_bad_shapes_are_value_errors():
-    with pytest.raises(ValueError, match="multiple of kv_heads"):
+    with pytest.raises(ValueError, match="multiple of --kv-heads"):
         build("opt2", heads=6, kv_heads=4)
     with pytest.raises(ValueError, match="PEs"):
         build("opt2", kv_heads=2, heads=8, pes_per_head=8)

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from probes.breakdown import with_queueing
-from probes.dma import PAPER_REFERENCE, main, run_probe
-from probes.render import render_text
+from kernbench_probes.breakdown import with_queueing
+from kernbench_probes.dma import PAPER_REFERENCE, main, run_probe
+from kernbench_probes.render import render_text
 
 KIB32, MIB1 = 32 * 2**10, 2**20
 
@@ -62,7 +62,7 @@ def test_cases_come_from_the_topology_structure(paper_probe, paper):
 
 
 def test_worst_remote_slice_is_the_maximum_over_all_remote_slices(paper_probe, paper):
-    from probes.cases import simulate
+    from kernbench_probes.cases import simulate
 
     worst = paper_probe.row("cross-cube-worst").latency_ns[KIB32]
     best = paper_probe.row("cross-cube-best").latency_ns[KIB32]
@@ -111,14 +111,15 @@ def test_breakdown_closes_when_channels_are_slower_than_the_train(cube1):
 def test_json_has_exactly_the_documented_shape(capsys):
     assert main(["--topology", "sip2x2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"topology", "rows", "invariants"}
-    assert doc["topology"] == "sip2x2"
+    assert set(doc) == {"topology", "source", "sizes", "rows", "invariants"}
+    assert doc["topology"] == "sip2x2" and doc["sizes"] == ["32KiB", "1MiB"]
     for row in doc["rows"]:
-        assert set(row) == {"case", "latency_ns", "util_pct"}
-        assert set(row["util_pct"]) == {"32KiB", "1MiB"}
+        assert set(row) == {"case", "target", "latency_ns", "util_pct"}
+        assert set(row["util_pct"]) == set(row["latency_ns"]) == {"32KiB", "1MiB"}
+        assert row["latency_ns"]["1MiB"] > row["latency_ns"]["32KiB"] > 0
     assert [r["case"] for r in doc["rows"]][:5] == ["local", "same-half", "cross-half", "cross-cube-best", "cross-cube-worst"]
     for inv in doc["invariants"]:
-        assert set(inv) == {"name", "ok"}
+        assert set(inv) == {"name", "ok", "detail"}
     assert all(inv["ok"] for inv in doc["invariants"])
 
 

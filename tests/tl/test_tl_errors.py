@@ -103,7 +103,7 @@ def test_recv_with_no_sender_is_a_deadlock_naming_the_blocked_pe_and_its_wait(rt
     msg = str(info.value)
     assert "sip0.cube0.pe0 (program 0) waits on recv wait: h0:recv from 1" in msg
     assert "pe1 (program 1) waits" not in msg
-    assert "program 0 posted 1 receive(s) from program 1 that no send matched" in msg
+    assert "sip0.cube0.pe0 (program 0) posted 1 receive(s) from sip0.cube0.pe1 (program 1) that no send matched" in msg
 
 
 def test_a_cycle_of_waits_is_a_deadlock_listing_every_blocked_pe(rt):

@@ -5,8 +5,8 @@ import types
 
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
-from tui import cli
-from tui.sources import ProcessSource, TraceFileSource
+from kernbench_tui import cli
+from kernbench_tui.sources import ProcessSource, TraceFileSource
 
 
 def capture():
@@ -59,11 +59,11 @@ def test_no_arguments_runs_default_gqa_decode_or_falls_back_to_the_demo(monkeypa
 
 def test_probe_delegates_to_probes_dma(monkeypatch):
     seen = []
-    fake = types.ModuleType("probes.dma")
+    fake = types.ModuleType("kernbench_probes.dma")
     fake.main = lambda argv: seen.append(argv) or 0
-    monkeypatch.setitem(sys.modules, "probes.dma", fake)
-    import probes
+    monkeypatch.setitem(sys.modules, "kernbench_probes.dma", fake)
+    import kernbench_probes
 
-    monkeypatch.setattr(probes, "dma", fake, raising=False)
+    monkeypatch.setattr(kernbench_probes, "dma", fake, raising=False)
     assert cli.main(["probe", "--topology", "small"]) == 0
     assert seen == [["--topology", "small"]]

@@ -3,10 +3,10 @@
 import pytest
 
 from kernbench.events.types import EventKind
-from tui.navigator import DT_STEPS
-from tui.screens.goto import GotoTimeScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.lanes import GUTTER, AXIS_ROWS, LanesView
+from kernbench_tui.navigator import DT_STEPS
+from kernbench_tui.screens.goto import GotoTimeScreen
+from kernbench_tui.screens.help import HelpScreen
+from kernbench_tui.widgets.lanes import GUTTER, AXIS_ROWS, LanesView
 
 from tui_harness import demo_app, settle, sync
 

@@ -9,9 +9,9 @@ import pytest
 
 from kernbench.events.store import EventStore
 from kernbench.events.types import EventKind
-from tui import cli
-from tui.app import KernbenchApp
-from tui.sources import StoreSource
+from kernbench_tui import cli
+from kernbench_tui.app import KernbenchApp
+from kernbench_tui.sources import StoreSource
 
 from real_traces import RUNS, load
 from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
@@ -81,7 +81,7 @@ async def test_live_run_of_the_current_simulator_is_browsable(name):
 
 @sync
 async def test_gemm_primitive_dma_span_details_show_the_request(snap):
-    from tui.messages import SpanSelected
+    from kernbench_tui.messages import SpanSelected
 
     events, meta = load("gemm_primitive")
     app = KernbenchApp(StoreSource(EventStore.from_events(events), meta))

@@ -6,7 +6,7 @@ the source worker finished; nothing depends on the wall clock.
 
 import pytest
 
-from tui.messages import PEsChosen
+from kernbench_tui.messages import PEsChosen
 
 from tui_harness import SNAPSHOT_DIR, press, demo_app, screen_text, settle, sync
 
@@ -105,7 +105,7 @@ async def test_whole_cube_at_large_size(snap):
 
 @sync
 async def test_probe_screen(snap):
-    from tui.screens.probe import ProbeScreen
+    from kernbench_tui.screens.probe import ProbeScreen
 
     app = demo_app()
     async with app.run_test(size=(124, 40)) as pilot:

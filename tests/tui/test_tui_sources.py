@@ -8,9 +8,9 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata, save_trace
 from kernbench.events.types import EventKind
-from tui.app import KernbenchApp
-from tui.demo import DemoParams, demo_events, run_demo
-from tui.sources import CallableSource, StoreSource, TraceFileSource
+from kernbench_tui.app import KernbenchApp
+from kernbench_tui.demo import DemoParams, demo_events, run_demo
+from kernbench_tui.sources import CallableSource, StoreSource, TraceFileSource
 
 from tui_harness import screen_text, settle, sync
 
@@ -146,11 +146,11 @@ async def test_quitting_mid_run_stops_the_simulation_and_keys_stay_responsive():
 
 
 def test_process_source_streams_the_same_events_as_in_process():
-    from tui.sources import ProcessSource
+    from kernbench_tui.sources import ProcessSource
 
     params = DemoParams(n_pes=2, tiles=3)
     batches = []
-    meta = ProcessSource("tui.demo:demo_simulation", (params,), batch_events=100).run(batches.append)
+    meta = ProcessSource("kernbench_tui.demo:demo_simulation", (params,), batch_events=100).run(batches.append)
     events, want_meta = demo_events(params)
     assert meta == want_meta
     store = EventStore()
@@ -161,7 +161,7 @@ def test_process_source_streams_the_same_events_as_in_process():
 
 
 def test_process_source_reports_the_childs_error():
-    from tui.sources import ProcessSource
+    from kernbench_tui.sources import ProcessSource
 
     with pytest.raises(KernbenchError, match="name a kernel"):
         ProcessSource("kernbench.cli:tui_simulation", ([],)).run(lambda b: None)
@@ -169,7 +169,7 @@ def test_process_source_reports_the_childs_error():
 
 @sync
 async def test_app_follows_a_simulation_in_a_child_process():
-    from tui.cli import _demo_source
+    from kernbench_tui.cli import _demo_source
 
     app = KernbenchApp(_demo_source(2, 4, 0.0))
     async with app.run_test(size=SIZE) as pilot:

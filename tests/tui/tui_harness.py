@@ -9,9 +9,9 @@ from textual.widgets import Input
 
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata
-from tui.app import KernbenchApp
-from tui.demo import DemoParams, demo_events
-from tui.sources import StoreSource
+from kernbench_tui.app import KernbenchApp
+from kernbench_tui.demo import DemoParams, demo_events
+from kernbench_tui.sources import StoreSource
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots" / "tui"
 

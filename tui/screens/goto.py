@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from tui.timefmt import TimeParseError, format_ns, parse_time
+from kernbench_tui.timefmt import TimeParseError, format_ns, parse_time
 
 
 class GotoTimeScreen(ModalScreen[float | None]):

@@ -22,7 +22,7 @@ KEYS = [
     ("space", "play / pause through time"),
     ("F", "follow the live simulation"),
     ("/", "filter the event log"),
-    ("p", "search PEs (enter on a PE shows it, on a CUBE/SIP all of its PEs)"),
+    ("p", "search PEs by id (enter on a PE shows it, on a CUBE/SIP all of its PEs)"),
     ("1-5", "FIFOs, stalls, loads, log, details panel"),
     ("tab", "next panel / widget"),
     ("click", "select the span under the mouse"),
@@ -41,6 +41,7 @@ GLYPHS = [
     ("▚", "several spans narrower than a cell"),
     ("▼", "the cursor on the time axis"),
     ("▸", "lane of the selected span"),
+    ("util", "share of the run any engine but PE_CPU is busy (picker and lane title)"),
 ]
 
 
@@ -53,7 +54,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 64; max-width: 100%; height: auto; max-height: 100%;
+        width: 80; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; background: $panel; padding: 0 1;
     }
     """

@@ -9,15 +9,15 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
-from tui.messages import PEsChosen, SpanSelected
-from tui.navigator import ZOOM_FACTOR
-from tui.screens.goto import GotoTimeScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.event_log import EventLog
-from tui.widgets.header import TraceHeader
-from tui.widgets.lanes import LanesView
-from tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
-from tui.widgets.pe_picker import PEPicker
+from kernbench_tui.messages import PEsChosen, SpanSelected
+from kernbench_tui.navigator import ZOOM_FACTOR
+from kernbench_tui.screens.goto import GotoTimeScreen
+from kernbench_tui.screens.help import HelpScreen
+from kernbench_tui.widgets.event_log import EventLog
+from kernbench_tui.widgets.header import TraceHeader
+from kernbench_tui.widgets.lanes import LanesView
+from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
+from kernbench_tui.widgets.pe_picker import PEPicker
 
 PLAY_INTERVAL_S = 0.1
 PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel),
@@ -26,6 +26,9 @@ PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loa
 
 class MainScreen(Screen):
     BINDINGS = [
+        # First, so the footer shows them at any width.
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
         Binding("full_stop", "next_event", "next ev"),
         Binding("comma", "prev_event", "prev ev"),
         Binding("right_square_bracket", "step(1)", "+Δt"),
@@ -50,8 +53,6 @@ class MainScreen(Screen):
         Binding("4", "panel('log')", show=False),
         Binding("5", "panel('details')", show=False),
         Binding("P", "probe", "probe", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit", "quit"),
     ]
 
     def __init__(self) -> None:
@@ -98,7 +99,9 @@ class MainScreen(Screen):
         """Push the navigator's state to every visible widget."""
         app = self.app
         self.query_one(TraceHeader).show(self.nav, app.metadata, self.status_text(), len(app.store))
-        self.query_one(LanesView).sync()
+        lanes = self.query_one(LanesView)
+        lanes.placeholder = app.placeholder()
+        lanes.sync()
         self._show_active_panel()
         if picker:
             self.query_one(PEPicker).rebuild(force=True)
@@ -114,6 +117,7 @@ class MainScreen(Screen):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 100, "-narrow")
+        self.set_class(self.size.width < 70, "-tiny")
         self.call_after_refresh(self._show_active_panel)
 
     # ------------------------------------------------------------ messages
@@ -206,7 +210,7 @@ class MainScreen(Screen):
         self.app.push_screen(GotoTimeScreen(self.nav.model.end_ns), done)
 
     def action_probe(self) -> None:
-        from tui.screens.probe import ProbeScreen
+        from kernbench_tui.screens.probe import ProbeScreen
 
         self.app.push_screen(ProbeScreen(self.app.metadata.topology or None))
 

@@ -1,6 +1,6 @@
 """The Probe screen: the hop-distance DMA table with each case's path breakdown.
 
-Runs ``probes.dma`` (in a worker thread) on the trace's topology when it
+Runs ``kernbench_probes.dma`` (in a worker thread) on the trace's topology when it
 names a known one, else on the paper topology, and shows the same text
 ``kernbench-tui probe --breakdown`` prints.
 """
@@ -18,8 +18,8 @@ from kernbench.errors import KernbenchError
 
 def probe_text(topology: str | None) -> str:
     """The probe report for ``topology`` (None or unknown: the paper's)."""
-    from probes.dma import breakdowns, run_probe
-    from probes.render import render_text
+    from kernbench_probes.dma import breakdowns, run_probe
+    from kernbench_probes.render import render_text
     from kernbench.topology.compile import load_topology
 
     note = ""

@@ -13,9 +13,9 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from kernbench.events.types import EventKind
-from tui.navigator import Navigator
-from tui.timefmt import format_in, format_ns, unit_for
-from tui.widgets.panels import panel_area
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.timefmt import format_in, format_ns, unit_for
+from kernbench_tui.widgets.panels import panel_area
 
 KIND_NAMES = {k.name.lower(): k for k in EventKind}
 

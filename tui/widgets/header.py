@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kernbench.events.tracefile import TraceMetadata
-from tui.navigator import Navigator
-from tui.timefmt import format_ns
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.timefmt import format_ns
 
 
 class TraceHeader(Static):

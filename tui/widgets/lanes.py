@@ -34,9 +34,9 @@ from textual.strip import Strip
 
 from kernbench.events.timeline import ENGINES, LaneCells, pe_of
 from kernbench.events.types import Event, EventKind
-from tui.messages import SpanSelected
-from tui.navigator import Navigator
-from tui.timefmt import format_in, format_ns, nice_step, unit_for
+from kernbench_tui.messages import SpanSelected
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 
 GUTTER = 9
 AXIS_ROWS = 2
@@ -104,6 +104,7 @@ class LanesView(ScrollView, can_focus=True):
     def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
+        self.placeholder = ""  # shown under the axis while no PE can be drawn (a run still preparing)
         self._cache: dict[tuple, list[Segment]] = {}
 
     # ------------------------------------------------------------ layout
@@ -114,6 +115,8 @@ class LanesView(ScrollView, can_focus=True):
     def sync(self) -> None:
         """Re-read the navigator (call after any change of cursor/window/data)."""
         rows = AXIS_ROWS + ROWS_PER_PE * len(self.nav.pes)
+        if not self.nav.pes and self.placeholder:
+            rows += 1
         relayout = rows != self.virtual_size.height
         self.virtual_size = Size(self.scrollable_content_region.width, rows)
         if len(self._cache) > 2048:
@@ -154,7 +157,10 @@ class LanesView(ScrollView, can_focus=True):
             return self._axis_ticks(width)
         pe, lane = self.row_target(y)
         if pe is None:
-            return Strip.blank(width)
+            if y == AXIS_ROWS and self.placeholder and not self.nav.pes:
+                text = f"{'':<{GUTTER}}{self.placeholder}"
+                return Strip([Segment(text[:width].ljust(width), Style(italic=True))], width)
+            return Strip.blank(width, Style())  # a style, not None: NO_COLOR's filter needs one
         if lane is None:
             return self._title_row(pe, width)
         return self._lane_row(lane, width)

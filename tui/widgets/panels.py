@@ -12,9 +12,9 @@ from textual.widgets import Static, TabbedContent
 
 from kernbench.events.timeline import pe_of
 from kernbench.events.types import EventKind
-from tui.navigator import Navigator
-from tui.timefmt import format_ns
-from tui.widgets.sparkline import sparkline
+from kernbench_tui.navigator import Navigator
+from kernbench_tui.timefmt import format_ns
+from kernbench_tui.widgets.sparkline import sparkline
 
 
 def _fit(s: str, width: int) -> str:

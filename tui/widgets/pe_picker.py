@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Tree
 
 from kernbench.events.timeline import TimelineModel, natural_key
-from tui.messages import PEsChosen
+from kernbench_tui.messages import PEsChosen
 
 
 def _split(pe: str) -> tuple[str, str, str]:
@@ -31,17 +31,22 @@ class PEPicker(Vertical):
         self._shown: tuple[tuple[str, ...], str, int] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="/ search PE", id="pe-search")
+        yield Input(placeholder="p: search PE", id="pe-search")
         tree: Tree[list[str]] = Tree("PEs", id="pe-tree")
         tree.show_root = False
         tree.guide_depth = 2
         yield tree
 
     def rebuild(self, force: bool = False) -> None:
-        """Refill the tree if the PE set, the search or the data changed."""
+        """Refill the tree if the PE set, the search or the data changed.
+
+        Utilization is the model's one definition (as in the lane title); while a
+        run is live it is left out, since it would be of the part simulated so far.
+        """
         needle = self.query_one("#pe-search", Input).value.strip().lower()
         pes = tuple(self.model.pes())
-        key = (pes, needle, self.model.store.version if force else 0)
+        live = bool(getattr(self.app, "running", False))
+        key = (pes, needle, live, self.model.store.version if force else 0)
         if key == self._shown:
             return
         self._shown = key
@@ -64,8 +69,8 @@ class PEPicker(Vertical):
                 sips[sip] = tree.root.add(sip, data=members[sip], expand=True)
             if cube not in cubes:
                 cubes[cube] = sips[sip].add(cube.split(".")[1], data=members[cube], expand=True)
-            util = self.model.pe_utilization(pe)
-            cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util:4.0%}", data=[pe])
+            util = "   …" if live else f"{self.model.pe_utilization(pe):4.0%}"
+            cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util}", data=[pe])
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

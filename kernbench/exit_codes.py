@@ -1,0 +1,93 @@
+"""How a kernbench command ends: one exit status per outcome, never a traceback for a user's mistake.
+
+====  ==========================================================
+ 0    ok (also when the reader of stdout went away: ``| head``)
+ 1    an invariant or check failed (probe verdict, ``bench --check``)
+ 2    bad input: a topology, option, kernel, trace or output path
+130   interrupted by Ctrl-C (SIGINT); 143 for SIGTERM
+====  ==========================================================
+
+:func:`guarded` wraps a command's ``main``: a
+:class:`~kernbench.errors.KernbenchError` is printed as one ``error:`` line,
+an interrupt as ``interrupted at t=… ns`` (the simulated time reached), and
+a closed stdout ends the command quietly. SIGTERM is turned into the same
+:class:`~kernbench.errors.Interrupted` as Ctrl-C while the command runs, so
+``finally`` blocks (temporary output files) run for both.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from kernbench.errors import Interrupted, KernbenchError
+
+OK = 0
+CHECK_FAILED = 1
+BAD_INPUT = 2
+INTERRUPTED = 128 + signal.SIGINT
+
+
+def guarded(body: Callable[[], int | None], error_prefix: str) -> int:
+    """Run ``body()`` and map how it ended to an exit status (see the module table)."""
+    try:
+        with sigterm_interrupts():
+            status = int(body() or 0)
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+            return status
+    except KernbenchError as exc:
+        _quiet_flush()
+        print(f"{error_prefix}{exc}", file=sys.stderr)
+        return BAD_INPUT
+    except KeyboardInterrupt as exc:
+        _quiet_flush()
+        print(interrupted_message(exc), file=sys.stderr)
+        return 128 + getattr(exc, "signum", signal.SIGINT)
+    except BrokenPipeError:
+        _silence_stdout()
+        return OK
+
+
+def interrupted_message(exc: BaseException) -> str:
+    t_ns = getattr(exc, "t_ns", None)
+    name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+    when = f" at t={t_ns:,.3f} ns" if t_ns is not None else ""
+    return f"interrupted ({name}){when}; no output was written"
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Interrupted` (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum=signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_flush() -> None:
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

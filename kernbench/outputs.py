@@ -1,0 +1,124 @@
+"""Output files: checked before any work, written whole or not at all.
+
+Every file kernbench writes (``--trace``, ``--perfetto``, the goldens, the
+debugger's saves) goes through :func:`write_atomic`: the bytes go to a
+temporary file beside the target, which is renamed over it only once it is
+complete. A failed write (disk full, ``ulimit -f``), Ctrl-C or SIGTERM
+removes the temporary file and leaves an existing target as it was.
+
+:func:`check_outputs` runs before a simulation starts, so a bad path fails at
+once: the folder must exist and be writable, the target must be a regular
+file (or not exist yet), no two outputs may share a path and no output may
+overwrite an input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from kernbench.errors import OutputPathError
+
+PART_SUFFIX = ".part"
+
+
+def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike | None]], inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+    """``outputs`` as ``(flag, path)`` pairs (``None`` paths are skipped); raise on the first bad one."""
+    seen: dict[Path, str] = {}
+    ins = {_identity(Path(p)) for p in inputs if p is not None and Path(p).is_file()}
+    for flag, raw in outputs:
+        if raw is None:
+            continue
+        path = Path(raw)
+        _check_one(flag, path)
+        key = _identity(path)
+        if key in seen:
+            raise OutputPathError(f"{flag} {raw}: the same file as {seen[key]}; give each output its own path")
+        if key in ins:
+            raise OutputPathError(f"{flag} {raw}: that is an input of this run; writing it would destroy it")
+        seen[key] = f"{flag} {raw}"
+
+
+def _identity(path: Path) -> Path:
+    """One key per file: resolved path (symlinks and ``..`` followed)."""
+    return path.resolve()
+
+
+def _check_one(flag: str, path: Path) -> None:
+    where = f"{flag} {path}"
+    if str(path) == "" or path.name in ("", ".", ".."):
+        raise OutputPathError(f"{where}: not a file name")
+    if path.is_dir():
+        raise OutputPathError(f"{where}: is a directory; give a file name inside it")
+    if path.exists() and not path.is_file():
+        raise OutputPathError(f"{where}: exists and is not a regular file")
+    folder = path.parent
+    if not folder.is_dir():
+        raise OutputPathError(f"{where}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{where}: folder {folder} is not writable")
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> None:
+    """Call ``write(f)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    On any failure (including KeyboardInterrupt) the temporary file is
+    removed and ``path`` is untouched; an OSError becomes an
+    :class:`OutputPathError` naming the file.
+    """
+    write_all_atomic([(path, write)])
+
+
+def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike, Callable[[IO[bytes]], Any]]]) -> None:
+    """Several outputs of one command, all or none: each is written to its
+    temporary file first; only when every one is complete are they renamed."""
+    done: list[tuple[Path, Path]] = []
+    current: Path | None = None
+    try:
+        for raw, write in outputs:
+            current = Path(raw)
+            tmp, fd = _create_beside(current)
+            done.append((tmp, current))
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, path in done:
+            current = path
+            os.replace(tmp, path)
+        done.clear()
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {current}: {exc.strerror or exc}; {_kept(current)}") from None
+    finally:
+        for tmp, _ in done:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _create_beside(path: Path) -> tuple[Path, int]:
+    """A new, exclusively created temporary file in ``path``'s folder (mode from the umask)."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}")
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+
+
+def _kept(path: Path) -> str:
+    return f"{path} was left as it was" if path.exists() else f"{path} was not created"
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def to_json(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON (``NaN``/``Infinity`` are not JSON: they raise instead of being printed)."""
+    return json.dumps(obj, allow_nan=False, **kwargs)

@@ -1,0 +1,1 @@
+"""The host side: deploy tensors, launch kernels, run and replay (``api``)."""

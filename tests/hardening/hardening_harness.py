@@ -1,0 +1,176 @@
+"""Run a command as a user would and check how it failed.
+
+Two ways in, one verdict:
+
+* :func:`invoke` calls a ``main(argv)`` in this process (fast enough for
+  hypothesis), timing it and tracing its allocations;
+* :func:`spawn` runs ``python -m MODULE ARGS`` in a child with an
+  address-space limit, measuring its wall time and peak RSS (VmHWM).
+
+:func:`assert_failed_cleanly` then checks the exit status, that the message
+names the cause, that no traceback was printed, the time and memory bounds,
+and that files which existed before are byte-for-byte as they were, with no
+temporary file left beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MIB = 2**20
+
+
+@dataclass
+class Outcome:
+    status: int
+    out: str
+    err: str
+    seconds: float
+    peak_mib: float
+
+
+def invoke(main: Callable[[list[str]], int], argv: Sequence[str], capsys, *, trace_memory: bool = True) -> Outcome:
+    """``main(argv)`` here; an exception escaping it fails the test with its traceback."""
+    capsys.readouterr()
+    if trace_memory:
+        tracemalloc.start()
+    t0 = time.monotonic()
+    try:
+        status = main(list(argv))
+    finally:
+        seconds = time.monotonic() - t0
+        peak = tracemalloc.get_traced_memory()[1] / MIB if trace_memory else 0.0
+        if trace_memory:
+            tracemalloc.stop()
+    captured = capsys.readouterr()
+    return Outcome(status, captured.out, captured.err, seconds, peak)
+
+
+def spawn(
+    module: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float = 60,
+    memory_mib: int = 4096,
+    env: dict[str, str] | None = None,
+    file_size_bytes: int | None = None,
+    stdin=subprocess.DEVNULL,
+    on_start: Callable[[subprocess.Popen], None] | None = None,
+) -> Outcome:
+    """``python -m module argv`` in a child limited to ``memory_mib`` of address space (and optionally a file size).
+
+    Peak memory is the child's own high-water RSS (``VmHWM``, sampled until it exits); the rusage of a
+    child forked from this (large) test process would count this process's pages too.
+    """
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *argv], cwd=cwd, env=env, stdin=stdin,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory_mib * MIB, memory_mib * MIB))
+    if file_size_bytes is not None:
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (file_size_bytes, file_size_bytes))
+    chunks: dict[str, bytes] = {}
+    peak_kib = [0]
+    readers = [
+        threading.Thread(target=lambda name=name, f=f: chunks.__setitem__(name, f.read()), daemon=True)
+        for name, f in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    readers.append(threading.Thread(target=_sample_peak, args=(proc, peak_kib), daemon=True))
+    for r in readers:
+        r.start()
+    killer = threading.Timer(timeout_s, proc.kill)
+    killer.start()
+    try:
+        if on_start is not None:
+            on_start(proc)
+        proc.wait()
+    finally:
+        killer.cancel()
+    for r in readers:
+        r.join(10)
+    seconds = time.monotonic() - t0
+    return Outcome(
+        proc.returncode,
+        chunks.get("out", b"").decode("utf-8", "replace"),
+        chunks.get("err", b"").decode("utf-8", "replace"),
+        seconds,
+        peak_kib[0] / 1024,
+    )
+
+
+def _sample_peak(proc: subprocess.Popen, peak_kib: list[int]) -> None:
+    """The child's VmHWM (peak RSS, monotonic), read every 20 ms while it runs."""
+    path = f"/proc/{proc.pid}/status"
+    while proc.poll() is None:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak_kib[0] = max(peak_kib[0], int(line.split()[1]))
+        except (OSError, ValueError):
+            return
+        time.sleep(0.02)
+
+
+_DURATIONS: dict[tuple, float] = {}
+
+
+def duration_of(module: str, argv: Sequence[str], cwd: Path) -> float:
+    """How long the command takes undisturbed here (measured once), so a test can interrupt it at a
+    chosen fraction of its run whatever the machine's or the engine's speed."""
+    key = (module, tuple(argv))
+    if key not in _DURATIONS:
+        got = spawn(module, argv, cwd=cwd, env=child_env())
+        assert got.status in (0, 1), got.err[-2000:]
+        _DURATIONS[key] = got.seconds
+    return _DURATIONS[key]
+
+
+def snapshot_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def assert_failed_cleanly(
+    got: Outcome,
+    status: int,
+    cause: str,
+    *,
+    before: tuple[Path, dict[str, bytes]] | None = None,
+    max_seconds: float = 20,
+    max_mib: float = 400,
+) -> None:
+    """The exit status, a message naming the cause (a regex), no traceback, bounded cost, files untouched."""
+    text = got.err + got.out
+    assert got.status == status, (got.status, text[-3000:])
+    assert re.search(cause, text, re.S), (cause, text[-3000:])
+    assert "Traceback" not in text, text[-3000:]
+    assert got.seconds < max_seconds, got.seconds
+    assert got.peak_mib < max_mib, got.peak_mib
+    if before is not None:
+        folder, files = before
+        now = snapshot_files(folder)
+        for name, data in files.items():
+            assert now.get(name) == data, f"{name} changed"
+        leftovers = [n for n in now if n not in files and (n.endswith(".part") or n.endswith(".tmp"))]
+        assert not leftovers, leftovers
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment for a spawned command: this interpreter's, with the repository importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(extra)
+    return env

@@ -1,0 +1,133 @@
+"""§5: a runaway kernel stops at a limit the user can set, with an error naming the PE and the kernel
+line, in bounded time and memory, keeping what was recorded (and never the requested outputs)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernbench import Runtime, cli, tl
+from kernbench.errors import KernbenchError, RunLimitError
+from kernbench.events.tracefile import open_trace
+from kernbench.runtime.limits import RunLimits
+
+from hardening_harness import assert_failed_cleanly, invoke, snapshot_files
+
+
+def spin_cycles():
+    while True:
+        tl.cycles(1)
+
+
+def spin_python():
+    while True:
+        pass
+
+
+def spin_swallowing():
+    while True:
+        try:
+            while True:
+                pass
+        except Exception:  # a kernel that swallows errors is still stopped
+            pass
+
+
+def spin_loads(x):
+    while True:
+        t = tl.load(x)
+        tl.cycles(1)
+        del t
+
+
+def far_future():
+    while True:
+        tl.cycles(1e9)
+
+
+RUNAWAYS = {
+    "tl.cycles forever": (spin_cycles, RunLimits(max_commands_per_pe=20_000), r"issued 20,000 commands, the limit per PE", "tl.cycles(1)"),
+    "pure Python forever": (spin_python, RunLimits(max_wall_s=0.5), r"ran past the wall-time limit of 0.5 s", "in spin_python"),
+    "swallows exceptions": (spin_swallowing, RunLimits(max_wall_s=0.5), r"wall-time limit of 0.5 s", "in spin_swallowing"),
+    "loads forever": (spin_loads, RunLimits(max_commands_per_pe=3_000), r"issued 3,000 commands", "t = tl.load(x)"),
+    "simulated time": (far_future, RunLimits(max_sim_ns=1e12), r"past the simulated-time limit of 1e\+12 ns", "tl.cycles(1e9)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNAWAYS))
+@pytest.mark.parametrize("pes", [[0], [0, 5]])
+def test_a_runaway_kernel_stops_naming_the_pe_and_its_line(case, pes):
+    kernel, limits, cause, line = RUNAWAYS[case]
+    rt = Runtime("cube1")
+    args = (rt.deploy(np.ones((16, 16)), pe=0),) if kernel is spin_loads else ()
+    rt.launch(kernel, pes=pes, args=args)
+    t0 = time.monotonic()
+    with pytest.raises(RunLimitError) as info:
+        rt.run(record=True, limits=limits)
+    assert time.monotonic() - t0 < 15
+    msg = str(info.value)
+    assert re.search(cause, msg), msg
+    assert re.search(r"sip0\.cube0\.pe\d \(program \d\)", msg), msg
+    assert f"test_run_limits.py:" in msg and line in msg, msg
+    recorded = info.value.recorded  # the events recorded before the stop are kept
+    assert recorded is not None and (len(recorded) > 0 or kernel in (spin_python, spin_swallowing))
+
+
+def test_the_default_limits_stop_a_runaway_in_bounded_memory():
+    import tracemalloc
+
+    rt = Runtime("cube1")
+    rt.launch(spin_cycles, pes=[0])
+    tracemalloc.start()
+    with pytest.raises(RunLimitError, match="issued 100,000 commands"):
+        rt.run()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 150 * 2**20
+
+
+@pytest.mark.parametrize("bad", [dict(max_commands_per_pe=0), dict(max_sim_ns=-1.0), dict(max_wall_s=float("nan")), dict(max_sim_ns=float("inf"))])
+def test_a_limit_must_be_positive_and_finite(bad):
+    with pytest.raises(KernbenchError, match="must be a positive finite number or None"):
+        RunLimits(**bad)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "run.kbtrace").write_bytes(b"an older trace")
+    (tmp_path / "run.json").write_bytes(b'{"old": true}')
+    return tmp_path
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limit=st.integers(1, 60), kernel=st.sampled_from(["gemm-primitive", "gemm-composite"]))
+def test_the_command_limit_from_the_cli_stops_cleanly_and_keeps_the_recorded_events(folder, capsys, limit, kernel):
+    for p in folder.glob("*.partial.*"):
+        p.unlink()
+    before = (folder, snapshot_files(folder))
+    argv = ["run", kernel, "--max-commands-per-pe", str(limit), "--trace", str(folder / "run.kbtrace"), "--perfetto", str(folder / "run.json")]
+    got = invoke(cli.main, argv, capsys)
+    if got.status == 0:  # the kernel needed no more commands than that
+        assert (folder / "run.kbtrace").read_bytes() != b"an older trace"
+        return
+    assert_failed_cleanly(got, 2, rf"issued {limit:,} commands, the limit per PE.*--max-commands-per-pe.*\.partial\.kbtrace", before=before, max_seconds=10)
+    partial = open_trace(folder / "run.partial.kbtrace")
+    assert len(partial.store) > 0 and partial.metadata.extra["partial"] is True
+    assert json.loads((folder / "run.partial.json").read_text())["traceEvents"]
+
+
+@pytest.mark.parametrize("flag, value", [("--max-commands-per-pe", "-1"), ("--max-sim-ns", "inf"), ("--max-wall-s", "nan"), ("--max-commands-per-pe", "1.5"), ("--max-wall-s", "soon")])
+def test_a_bad_limit_option_is_one_line(capsys, flag, value):
+    got = invoke(cli.main, ["run", "gemm-composite", flag, value], capsys)
+    assert_failed_cleanly(got, 2, rf"argument {flag}: expected a", max_seconds=3)
+
+
+def test_a_limit_of_zero_means_none(capsys):
+    got = invoke(cli.main, ["run", "gemm-composite", "--max-wall-s", "0", "--max-sim-ns", "0", "--max-commands-per-pe", "0", "--json"], capsys)
+    assert got.status == 0 and json.loads(got.out)["latency_ns"] > 0
