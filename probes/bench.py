@@ -10,7 +10,7 @@ from kernbench.topology.compile import load_topology
 from kernbench_probes.dma import run_probe, size_label
 
 
-def benches() -> dict[str, float]:
+def benches(mode: str = "fast") -> dict[str, float]:
     """Latency of every hop-distance DMA probe case on the paper topology."""
-    res = run_probe(load_topology("paper"))
+    res = run_probe(load_topology("paper"), mode=mode)
     return {f"probe-dma/{row.case.key}/{size_label(s)}": lat for row in res.rows for s, lat in row.latency_ns.items()}

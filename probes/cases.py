@@ -47,10 +47,10 @@ CASE_LABELS: dict[str, str] = {
 HOP_ORDER = ("local", "same-half", "cross-half", "cross-cube-best", "cross-cube-worst")
 
 
-def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int) -> float:
-    """Latency of one transfer on a fresh, idle machine (fast mode)."""
+def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: str = "fast") -> float:
+    """Latency of one transfer on a fresh, idle machine."""
     env = simpy.Environment()
-    net = Network(env, graph)
+    net = Network(env, graph, mode=mode)
     start = net.read if op == "read" else net.write
     proc = start(initiator, memory, 0, size_bytes)
     env.run()

@@ -97,6 +97,7 @@ class ProbeResult:
     rows: tuple[Row, ...]
     invariants: tuple[Verdict, ...]
     candidates_simulated: int
+    timing: str = "fast"
 
     @property
     def passed(self) -> bool:
@@ -106,18 +107,19 @@ class ProbeResult:
         return next((r for r in self.rows if r.case.key == key), None)
 
 
-def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20)) -> ProbeResult:
+def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: str = "fast") -> ProbeResult:
+    """The probe table; ``mode`` times the measured transfers (the case choice is always timed fast)."""
     finder = CaseFinder(graph, source, sizes[0])
     rows = []
     for case in finder.find():
         data = graph.route(case.memory, case.initiator) if case.op == "read" else graph.route(case.initiator, case.memory)
         bw = data.bottleneck_gbps
-        lat = {s: simulate(graph, case.op, case.initiator, case.memory, s) for s in sizes}
+        lat = {s: simulate(graph, case.op, case.initiator, case.memory, s, mode) for s in sizes}
         util = {s: 100.0 * (s / lat[s]) / bw for s in sizes}
         rows.append(Row(case, lat, util, bw))
     first = sizes[0]
     return ProbeResult(
-        graph.name, source, tuple(sizes), tuple(rows), tuple(check_invariants(rows, first)), finder.simulated
+        graph.name, source, tuple(sizes), tuple(rows), tuple(check_invariants(rows, first)), finder.simulated, mode
     )
 
 
@@ -161,6 +163,7 @@ def to_json(result: ProbeResult) -> dict:
     """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
     return {
         "topology": result.topology,
+        "timing": result.timing,
         "source": result.source,
         "sizes": [size_label(s) for s in result.sizes],
         "rows": [
@@ -184,6 +187,8 @@ def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})")
     p.add_argument("--json", action="store_true", help="print the table and verdicts as JSON")
     p.add_argument("--breakdown", action="store_true", help="show what the model charged per case, at the first size")
+    p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
+                   help="fast: trains in closed form (default); oracle: every flit as its own step (same results, slower)")
     return p
 
 
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         graph = load_topology(args.topology, args.overrides)
-        result = run_probe(graph, args.source, args.sizes)
+        result = run_probe(graph, args.source, args.sizes, args.timing)
         parts = breakdowns(graph, result) if args.breakdown and not args.json else None
     except KernbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -68,7 +68,8 @@ def render_text(result: ProbeResult, breakdowns: dict[str, list[Charge]] | None 
     buf = io.StringIO()
     con = _console(buf)
     sizes = ", ".join(size_label(s) for s in result.sizes)
-    con.print(f"DMA probe · topology {result.topology} · source {result.source} · sizes {sizes} · idle machine")
+    timing = "" if result.timing == "fast" else f" · timing {result.timing}"
+    con.print(f"DMA probe · topology {result.topology} · source {result.source} · sizes {sizes} · idle machine{timing}")
     con.print()
     con.print(_table(result))
     con.print()

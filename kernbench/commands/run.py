@@ -87,6 +87,8 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--topology", dict(default=None, metavar="NAME|PATH", help="topology (default: the kernel's)")),
     ("--set", dict(dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")),
     ("--json", dict(action="store_true", help="print one JSON object")),
+    ("--timing", dict(choices=("fast", "oracle"), default="fast",
+                      help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)")),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
     ("--perfetto", dict(metavar="FILE", help="export Chrome/Perfetto trace JSON")),
     ("--max-commands-per-pe", dict(type=_limit(int, "commands"), default=DEFAULT_MAX_COMMANDS_PER_PE, metavar="N",
@@ -160,7 +162,7 @@ def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpar
 def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, dict]:
     """Check a kernel's options and outputs, build its runtime and launch it (not run yet)."""
     spec, ns, params = check_run(kernel, argv)
-    rt = Runtime(ns.topology or spec.default_topology, ns.overrides)
+    rt = Runtime(ns.topology or spec.default_topology, ns.overrides, mode=ns.timing)
     try:
         prepared = spec.prepare(rt, params)
     except ValueError as exc:
@@ -172,6 +174,7 @@ def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, 
     out: dict[str, Any] = {
         "kernel": spec.name,
         "topology": rt.graph.name,
+        "timing": rt.mode,
         "variant": prepared.variant,
         "params": params,
         "latency_ns": round(result.latency_ns, 6),

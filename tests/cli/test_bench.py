@@ -22,7 +22,7 @@ def test_shipped_goldens_match_exactly(capsys):
 @pytest.fixture
 def fake_benches(monkeypatch):
     values = {"a": 1.5, "b": 2.25}
-    monkeypatch.setattr(bench, "BENCHES", (lambda: dict(values),))
+    monkeypatch.setattr(bench, "BENCHES", (lambda mode="fast": dict(values),))
     monkeypatch.setattr(bench, "plugin_benches", lambda: [])
     return values
 
@@ -71,3 +71,20 @@ def test_the_probe_cases_arrive_through_the_entry_point_not_an_import():
         names.update(fn())
     assert "probe-dma/local/32KiB" in names
     assert "kernbench_probes" not in bench.__dict__
+
+
+def test_timing_option_reaches_every_bench_and_oracle_matches_within_its_tolerance(monkeypatch):
+    """`kernbench bench --timing oracle` runs each bench flit by flit; its latencies
+    match the (fast-mode) goldens within ORACLE_TOLERANCE_NS."""
+    seen = []
+
+    def fake(mode="fast"):
+        seen.append(mode)
+        return {"x": 10.0 + (1e-9 if mode == "oracle" else 0.0)}
+
+    monkeypatch.setattr(bench, "BENCHES", (fake,))
+    monkeypatch.setattr(bench, "plugin_benches", lambda: [])
+    now = bench.run_benches("oracle")
+    assert seen == ["oracle"]
+    assert bench.diff({"x": 10.0}, now, bench.ORACLE_TOLERANCE_NS) == []
+    assert bench.diff({"x": 10.0}, now) != []  # fast mode compares to the bit

@@ -111,8 +111,8 @@ def test_breakdown_closes_when_channels_are_slower_than_the_train(cube1):
 def test_json_has_exactly_the_documented_shape(capsys):
     assert main(["--topology", "sip2x2", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"topology", "source", "sizes", "rows", "invariants"}
-    assert doc["topology"] == "sip2x2" and doc["sizes"] == ["32KiB", "1MiB"]
+    assert set(doc) == {"topology", "timing", "source", "sizes", "rows", "invariants"}
+    assert doc["topology"] == "sip2x2" and doc["sizes"] == ["32KiB", "1MiB"] and doc["timing"] == "fast"
     for row in doc["rows"]:
         assert set(row) == {"case", "target", "latency_ns", "util_pct"}
         assert set(row["util_pct"]) == set(row["latency_ns"]) == {"32KiB", "1MiB"}
@@ -171,3 +171,14 @@ def test_rendered_table_snapshot(topology, request, snapshot):
     snapshot.snapshot_dir = Path(__file__).resolve().parents[2] / "snapshots" / "probes"
     text = render_text(run_probe(request.getfixturevalue(topology)))
     snapshot.assert_match(text, f"dma_{topology}.txt")
+
+
+def test_the_oracle_gives_the_same_table(capsys):
+    assert main(["--topology", "sip2x2", "--json", "--sizes", "32KiB"]) == 0
+    fast = json.loads(capsys.readouterr().out)
+    assert main(["--topology", "sip2x2", "--json", "--sizes", "32KiB", "--timing", "oracle"]) == 0
+    oracle = json.loads(capsys.readouterr().out)
+    assert oracle["timing"] == "oracle"
+    for f, o in zip(fast["rows"], oracle["rows"], strict=True):
+        assert f["case"] == o["case"]
+        assert abs(f["latency_ns"]["32KiB"] - o["latency_ns"]["32KiB"]) <= 1e-6
