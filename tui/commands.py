@@ -32,6 +32,7 @@ class DebuggerCommands(Provider):
             ("Zoom out", "double the visible window", screen.action_zoom_out),
             ("Follow live", "keep the cursor on the newest simulated time", screen.action_follow),
             ("Play / pause", "advance the cursor by Δt ten times a second", screen.action_play),
+            ("HBM channel lanes", "show or hide each PE's pseudo-channel lanes (h)", screen.action_channels),
             ("Help", "keys and glyphs", screen.action_help),
             ("Probe: DMA hop-distance table", "latency by hop distance with path breakdowns", screen.action_probe),
             (f"Save trace to {stem}.kbtrace", "write the events so far as a trace file",

@@ -29,6 +29,16 @@ class Navigator:
     dt_ns: float = 10.0
     selected: Event | None = None
     follow: bool = False
+    channels: bool = False  # also show each shown PE's HBM pseudo-channels as lanes
+
+    def toggle_channels(self) -> None:
+        """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
+        self.channels = not self.channels
+
+    def lanes(self, pe: str) -> list[str]:
+        """The lanes drawn for ``pe``: its engines, then (``h``) its slice's channels."""
+        lanes = self.model.lanes_of(pe)
+        return lanes + self.model.channels_of(pe) if self.channels else lanes
 
     # ----------------------------------------------------------- bounds
     @property

@@ -160,6 +160,29 @@ class TimelineModel:
     def lanes_of(pe: str) -> list[str]:
         return [f"{pe}.{engine}" for engine in ENGINES]
 
+    def channels_of(self, pe: str) -> list[str]:
+        """The pseudo-channels of ``pe``'s own HBM slice that served anything, in channel order.
+
+        A channel's CHANNEL_BUSY spans carry its memory node as their label;
+        a PE's own slice is ``sipS.cubeC.hbm.sliceP`` for ``sipS.cubeC.peP``.
+        """
+
+        def build() -> list[str]:
+            store = self.store
+            prefix, _, p = pe.rpartition(".pe")
+            sid = store.string_id(f"{prefix}.hbm.slice{p}")
+            if sid is None:
+                return []
+            labels = store.col("label")
+            out = []
+            for key in store.stream_keys_of_kind(EventKind.CHANNEL_BUSY):
+                rows = store.stream_rows(key)
+                if len(rows) and labels[rows[0]] == sid:
+                    out.append(store.components[key // N_KINDS])
+            return sorted(out, key=natural_key)
+
+        return self._cached(("channels", pe), build)
+
     def fifos(self) -> list[str]:
         """Every edge that reported a queue depth, sorted."""
         keys = self.store.stream_keys_of_kind(EventKind.QUEUE_DEPTH)

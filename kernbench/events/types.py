@@ -16,7 +16,8 @@ TRANSFER_START        instant   label = transfer kind (dma_read, h2d, ipcq, ...)
 TRANSFER_END          instant   as TRANSFER_START; value = size_bytes
 EDGE_BUSY             span      value = flits serialized on the edge
 QUEUE_DEPTH           instant   value = flits waiting in the edge FIFO after t
-CHANNEL_BUSY          span      HBM/SRAM channel; value = bursts served
+CHANNEL_BUSY          span      HBM/SRAM channel; label = its memory node
+                                (``sip0.cube0.hbm.slice3``); value = bursts served
 ENGINE_BUSY           span      label = command name; value = logical_bytes
 DISPATCH              span      PE_CPU charge; label = command name;
                                 value = dispatch cycles; detail = logical bytes

@@ -479,9 +479,10 @@ class _FastTransfer(_Transfer):
                 bus.emit(head, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=round((served - head) / f.s, 6))
                 bus.emit(served, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=0.0)
             bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+        mem = self.mem.node_id if self.mem is not None else ""
         for c in sorted(self.ch):
             p = self.ch[c]
-            bus.emit(p.out.first() - p.fifo.s, EventKind.CHANNEL_BUSY, p.fifo.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+            bus.emit(p.out.first() - p.fifo.s, EventKind.CHANNEL_BUSY, p.fifo.name, end_ns=p.out.last(), corr_id=self.corr, label=mem, value=p.n)
 
 
 class _Recheck:
@@ -678,5 +679,7 @@ class _OracleTransfer(_Transfer):
 
     def publish(self) -> None:
         bus = self.net.bus
+        mem = self.mem.node_id if self.mem is not None else ""
         for kind, name, start, end in self.served:
-            bus.emit(start, kind, name, end_ns=end, corr_id=self.corr, value=1)
+            label = mem if kind == EventKind.CHANNEL_BUSY else ""
+            bus.emit(start, kind, name, end_ns=end, corr_id=self.corr, label=label, value=1)

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = {
     "gemm_primitive": ["gemm-primitive"],
     "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+    # A's K-chunks as column blocks of row-major A: every row 1 KiB apart, on 2 of a slice's 8 channels
+    "gemm_naive": ["gemm-primitive", "--layout", "naive"],
 }
 
 
@@ -54,6 +56,6 @@ def record(name: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    for run in RUNS:
+    for run in sys.argv[1:] or RUNS:
         record(run)
         print(f"recorded {run}")

@@ -64,6 +64,21 @@ async def test_gqa_small_at_two_cursor_times(snap):
     snap.assert_match(late, "gqa_small_1000ns_zoom.txt")
 
 
+@sync
+async def test_gemm_naive_channel_lanes_show_the_two_hot_channels(snap):
+    # A's naive K-chunk i sits on channels i and i+4 of the PE's slice: while
+    # the first chunk streams in (t=100 ns) only pc0 and pc4 are busy.
+    app, text = await recorded("gemm_naive", [("goto", 100), "h"])
+    assert app.nav.channels
+    lanes = app.nav.lanes("sip0.cube0.pe0")
+    assert [lane.rsplit(".", 1)[1] for lane in lanes if ".hbm." in lane] == [f"pc{c}" for c in range(8)]
+    busy = {c for c in range(8) if app.model.spans_in(f"sip0.cube0.hbm.pc{c}", 100, 100.5).size}
+    assert busy == {0, 4}
+    snap.assert_match(text, "gemm_naive_channels_100ns.txt")
+    _, hidden = await recorded("gemm_naive", [("goto", 100), "h", "h"])
+    assert "pc4" not in hidden and "pc4" in text
+
+
 @pytest.mark.parametrize("name", sorted(RUNS))
 @sync
 async def test_live_run_of_the_current_simulator_is_browsable(name):

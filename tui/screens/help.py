@@ -26,6 +26,7 @@ KEYS = [
     ("1-5", "FIFOs, stalls, loads, log, details panel"),
     ("tab", "next panel / widget"),
     ("click", "select the span under the mouse"),
+    ("h", "show / hide the HBM pseudo-channel lanes of shown PEs"),
     ("P", "probe screen: DMA hop-distance table"),
     ("ctrl+p", "command palette"),
     ("?", "this help"),
@@ -54,7 +55,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 80; max-width: 100%; height: auto; max-height: 100%;
+        width: 84; max-width: 100%; height: auto; max-height: 100%; scrollbar-gutter: stable;
         border: round $accent; background: $panel; padding: 0 1;
     }
     """

@@ -53,6 +53,7 @@ class MainScreen(Screen):
         Binding("4", "panel('log')", show=False),
         Binding("5", "panel('details')", show=False),
         Binding("P", "probe", "probe", show=False),
+        Binding("h", "channels", "HBM", show=False),
     ]
 
     def __init__(self) -> None:
@@ -208,6 +209,10 @@ class MainScreen(Screen):
                 self.refresh_view()
 
         self.app.push_screen(GotoTimeScreen(self.nav.model.end_ns), done)
+
+    def action_channels(self) -> None:
+        self.nav.toggle_channels()
+        self.refresh_view()
 
     def action_probe(self) -> None:
         from kernbench_tui.screens.probe import ProbeScreen

@@ -18,7 +18,9 @@ Glyphs differ per state so the view reads without colour:
  ▚    several spans narrower than the cell
 ====  ====================================================
 
-A run of busy cells long enough shows its command name.
+A run of busy cells long enough shows its command name. With ``h`` each
+shown PE also gets one row per pseudo-channel of its own HBM slice (the
+channels' bursts, ``pcN``), so a channel that drains alone stands out.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 
 GUTTER = 9
 AXIS_ROWS = 2
-ROWS_PER_PE = 1 + len(ENGINES)
+CHANNEL_COLOR = "gold1"
 _STALLISH = (int(EventKind.STALL), int(EventKind.LOAD_WAIT))
 
 ENGINE_COLORS = {
@@ -69,9 +71,9 @@ def _style(color: str, text: bool, selected: bool) -> Style:
 
 
 def engine_of(lane: str) -> str:
-    """``"sip0.cube0.pe3.dma.rd"`` → ``"dma.rd"``."""
+    """``"sip0.cube0.pe3.dma.rd"`` → ``"dma.rd"``; a channel ``"sip0.cube0.hbm.pc26"`` → ``"pc26"``."""
     pe = pe_of(lane)
-    return lane[len(pe) + 1 :] if pe else lane
+    return lane[len(pe) + 1 :] if pe else lane.rpartition(".")[2]
 
 
 def cell_glyph(busy: float, count: int, kind: int) -> str:
@@ -106,6 +108,7 @@ class LanesView(ScrollView, can_focus=True):
         self.nav = nav
         self.placeholder = ""  # shown under the axis while no PE can be drawn (a run still preparing)
         self._cache: dict[tuple, list[Segment]] = {}
+        self._rows: list[tuple[str, str | None]] = []  # (PE, lane; None for its title row)
 
     # ------------------------------------------------------------ layout
     @property
@@ -114,7 +117,8 @@ class LanesView(ScrollView, can_focus=True):
 
     def sync(self) -> None:
         """Re-read the navigator (call after any change of cursor/window/data)."""
-        rows = AXIS_ROWS + ROWS_PER_PE * len(self.nav.pes)
+        self._rows = [(pe, lane) for pe in self.nav.pes for lane in (None, *self.nav.lanes(pe))]
+        rows = AXIS_ROWS + len(self._rows)
         if not self.nav.pes and self.placeholder:
             rows += 1
         relayout = rows != self.virtual_size.height
@@ -132,11 +136,9 @@ class LanesView(ScrollView, can_focus=True):
         if y < AXIS_ROWS:
             return None, None
         r = y - AXIS_ROWS + int(self.scroll_offset.y)
-        i, k = divmod(r, ROWS_PER_PE)
-        if i >= len(self.nav.pes) or r < 0:
+        if not 0 <= r < len(self._rows):
             return None, None
-        pe = self.nav.pes[i]
-        return pe, (None if k == 0 else f"{pe}.{ENGINES[k - 1]}")
+        return self._rows[r]
 
     def time_at(self, x: int) -> float:
         n = self.n_cells
@@ -235,7 +237,8 @@ class LanesView(ScrollView, can_focus=True):
         return cached
 
     def _draw_cells(self, lane: str, cells: LaneCells, selected: Event | None) -> list[Segment]:
-        base = ENGINE_COLORS.get(engine_of(lane), "white")
+        channel = pe_of(lane) is None  # a pseudo-channel lane: its label is the slice, the same on every span
+        base = ENGINE_COLORS.get(engine_of(lane), CHANNEL_COLOR if channel else "white")
         strings = self.nav.model.store.strings
         n = len(cells.busy)
         busy, count, starts = cells.busy.tolist(), cells.count.tolist(), cells.starts.tolist()
@@ -244,7 +247,7 @@ class LanesView(ScrollView, can_focus=True):
         colors = [KIND_COLORS.get(kinds[i], base) for i in range(n)]
         text_cell = [False] * n
         i = 0
-        while i < n:  # write command names over long enough busy runs
+        while i < n and not channel:  # write command names over long enough busy runs
             if busy[i] < 0.75 or labels[i] < 0:
                 i += 1
                 continue
