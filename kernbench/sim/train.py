@@ -135,14 +135,15 @@ class Train:
 
         Times within :data:`EPS` of ``t`` count as ``t`` itself.
         """
+        bound = t + EPS if inclusive else t - EPS
         if self.arr is not None:
-            return int(np.searchsorted(self.arr, t + EPS if inclusive else t - EPS, side="right" if inclusive else "left"))
+            return int(np.searchsorted(self.arr, bound, side="right" if inclusive else "left"))
         segs = self.segs
         lo, hi = 0, len(segs)
         while lo < hi:
             mid = (lo + hi) // 2
             a = segs[mid][1]
-            if a < t - EPS or (inclusive and a <= t + EPS):
+            if a < bound or (inclusive and a == bound):
                 lo = mid + 1
             else:
                 hi = mid
@@ -150,7 +151,19 @@ class Train:
             return 0
         k0, a, g, p, T = segs[lo - 1]
         k1 = segs[lo][0] if lo < len(segs) else self.n
-        return min(k1, k0 + _count_in(t - a, g, p, T, inclusive))
+        n = min(k1 - k0, _count_in(bound - a, g, p, T, inclusive))
+        # the closed form divides; settle a flit right at the bound the way
+        # ``at`` computes its time, so counting and reading times agree
+        def passed(j: int) -> bool:
+            m, i = divmod(j, p)
+            x = a + m * T + i * g if p > 1 else a + j * T
+            return x <= bound if inclusive else x < bound
+
+        while n < k1 - k0 and passed(n):
+            n += 1
+        while n > 0 and not passed(n - 1):
+            n -= 1
+        return k0 + n
 
     def gap_at(self, k: int) -> float:
         """Time from flit ``k`` to flit ``k + 1`` (0 for the last)."""
@@ -181,22 +194,23 @@ class Train:
 
 
 def _count_in(x: float, g: float, p: int, T: float, inclusive: bool) -> int:
-    """Flits of one segment (from its first, at offset 0) before offset ``x``."""
-    if p == 1:
-        if T == 0.0:
-            return 1 << 62
-        y = x / T
-        return (floor(y + EPS / T) + 1) if inclusive else max(0, ceil(y - EPS / T))
+    """Flits of one segment (its first at offset 0) at offsets below ``x`` (or equal, when ``inclusive``)."""
+    if x < 0.0:
+        return 0
     if T == 0.0:
         return 1 << 62
-    m = floor((x + (EPS if inclusive else -EPS)) / T)
-    if m < 0:
-        return 0
+    m = floor(x / T)  # whole periods before x
     r = x - m * T
+    if r < 0.0:  # x / T rounded up to a whole number
+        m -= 1
+        r += T
+    if p == 1:
+        return m + (1 if inclusive or r > 0.0 else 0)
     if g == 0.0:
-        within = p if (inclusive and r >= -EPS) or r > EPS else 0
+        within = p if inclusive or r > 0.0 else 0
     else:
-        within = min(p, (floor(r / g + EPS / g) + 1) if inclusive else max(0, ceil(r / g - EPS / g)))
+        q = floor(r / g)
+        within = min(p, q + 1 if inclusive or r > q * g else q)
     return m * p + within
 
 

@@ -6,7 +6,7 @@ counting, and the channels' union."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kernbench.sim.train import Train, fifo, first_difference, lindley, union
@@ -102,6 +102,7 @@ def test_array_trains_and_segment_trains_agree(train, s, free):
 
 @settings(max_examples=300, deadline=None)
 @given(trains(), times)
+@example(Train(3, [(0, 1.0, 0.0, 1, 0.0), (1, 1.000000001, 0.0, 2, 1.0)]), 1.0)  # a segment starting EPS after t
 def test_count_before_counts_the_flits_before_a_time(train, t):
     arr = explicit(train)
     assert train.count_before(t) == sum(1 for a in arr if a < t - 1e-9)
