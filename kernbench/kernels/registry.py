@@ -53,7 +53,7 @@ def register(spec: KernelSpec) -> KernelSpec:
     return spec
 
 
-KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode")
+KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode", "kernbench.kernels.allreduce")
 
 
 _loaded = False
