@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = {
     "gemm_primitive": ["gemm-primitive"],
     "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+    "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
 }
 
 
@@ -54,6 +55,6 @@ def record(name: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    for run in RUNS:
+    for run in sys.argv[1:] or RUNS:  # name some to re-record only those
         record(run)
         print(f"recorded {run}")
