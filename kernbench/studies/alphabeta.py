@@ -43,6 +43,14 @@ from kernbench.collectives.group import Group, Ring, pieces
 from kernbench.topology.graph import Graph
 
 
+#: The formulas each prediction evaluates (N bytes per PE, p PEs, c bytes per message).
+FORMULAS = {
+    "ring": "T = 2(p−1)·m·α + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
+    "2d": "T = 2(C−1)·⌈N/(C·c)⌉·α_row + 2(C−1)·N/C·β + 2(R−1)·⌈N/(p·c)⌉·α_col + 2(R−1)·N/p·β",
+    "tree": "T = (h + d + (k−1)·s)·(α + c·β),  k = ⌈N/c⌉",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class MessageCost:
     """α and β of one PE-to-PE route."""
@@ -187,7 +195,7 @@ def ring_model(pr: Problem) -> Prediction:
     order = pr.group.snake
     n = pr.elements
     phase = _ring_phase(pr, "ring", [order], lambda me: (0, n), _allreduce_ring)
-    return Prediction("ring", "T = 2(p−1)·m·α + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉", (phase,))
+    return Prediction("ring", FORMULAS["ring"], (phase,))
 
 
 def grid2d_model(pr: Problem) -> Prediction:
@@ -200,11 +208,7 @@ def grid2d_model(pr: Problem) -> Prediction:
         _ring_phase(pr, "column all-reduce", cols, lambda me: row_seg[me], _allreduce_ring),
         _ring_phase(pr, "row all-gather", rows, lambda me: (0, n), _ag),
     )
-    return Prediction(
-        "2d",
-        "T = 2(C−1)·⌈N/(C·c)⌉·α_row + 2(C−1)·N/C·β + 2(R−1)·⌈N/(p·c)⌉·α_col + 2(R−1)·N/p·β",
-        phases,
-    )
+    return Prediction("2d", FORMULAS["2d"], phases)
 
 
 def tree_model(pr: Problem) -> Prediction:
@@ -224,7 +228,7 @@ def tree_model(pr: Problem) -> Prediction:
     messages = height + down + (k - 1) * per_chunk
     cost = typical(pr.graph, pairs)
     flits = messages * cost.flits(big * pr.itemsize)
-    return Prediction("tree", "T = (h + d + (k−1)·s)·(α + c·β),  k = ⌈N/c⌉", (Phase("tree", messages, flits, cost),))
+    return Prediction("tree", FORMULAS["tree"], (Phase("tree", messages, flits, cost),))
 
 
 def _down_messages(leaf: int) -> int:
