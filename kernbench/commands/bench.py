@@ -8,7 +8,9 @@ printed and the exit status is 0.
 
 Benches: the two GEMM forms at their defaults, the three GQA decode
 variants at a moderate shape (sip2x2, 32 query / 4 KV heads, d 128, 4096
-tokens, 8 PEs per KV head), and whatever installed packages contribute
+tokens, 8 PEs per KV head), a few points of the all-reduce and GEMM studies
+(``kernbench.studies.benches``; ``--study`` runs the whole studies and
+prints their tables), and whatever installed packages contribute
 through the ``kernbench.benches`` entry points — the hop-distance DMA probe
 cases on the paper topology at 32 KiB and 1 MiB (``probes/bench.py``).
 """
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernbench.errors import KernbenchError
+from kernbench.studies.benches import STUDY_BENCHES
 
 def _default_goldens() -> Path:
     """The repo's goldens file (beside the package in a checkout, else under the cwd)."""
@@ -56,6 +59,7 @@ BENCHES: tuple[Callable[[], dict[str, float]], ...] = (
     _kernel("gemm-primitive"),
     _kernel("gemm-composite"),
     *(_kernel("gqa-decode", GQA_BENCH_TOPOLOGY, variant=v, **GQA_BENCH_SHAPE) for v in ("primitive", "opt3", "opt2")),
+    *STUDY_BENCHES,
 )
 ENTRY_POINT_GROUP = "kernbench.benches"
 
@@ -118,11 +122,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
+    mode.add_argument("--study", choices=("allreduce", "gemm", "all"), help="run a study and print its tables (model vs simulator) instead")
     p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help=f"goldens file (default: {GOLDENS.name} in benchmarks/)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.study:
+        from kernbench.studies.report import run_studies
+
+        return run_studies(args.study)
     path: Path = args.goldens
     golden = load_goldens(path)
     if args.check and not golden:

@@ -67,8 +67,8 @@ def run_point(topology: str, algo: str, payload: int, pes: str = "", chunk: str 
     return Point(topology, algo, payload, p, result.latency_ns, model["model_ns"], model["alpha_term_ns"], model["beta_term_ns"], err, tol)
 
 
-def sweep(pairs=PAIRS, algos=ALGORITHMS) -> Iterator[tuple[str, Point, Point]]:
-    for label, mesh, torus, pes, payloads in pairs:
+def sweep(pairs=None, algos=ALGORITHMS) -> Iterator[tuple[str, Point, Point]]:
+    for label, mesh, torus, pes, payloads in pairs or PAIRS:
         for payload in payloads:
             for algo in algos:
                 yield label, run_point(mesh, algo, payload, pes), run_point(torus, algo, payload, pes)

@@ -129,16 +129,16 @@ def _gemm_end(events, pe: str) -> float:
     return max((e.end_ns for e in events if e.kind is EventKind.ENGINE_BUSY and e.component == f"{pe}.gemm"), default=0.0)
 
 
-def tile_count_sweep(counts=TILE_COUNTS) -> list[tuple[GemmPoint, GemmPoint]]:
+def tile_count_sweep(counts=None) -> list[tuple[GemmPoint, GemmPoint]]:
     rows = []
-    for n in counts:
+    for n in counts or TILE_COUNTS:
         shape = dict(m=128, n=128, k=128 * n, tile_m=128, tile_n=128, tile_k=128, pes=1)
         rows.append((run_point(form="composite", **shape), run_point(form="primitive", **shape)))
     return rows
 
 
-def tiling_sweep(tilings=TILINGS, shape=TILING_SHAPE) -> list[GemmPoint]:
-    return [run_point(**shape, **t) for t in tilings]
+def tiling_sweep(tilings=None, shape=None) -> list[GemmPoint]:
+    return [run_point(**(shape or TILING_SHAPE), **t) for t in tilings or TILINGS]
 
 
 def _eff(p: GemmPoint) -> str:
