@@ -101,3 +101,28 @@ def test_study_points_are_pinned_in_the_goldens():
     names = set(bench.load_goldens(bench.GOLDENS))
     assert {"allreduce/torus2x3/ring/1MiB", "allreduce/mesh2x3/ring/1MiB", "allreduce/torus2x3/2d/1MiB", "allreduce/torus2x3/tree/1MiB"} <= names
     assert {"gemm-tiled/composite-16tiles", "gemm-tiled/primitive-16tiles", "gemm-tiled/composite-splitk4-8pe"} <= names
+
+
+# --- the README shows real output ------------------------------------------------
+
+README = (__import__("pathlib").Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def _readme_block(first_line_start: str) -> list[str]:
+    lines = README.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(first_line_start))
+    j = next(k for k in range(i, len(lines)) if lines[k].startswith("```"))
+    return lines[i:j]
+
+
+def test_readme_all_reduce_rows_up_to_256KiB_are_the_simulators():
+    pair = ("2×3", "mesh2x3", "torus2x3", "", (4096, 16384, 65536, 262144))
+    fresh = ar.table(list(ar.sweep([pair]))).splitlines()
+    shown = _readme_block(" payload  algo")
+    assert shown[: len(fresh)] == fresh
+
+
+def test_readme_gemm_rows_up_to_16_tiles_are_the_simulators():
+    fresh = g.tile_count_table(g.tile_count_sweep((1, 2, 4, 8, 16))).splitlines()
+    shown = _readme_block("tiles   composite")
+    assert shown[: len(fresh)] == fresh
