@@ -8,7 +8,9 @@ printed and the exit status is 0.
 
 Benches: the two GEMM forms at their defaults, the three GQA decode
 variants at a moderate shape (sip2x2, 32 query / 4 KV heads, d 128, 4096
-tokens, 8 PEs per KV head), and whatever installed packages contribute
+tokens, 8 PEs per KV head), a few points of the all-reduce and GEMM studies
+(``kernbench.studies.benches``; ``--study`` runs the whole studies and
+prints their tables), and whatever installed packages contribute
 through the ``kernbench.benches`` entry points — the hop-distance DMA probe
 cases on the paper topology at 32 KiB and 1 MiB (``probes/bench.py``).
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
+from kernbench.studies.benches import STUDY_BENCHES
 
 #: Ships inside the package, so ``bench --check`` works from anywhere; in a
 #: checkout (editable install) ``--regen`` rewrites the repository's file.
@@ -54,6 +57,7 @@ BENCHES: tuple[Callable[..., dict[str, float]], ...] = (
     _kernel("gemm-primitive"),
     _kernel("gemm-composite"),
     *(_kernel("gqa-decode", GQA_BENCH_TOPOLOGY, variant=v, **GQA_BENCH_SHAPE) for v in ("primitive", "opt3", "opt2")),
+    *STUDY_BENCHES,
 )
 ENTRY_POINT_GROUP = "kernbench.benches"
 
@@ -127,6 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
+    mode.add_argument("--study", choices=("allreduce", "gemm", "all"), help="run a study and print its tables (model vs simulator) instead")
     p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help="goldens file (default: the one shipped in kernbench/commands/)")
     p.add_argument("--json", action="store_true", help="print the latencies and the differences as one JSON object")
     p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
@@ -135,6 +140,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.study:
+        from kernbench.studies.report import run_studies
+
+        return run_studies(args.study)
     path: Path = args.goldens
     golden = load_goldens(path)
     if args.check and not golden:

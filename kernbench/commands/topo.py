@@ -1,7 +1,7 @@
 """``kernbench topo show|list``: what a topology compiles to.
 
 ``show`` prints node and edge counts by kind, the PE/CUBE/SIP hierarchy and
-mesh shape, bandwidth facts (mesh bisection over UCIe, the SIP ring, HBM per
+mesh or torus shape with its diameter, bandwidth facts (bisection over UCIe, the SIP ring, HBM per
 PE, per CUBE and for the system) and one example route hop by hop with its
 header latency. ``list`` prints the named topologies that ship with
 kernbench. Both take ``--json``.
@@ -21,6 +21,7 @@ from rich.table import Table
 from kernbench.outputs import to_json
 from kernbench.topology.compile import load_topology, pe_count
 from kernbench.topology.graph import Graph, Route
+from kernbench.topology.shape import GridShape
 from kernbench.topology.spec import load_spec, named_topologies
 
 WIDTH = 120
@@ -157,6 +158,14 @@ def _cut_links(graph: Graph, axis: int, size: int) -> tuple[int, float]:
     return links, bw
 
 
+def _shape_text(shape: GridShape) -> str:
+    if shape.cubes == 1:
+        return "1 × 1"
+    if not shape.is_torus:
+        return f"{shape.width} × {shape.height} (XY routing over UCIe)"
+    return f"{shape.describe()}, XY routing over UCIe the shorter way round"
+
+
 def _facts(graph: Graph) -> Table:
     spec = graph.spec
     mesh = spec["sip"]["mesh"]
@@ -168,12 +177,20 @@ def _facts(graph: Graph) -> Table:
     t.add_column("fact")
     t.add_column("value")
     t.add_row("SIPs × CUBEs × PEs", f"{sips} × {len(cubes) // max(sips, 1)} × {len(pes) // max(len(cubes), 1)} = {len(pes)} PEs")
-    routing = " (XY routing over UCIe)" if mesh["width"] * mesh["height"] > 1 else ""
-    t.add_row("CUBE mesh per SIP", f"{mesh['width']} × {mesh['height']}{routing}")
-    cuts = [(_cut_links(graph, axis, size), name) for axis, size, name in ((0, mesh["width"], "x"), (1, mesh["height"], "y")) if size > 1]
+    shape = GridShape.of(spec)
+    kind = "torus" if shape.is_torus else "mesh"
+    t.add_row(f"CUBE {kind} per SIP", _shape_text(shape))
+    if shape.is_torus:
+        t.add_row("torus tie-break", "half-way round: east/south from an even coordinate, west/north from an odd one")
+    if shape.cubes > 1:
+        t.add_row(f"{kind} diameter", f"{shape.diameter} UCIe hop(s) between the farthest CUBEs")
+    sizes = [(axis, size, name) for axis, size, name in ((0, mesh["width"], "x"), (1, mesh["height"], "y")) if size > 1]
+    balanced = [c for c in sizes if c[1] % 2 == 0]
+    cuts = [(_cut_links(graph, axis, size), name) for axis, size, name in balanced or sizes]
     if cuts:
         (links, bw), name = min(cuts, key=lambda c: (c[0][1], c[1]))
-        t.add_row("mesh bisection (UCIe)", f"{_gbps(bw)} per direction ({links} links across the {name} mid-plane)")
+        note = "" if balanced else "; no cut halves an odd grid, this one is the nearest"
+        t.add_row(f"{kind} bisection (UCIe)", f"{_gbps(bw)} per direction ({links} links across the {name} mid-plane{note})")
     else:
         t.add_row("mesh bisection (UCIe)", "one CUBE per SIP: no UCIe links")
     ring = [e for e in graph.edges if e.kind == "pcie" and graph.nodes[e.src].kind == "io_chiplet" and graph.nodes[e.dst].kind == "io_chiplet"]

@@ -84,7 +84,7 @@ def register(spec: KernelSpec) -> KernelSpec:
     return spec
 
 
-KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode")
+KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode", "kernbench.kernels.allreduce", "kernbench.kernels.gemm_tiled")
 
 
 _loaded = False

@@ -6,6 +6,8 @@ Routing is hierarchical and deterministic:
   ties broken by hop count then by node names), computed once per template;
 * between CUBEs of a SIP, XY dimension order over the mesh, leaving and
   entering through the UCIe PHYs (``phy.e``/``phy.w``/``phy.n``/``phy.s``);
+  in a torus dimension the shorter way round, ties broken by coordinate
+  parity (:mod:`kernbench.topology.shape`);
 * between SIPs, the shorter way round the ring of IO chiplets (ties go
   up), reaching the IO chiplet from its attach CUBE.
 """
@@ -22,10 +24,10 @@ from typing import Any
 
 from kernbench.errors import RouteError, TopologyError
 from kernbench.topology.graph import Edge, Graph, Node
+from kernbench.topology.shape import GridShape
 from kernbench.topology.spec import load_spec
 
 PE_ENGINES = ("cpu", "sched", "dma", "fs", "gemm", "math", "ipcq", "tcm")
-PHY_DIRS = {"e": (1, 0), "w": (-1, 0), "n": (0, -1), "s": (0, 1)}
 OPPOSITE = {"e": "w", "w": "e", "n": "s", "s": "n"}
 
 _ID = re.compile(r"^sip(\d+)\.cube(\d+)\.(.+)$")
@@ -214,26 +216,21 @@ class _Builder:
             self.link(f"{prefix}.m_cpu", f"{prefix}.{m_cpu['attach']}", m_cpu["link"], "m_cpu_port")
 
     def _mesh(self, s: int) -> None:
-        n_cubes = self.width * self.height
-        if n_cubes == 1:
+        shape = GridShape.of(self.spec)
+        if shape.cubes == 1:
             return
         ucie = self.spec["sip"]["ucie"]
         inner = self.cube["ucie_link"]
-        for c in range(n_cubes):
-            x, y = c % self.width, c // self.width
-            for d, (dx, dy) in sorted(PHY_DIRS.items()):
-                nx, ny = x + dx, y + dy
-                if not (0 <= nx < self.width and 0 <= ny < self.height):
-                    continue
+        for c in range(shape.cubes):
+            sides = shape.neighbours(c)
+            for d, _ in sides:
                 phy = f"sip{s}.cube{c}.phy.{d}"
                 self.node(phy, "ucie_phy", ucie["phy_overhead_ns"], sip=s, cube=c, side=d)
                 self.link(phy, f"sip{s}.cube{c}.{self.cube['ucie_attach']}", inner, "ucie_port")
-            if x + 1 < self.width:
-                self.link(f"sip{s}.cube{c}.phy.e", f"sip{s}.cube{c + 1}.phy.w", ucie, "ucie")
-            if y + 1 < self.height:
-                self.link(
-                    f"sip{s}.cube{c}.phy.s", f"sip{s}.cube{c + self.width}.phy.n", ucie, "ucie"
-                )
+            # Each link once, from its east / south end (a wrap's is the last column / row).
+            for d, nxt in sides:
+                if d in ("e", "s"):
+                    self.link(f"sip{s}.cube{c}.phy.{d}", f"sip{s}.cube{nxt}.phy.{OPPOSITE[d]}", ucie, "ucie")
 
 
 # --- routing ---------------------------------------------------------------
@@ -295,26 +292,10 @@ def _attach_router(g: Graph, local: str) -> str:
     raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
 
 
-def _xy_steps(width: int, c0: int, c1: int) -> list[tuple[int, str]]:
-    """CUBE indices visited after ``c0`` on the XY route to ``c1``, with the side left."""
-    x, y = c0 % width, c0 // width
-    tx, ty = c1 % width, c1 // width
-    steps = []
-    while x != tx:
-        d = "e" if tx > x else "w"
-        x += 1 if d == "e" else -1
-        steps.append((y * width + x, d))
-    while y != ty:
-        d = "s" if ty > y else "n"
-        y += 1 if d == "s" else -1
-        steps.append((y * width + x, d))
-    return steps
-
-
 def _route(g: Graph, template: Mapping[tuple[str, str], tuple[str, ...]], src: str, dst: str) -> list[str]:
     """Node path ``src → … → dst`` following the routing rules above."""
     spec = g.spec
-    width = spec["sip"]["mesh"]["width"]
+    shape = GridShape.of(spec)
     ucie_at = spec["cube"]["ucie_attach"]
     io = spec["sip"]["io_chiplet"]
     n_sips = spec["system"]["sips"]
@@ -336,7 +317,7 @@ def _route(g: Graph, template: Mapping[tuple[str, str], tuple[str, ...]], src: s
             inside(s, c0, r0, r1)
             return
         here, r_here = c0, r0
-        for nxt, d in _xy_steps(width, c0, c1):
+        for nxt, d in shape.steps(c0, c1):
             inside(s, here, r_here, ucie_at)
             path.append(f"sip{s}.cube{here}.phy.{d}")
             path.append(f"sip{s}.cube{nxt}.phy.{OPPOSITE[d]}")

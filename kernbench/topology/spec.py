@@ -3,7 +3,7 @@
 A topology describes the hierarchy once with counts and templates::
 
     system  — how many SIPs, the ring between them, the host link
-    sip     — the W×H CUBE mesh, UCIe links, the IO chiplet
+    sip     — the W×H CUBE mesh (or torus), UCIe links, the IO chiplet
     cube    — routers (the intra-CUBE mesh), their links, where PEs, HBM
               slices, SRAM, M_CPU and the UCIe PHYs attach
     pe      — PE attributes (clock, engines, TCM, dispatch cost model)
@@ -32,6 +32,7 @@ from kernbench.topology.schema import (
     join_path,
     validate,
 )
+from kernbench.topology.shape import wrap_problems
 
 DEFAULT_TOPOLOGY = "paper"
 
@@ -110,7 +111,14 @@ TOPOLOGY_SCHEMA = Section(
             ),
         },
         "sip": {
-            "mesh": {"width": Field(int, 1, _count), "height": Field(int, 1, _count)},
+            "mesh": {
+                "width": Field(int, 1, _count),
+                "height": Field(int, 1, _count),
+                "wrap": {  # a torus: wrap-around UCIe links (kernbench.topology.shape)
+                    "x": Field(bool, False, help="join the last CUBE column to the first"),
+                    "y": Field(bool, False, help="join the last CUBE row to the first"),
+                },
+            },
             "ucie": Section({**_link(), "phy_overhead_ns": Field(float, 0.0, _ns)}),
             "io_chiplet": Section(
                 {
@@ -334,6 +342,7 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
     ref("cube.ucie_attach", cube["ucie_attach"])
     sip = spec["sip"]
     n_cubes = sip["mesh"]["width"] * sip["mesh"]["height"]
+    problems.extend(wrap_problems(spec))
     io = sip["io_chiplet"]
     if io is not None:
         if io["attach_cube"] >= n_cubes:

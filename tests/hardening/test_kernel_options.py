@@ -80,7 +80,7 @@ def test_an_unknown_kernel_gets_the_names_it_may_have_meant(capsys, no_simulatio
     elif how == "prefix":
         wrong = name[: max(2, len(name) - cut)]
     elif how == "part":
-        wrong = name.split("-")[-1]
+        wrong = name.split("-")[-1] if "-" in name else name[1:]
     elif how == "typo":
         wrong = name[:-1] + ("x" if name[-1] != "x" else "y")
     else:

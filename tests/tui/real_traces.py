@@ -21,6 +21,7 @@ RUNS = {
     "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
     # A's K-chunks as column blocks of row-major A: every row 1 KiB apart, on 2 of a slice's 8 channels
     "gemm_naive": ["gemm-primitive", "--layout", "naive"],
+    "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
 }
 
 
@@ -56,6 +57,6 @@ def record(name: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    for run in sys.argv[1:] or RUNS:
+    for run in sys.argv[1:] or RUNS:  # name some to re-record only those
         record(run)
         print(f"recorded {run}")

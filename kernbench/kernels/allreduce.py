@@ -1,0 +1,181 @@
+"""All-reduce of a payload over a set of PEs (``kernbench run allreduce``).
+
+Each PE holds ``payload`` bytes of its own (random float16 values of
+magnitude in [0.5, 2), or float32) in its HBM slice; after the run every
+PE's buffer holds the element-wise sum, reduced in place by
+:func:`kernbench.collectives.all_reduce` with the chosen algorithm and
+message size. The check compares every PE's buffer with the numpy sum of
+the inputs (float32 accumulation, rounded to the dtype); the summary sets
+the simulated latency beside the α–β model of the same schedule
+(:mod:`kernbench.studies.alphabeta`).
+
+PEs (``--pes``): by default PE 0 of every CUBE (of every SIP), the group a
+grid with the CUBE mesh's shape (SIPs stacked); ``sipN`` is PE 0 of every
+CUBE of SIP N; otherwise a comma list of PE ids (``sip0.cube3.pe0``) or
+indices into the runtime's PE list (``0,8,16`` or ranges ``0-7``). The
+2d algorithm's grid is ``--grid RxC`` (rows × columns, programs row-major),
+by default the CUBE grid for the CUBE sets and the most square one else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernbench import collectives, tl
+from kernbench.collectives import Group
+from kernbench.kernels.data import random_f16
+from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
+from kernbench.runtime.api import Runtime, RunResult
+from kernbench.sizes import parse_size, size_label
+from kernbench.studies.alphabeta import Problem, predict
+
+DTYPES = ("float16", "float32")
+
+
+def allreduce(bufs, group: Group, algo: str, chunk_bytes: int) -> None:
+    collectives.all_reduce(bufs[tl.program_id()], group, algo=algo, chunk_bytes=chunk_bytes)
+
+
+# --- which PEs, in what grid --------------------------------------------------
+
+
+def cube_pes(rt: Runtime, sip: int | None = None) -> tuple[list[str], int]:
+    """PE 0 of every CUBE (of one SIP or all), in CUBE order; and the grid's rows."""
+    mesh = rt.graph.spec["sip"]["mesh"]
+    sips = range(rt.graph.spec["system"]["sips"]) if sip is None else [sip]
+    pes = [f"sip{s}.cube{c}.pe0" for s in sips for c in range(mesh["width"] * mesh["height"])]
+    return pes, len(sips) * mesh["height"]
+
+
+def select_pes(rt: Runtime, text: str) -> tuple[list[str], int | None]:
+    """``--pes`` → PE ids in program order, and the grid rows it implies (None: choose)."""
+    text = text.strip()
+    if not text:
+        return cube_pes(rt)
+    n_sips = rt.graph.spec["system"]["sips"]
+    if text.startswith("sip") and text[3:].isdigit():
+        s = int(text[3:])
+        if s >= n_sips:
+            raise ValueError(f"--pes {text}: {rt.graph.name} has SIPs sip0 … sip{n_sips - 1}")
+        return cube_pes(rt, s)
+    pes: list[str] = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token:
+            continue
+        if token.replace("-", "").isdigit() and token.count("-") <= 1:
+            lo, _, hi = token.partition("-")
+            pes += [rt.pe_id(i) for i in range(int(lo), int(hi or lo) + 1)]
+        else:
+            pes.append(rt.pe_id(token))
+    dup = sorted({p for p in pes if pes.count(p) > 1})
+    if dup:
+        raise ValueError(f"--pes lists {', '.join(dup)} more than once")
+    return pes, None
+
+
+def make_group(n: int, rows: int | None, grid: str) -> Group:
+    if grid.strip():
+        r, _, c = grid.lower().partition("x")
+        if not (r.strip().isdigit() and c.strip().isdigit()):
+            raise ValueError(f"--grid {grid!r}: write ROWSxCOLS, e.g. 3x2")
+        if int(r) * int(c) != n:
+            raise ValueError(f"--grid {grid}: {int(r)} × {int(c)} = {int(r) * int(c)} places for {n} PEs")
+        return Group(tuple(range(n)), int(r))
+    return Group(tuple(range(n)), rows) if rows else Group.square(range(n))
+
+
+# --- set-up ------------------------------------------------------------------
+
+
+def setup(rt: Runtime, p: dict) -> Prepared:
+    algo = p["algo"]
+    if algo not in collectives.ALGORITHMS:
+        raise ValueError(f"algo must be one of {', '.join(collectives.ALGORITHMS)}, not {algo!r}")
+    if p["dtype"] not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {p['dtype']!r}")
+    dtype = np.dtype(p["dtype"])
+    payload = parse_size(p["payload"], "payload")
+    chunk_bytes = parse_size(p["chunk"], "chunk")
+    if payload % dtype.itemsize:
+        raise ValueError(f"payload {p['payload']} is not a whole number of {dtype.name} elements ({dtype.itemsize} B)")
+    chunk = collectives.chunk_elements(chunk_bytes, dtype)
+    pe_ids, rows = select_pes(rt, p["pes"])
+    if len(pe_ids) < 2:
+        raise ValueError(f"an all-reduce needs at least 2 PEs; --pes {p['pes']!r} gives {len(pe_ids)}")
+    scratch = rt.graph.node(f"{pe_ids[0]}.cpu").attrs["scratch_bytes"]
+    held = collectives.BUFFERS[algo]
+    if held * min(chunk_bytes, payload) > scratch:
+        raise ValueError(
+            f"chunk {size_label(chunk_bytes)}: the {algo} all-reduce holds {held} chunks in TCM at once, "
+            f"{held} × {size_label(chunk_bytes)} > {size_label(scratch)} of kernel scratch; "
+            f"use --chunk {size_label(scratch // held)} or less"
+        )
+    group = make_group(len(pe_ids), rows, p["grid"])
+    n = payload // dtype.itemsize
+    rng = np.random.default_rng(p["seed"])
+    inputs = [random_f16(rng, (n,)).astype(dtype, copy=False) for _ in pe_ids]
+    bufs = [rt.deploy(x, pe=pe, name=f"buf{i}", dtype=dtype) for i, (x, pe) in enumerate(zip(inputs, pe_ids))]
+    rt.launch(allreduce, pes=pe_ids, args=(bufs, group, algo, chunk_bytes))
+    problem = Problem(rt.graph, group, tuple(pe_ids), n, dtype.itemsize, chunk)
+
+    ref: list[np.ndarray] = []  # computed on the first check(), then the inputs can go
+
+    def check() -> float:
+        if not ref:
+            ref.append(reference(inputs, dtype))
+            inputs.clear()
+        return max(float(np.abs(rt.read(b).astype(np.float32) - ref[0]).max()) for b in bufs)
+
+    def summary(result: RunResult) -> dict:
+        model = predict(algo, problem)
+        return {
+            "payload": size_label(payload),
+            "chunk": size_label(chunk_bytes),
+            "grid": f"{group.rows}x{group.cols}",
+            "model_ns": round(model.ns, 3),
+            "alpha_term_ns": round(model.alpha_term_ns, 3),
+            "beta_term_ns": round(model.beta_term_ns, 3),
+            "sim_over_model": round(result.latency_ns / model.ns, 4) if model.ns else None,
+            "model": model.formula,
+        }
+
+    return Prepared(check, summary, algo)
+
+
+def reference(inputs: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """The sum of the inputs in float32, rounded to the dtype (and back to float32 to compare)."""
+    acc = inputs[0].astype(np.float32)
+    for x in inputs[1:]:
+        acc += x
+    return acc.astype(dtype).astype(np.float32)
+
+
+def tolerance(p: int, dtype) -> float:
+    """The largest |err| the roundings allow with inputs of magnitude < 2.
+
+    A result passes through at most p − 1 additions, each rounding a partial
+    sum of magnitude < 2p to the dtype (error ≤ eps/2 · 2p); the reference
+    rounds once more: p · eps/2 · 2p = p² · eps.
+    """
+    return p * p * float(np.finfo(np.dtype(dtype)).eps)
+
+
+PARAMS = (
+    Param("algo", str, "ring", "all-reduce algorithm", collectives.ALGORITHMS),
+    Param("payload", str, "1MiB", "bytes per PE (B, KiB, MiB, GiB)"),
+    Param("pes", str, "", "PEs: empty = PE 0 of every CUBE; sipN = of SIP N's CUBEs; or ids/indices, e.g. 0-7,64"),
+    Param("grid", str, "", "2d grid ROWSxCOLS of the PEs in order (default: the CUBE grid, or the most square)"),
+    Param("chunk", str, "64KiB", "bytes per IPCQ message (payloads are split so transfers pipeline)"),
+    Param("dtype", str, "float16", "element type", DTYPES),
+    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+)
+
+register(
+    KernelSpec(
+        "allreduce",
+        "all-reduce over PEs with IPCQ send/recv: ring, 2d (dimension by dimension) or tree",
+        PARAMS,
+        setup,
+        default_topology="torus2x3",
+    )
+)

@@ -1,0 +1,128 @@
+"""The two studies: simulator vs model at chosen points, the gap's attribution, the
+`kernbench bench --study` tables, and the study goldens."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernbench.cli import main
+from kernbench.commands import bench
+from kernbench.studies import allreduce as ar
+from kernbench.studies import gemm as g
+
+
+# --- all-reduce ---------------------------------------------------------------
+
+
+def test_small_payloads_pay_the_per_step_software_path_the_alpha_beta_model_omits():
+    # 4 KiB: each step also waits for PE_CPU to wake, dispatch the add and the send,
+    # and FETCH/MATH/STORE a tiny chunk: ~35 ns against a network α of ~42 ns
+    p = ar.run_point("torus2x3", "ring", 4096)
+    assert 1.4 < p.ratio < 2.0
+    assert p.alpha_term_ns > p.beta_term_ns
+
+
+def test_one_chunk_per_step_adds_the_unoverlapped_sum_to_every_reduce_step():
+    # 1 MiB on 6 PEs: 171 KiB segments, one message each; a reduce-scatter step also adds the
+    # chunk (FETCH 2S/512 + MATH S/128 + STORE S/512 = 1.75·S·β) before it can go on:
+    # (2.75 + 1) / 2 ≈ 1.9 times the β term
+    p = ar.run_point("torus2x3", "ring", 1 << 20)
+    assert 1.8 < p.ratio < 2.05
+    assert p.max_abs_err <= p.tolerance
+
+
+def test_pipelined_steps_make_the_ring_tight():
+    p = ar.run_point("torus2x3", "ring", 4 << 20)
+    assert 1.0 < p.ratio < 1.1
+
+
+def test_the_torus_saves_startup_only():
+    mesh = ar.run_point("mesh2x3", "ring", 4096)
+    torus = ar.run_point("torus2x3", "ring", 4096)
+    assert torus.sim_ns < mesh.sim_ns and torus.model_ns < mesh.model_ns
+    assert mesh.beta_term_ns == torus.beta_term_ns  # same bytes, same 128 GB/s bottleneck
+
+
+def test_allreduce_table_lists_every_algorithm_per_payload():
+    pair = ("2×3", "mesh2x3", "torus2x3", "", (4096,))
+    text = ar.table(list(ar.sweep([pair])))
+    lines = text.splitlines()
+    assert "α–β µs" in lines[0] and "torus/mesh" in lines[0]
+    assert lines[2].split()[:2] == ["4KiB", "ring"] and lines[3].split()[0] == "2d" and lines[4].split()[0] == "tree"
+
+
+# --- GEMM ------------------------------------------------------------------
+
+
+def test_tile_count_sweep_tracks_the_model_and_approaches_the_steady_state():
+    rows = g.tile_count_sweep((1, 16))
+    (c1, p1), (c16, p16) = rows
+    for c in (c1, c16):
+        assert abs(c.gap_pts) < 0.1  # a lone composite is the ideal pipeline
+    for p in (p1, p16):
+        assert abs(p.gap_pts) < 3
+    assert c1.sim_eff_pct < c16.sim_eff_pct < c16.steady_eff_pct
+    assert p16.bound == "recurrence" and c16.bound == "gemm"
+
+
+def test_the_attribution_adds_up_to_the_latency():
+    (p,) = g.tiling_sweep(tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=2),), shape=dict(m=256, n=256, k=1024, pes=8))
+    assert p.sim.total == pytest.approx(p.sim_ns)
+    assert p.model.total == pytest.approx(p.model_ns)
+
+
+def test_a_second_composite_prefetching_steals_the_read_channel_from_the_first_ones_fill():
+    (p,) = g.tiling_sweep(tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=1),), shape=dict(m=256, n=128, k=512, pes=1))
+    assert p.sim.lead_in - p.model.lead_in == pytest.approx(141.0)  # one 32 KiB read of the second composite
+    assert p.sim.gaps == pytest.approx(p.model.gaps) == 0
+
+
+# --- the bench command ---------------------------------------------------------
+
+
+def test_bench_study_prints_both_tables_with_formulas(monkeypatch, capsys):
+    monkeypatch.setattr(g, "TILE_COUNTS", (1, 4))
+    monkeypatch.setattr(g, "TILINGS", g.TILINGS[:2])
+    monkeypatch.setattr(g, "TILING_SHAPE", dict(m=256, n=256, k=256, pes=4))
+    monkeypatch.setattr(ar, "PAIRS", (("2×3", "mesh2x3", "torus2x3", "", (4096,)),))
+    assert main(["bench", "--study", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "T = fill + (n − 1)·II + tail" in out and "Δ lead-in" in out
+    assert "T = 2(p−1)·m·α + 2(p−1)·⌈N/p⌉·β" in out and "2×3: mesh2x3 vs torus2x3, 6 PEs" in out
+
+
+def test_study_and_check_are_exclusive(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--study", "gemm", "--check"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_study_points_are_pinned_in_the_goldens():
+    names = set(bench.load_goldens(bench.GOLDENS))
+    assert {"allreduce/torus2x3/ring/1MiB", "allreduce/mesh2x3/ring/1MiB", "allreduce/torus2x3/2d/1MiB", "allreduce/torus2x3/tree/1MiB"} <= names
+    assert {"gemm-tiled/composite-16tiles", "gemm-tiled/primitive-16tiles", "gemm-tiled/composite-splitk4-8pe"} <= names
+
+
+# --- the README shows real output ------------------------------------------------
+
+README = (__import__("pathlib").Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def _readme_block(first_line_start: str) -> list[str]:
+    lines = README.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(first_line_start))
+    j = next(k for k in range(i, len(lines)) if lines[k].startswith("```"))
+    return lines[i:j]
+
+
+def test_readme_all_reduce_rows_up_to_256KiB_are_the_simulators():
+    pair = ("2×3", "mesh2x3", "torus2x3", "", (4096, 16384, 65536, 262144))
+    fresh = ar.table(list(ar.sweep([pair]))).splitlines()
+    shown = _readme_block(" payload  algo")
+    assert shown[: len(fresh)] == fresh
+
+
+def test_readme_gemm_rows_up_to_16_tiles_are_the_simulators():
+    fresh = g.tile_count_table(g.tile_count_sweep((1, 2, 4, 8, 16))).splitlines()
+    shown = _readme_block("tiles   composite")
+    assert shown[: len(fresh)] == fresh
