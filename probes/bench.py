@@ -7,7 +7,9 @@ the ``kernbench.benches`` entry-point group declared in pyproject.toml.
 from __future__ import annotations
 
 from kernbench.topology.compile import load_topology
-from kernbench_probes.dma import run_probe, size_label
+from kernbench.sizes import size_label
+
+from kernbench_probes.dma import run_probe
 
 
 def benches(mode: str = "fast") -> dict[str, float]:

@@ -19,11 +19,11 @@ Uses only kernbench's public API: topology loading, ``Graph.route`` and the
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from kernbench import sizes
+from kernbench.sizes import size_label
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json as to_json_text
 from kernbench.topology.compile import load_topology
@@ -31,21 +31,11 @@ from kernbench.topology.graph import Graph
 
 from kernbench_probes.breakdown import Charge, with_queueing
 from kernbench_probes.cases import HOP_ORDER, Case, CaseFinder, simulate
+from kernbench_probes.results import PAPER_REFERENCE, ProbeResult, Row, Verdict
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
 DEFAULT_SIZES = "32KiB,1MiB"
 SHORT = {"local": "local", "same-half": "same-half", "cross-half": "cross-half", "cross-cube-best": "best", "cross-cube-worst": "worst"}
-_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-# The paper's Table "probe-pe-dma": case → (latency ns at 32 KiB, {size: Util%}).
-# Shown beside the measured values when the topology is the paper's own.
-PAPER_REFERENCE: dict[str, tuple[float, dict[str, float]]] = {
-    "local": (141.0, {"32KiB": 90.8, "1MiB": 100.0}),
-    "same-half": (147.9, {"32KiB": 86.6, "1MiB": 99.9}),
-    "cross-half": (161.2, {"32KiB": 79.4, "1MiB": 99.8}),
-    "cross-cube-best": (330.5, {"32KiB": 77.5, "1MiB": 99.6}),
-    "cross-cube-worst": (677.1, {"32KiB": 37.8, "1MiB": 97.8}),
-}
 
 
 MAX_SIZE_BYTES = 2**30
@@ -53,11 +43,13 @@ MAX_SIZE_BYTES = 2**30
 
 def parse_size(text: str) -> int:
     """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike; 1 B .. 1 GiB."""
-    m = re.fullmatch(r"\s*(\d{1,10})\s*([A-Za-z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _UNITS) or not 0 < int(m.group(1)) * _UNITS.get(unit, 1) <= MAX_SIZE_BYTES:
+    try:
+        n = sizes.parse_size(text)
+    except ValueError:
+        n = 0
+    if not 0 < n <= MAX_SIZE_BYTES:
         raise argparse.ArgumentTypeError(f"bad size {text!r}: use a count of B, KiB, MiB or GiB from 1 B to 1 GiB")
-    return int(m.group(1)) * _UNITS.get(unit, 1)
+    return n
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -65,46 +57,6 @@ def parse_sizes(text: str) -> list[int]:
     if not sizes:
         raise argparse.ArgumentTypeError("--sizes needs at least one size")
     return sizes
-
-
-def size_label(size_bytes: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size_bytes % scale == 0:
-            return f"{size_bytes // scale}{unit}"
-    return f"{size_bytes}B"
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    case: Case
-    latency_ns: dict[int, float]  # per size
-    util_pct: dict[int, float]  # per size
-    bottleneck_gbps: float
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    name: str
-    ok: bool | None  # None: the topology has no such cases (skipped)
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeResult:
-    topology: str
-    source: str
-    sizes: tuple[int, ...]
-    rows: tuple[Row, ...]
-    invariants: tuple[Verdict, ...]
-    candidates_simulated: int
-    timing: str = "fast"
-
-    @property
-    def passed(self) -> bool:
-        return all(v.ok is not False for v in self.invariants)
-
-    def row(self, key: str) -> Row | None:
-        return next((r for r in self.rows if r.case.key == key), None)
 
 
 def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: str = "fast") -> ProbeResult:

@@ -31,7 +31,7 @@ from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
 from kernbench.pe.processing_element import ENGINES
 from kernbench.runtime.api import Runtime, RunResult
-from kernbench.runtime.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
+from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 
 ENGINE_NAMES = {
     "cpu": "PE_CPU",

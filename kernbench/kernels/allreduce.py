@@ -7,7 +7,7 @@ PE's buffer holds the element-wise sum, reduced in place by
 message size. The check compares every PE's buffer with the numpy sum of
 the inputs (float32 accumulation, rounded to the dtype); the summary sets
 the simulated latency beside the α–β model of the same schedule
-(:mod:`kernbench.studies.alphabeta`).
+(:mod:`kernbench.models.alphabeta`).
 
 PEs (``--pes``): by default PE 0 of every CUBE (of every SIP), the group a
 grid with the CUBE mesh's shape (SIPs stacked); ``sipN`` is PE 0 of every
@@ -27,7 +27,7 @@ from kernbench.kernels.data import random_f16
 from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime, RunResult
 from kernbench.sizes import parse_size, size_label
-from kernbench.studies.alphabeta import Problem, predict
+from kernbench.models.alphabeta import Problem, predict
 
 DTYPES = ("float16", "float32")
 

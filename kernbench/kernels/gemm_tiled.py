@@ -21,7 +21,7 @@ of a ``tile_n``-wide column block contiguous), as a weight would be placed.
 
 The summary gives the MAC efficiency (achieved FLOP/s over the peak of the
 PEs used) beside the ideal-pipeline model of the same tiling
-(:mod:`kernbench.studies.pipeline`).
+(:mod:`kernbench.models.pipeline`).
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def setup(rt: Runtime, p: dict) -> Prepared:
         return err
 
     def summary(result: RunResult) -> dict:
-        from kernbench.studies.pipeline import predict
+        from kernbench.models.pipeline import predict
 
         model = predict(rt.graph, t)
         peak = _peak_flops_per_ns(rt) * t.pes

@@ -35,7 +35,7 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.scheduler import ready_time
-from kernbench.runtime.limits import RunLimits, WallTimeExceeded
+from kernbench.limits import RunLimits, WallTimeExceeded
 
 OP_LOG_KIND = {
     DmaReadCmd: "memory/dma_read",

@@ -8,7 +8,7 @@ from typing import Any
 
 import simpy
 
-from kernbench.cost_model import DispatchCostModel
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.pe.lane import Channel, Lane

@@ -33,7 +33,7 @@ from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import Event
 from kernbench.pe.cpu import PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
-from kernbench.runtime.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
+from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.tl.handles import HbmTensor

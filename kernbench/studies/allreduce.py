@@ -4,7 +4,7 @@ For each pair of topologies (the 2×3 mesh and torus with one PE per CUBE —
 the paper's "2D-torus over six devices" — and the paper's 4×4 SIP with its
 torus variant, one PE per CUBE of SIP 0) and each algorithm, every payload
 from 4 KiB to 64 MiB (16 MiB for the 4×4 pair; ×4 apart) is simulated and set beside the α–β model
-of the same schedule (:mod:`kernbench.studies.alphabeta`). Messages are
+of the same schedule (:mod:`kernbench.models.alphabeta`). Messages are
 256 KiB (the largest the tree's four TCM buffers allow in 1 MiB of
 scratch): the same rule at every point, chosen so the 64 MiB points stay
 affordable to simulate. Every point's numerics are checked against numpy.

@@ -10,7 +10,7 @@ Two sweeps on one CUBE (``cube1``):
   different tile shapes, split-K and forms.
 
 Every point is simulated with its event stream recorded and set beside
-:mod:`kernbench.studies.pipeline`. The gap is attributed on the busiest
+:mod:`kernbench.models.pipeline`. The gap is attributed on the busiest
 PE's PE_GEMM lane, which is what efficiency measures: the latency is the
 lead-in before its first GEMM, its GEMM busy time, the idle gaps between
 GEMMs, and the lead-out after its last; the model predicts each of them
@@ -99,7 +99,7 @@ def run_point(**overrides) -> GemmPoint:
     from kernbench.kernels import registry
     from kernbench.kernels.gemm_tiled import Tiling
     from kernbench.runtime.api import Runtime
-    from kernbench.studies.pipeline import predict
+    from kernbench.models.pipeline import predict
 
     spec = registry.get("gemm-tiled")
     params = dict(spec.defaults(), **overrides)

@@ -11,7 +11,7 @@ STUDIES = ("allreduce", "gemm", "all")
 
 def allreduce_report() -> str:
     from kernbench.studies import allreduce as ar
-    from kernbench.studies.alphabeta import FORMULAS
+    from kernbench.models.alphabeta import FORMULAS
 
     out = [
         "All-reduce: simulated latency vs the α–β model (ratio = sim / model), mesh vs torus",
@@ -28,7 +28,7 @@ def allreduce_report() -> str:
 
 def gemm_report() -> str:
     from kernbench.studies import gemm as g
-    from kernbench.studies.pipeline import PipelineModel
+    from kernbench.models.pipeline import PipelineModel
 
     shape = g.TILING_SHAPE
     return "\n".join(

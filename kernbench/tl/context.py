@@ -19,7 +19,7 @@ from typing import Any
 import greenlet
 import numpy as np
 
-from kernbench.cost_model import DispatchCostModel
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.types import StallReason
 from kernbench.tl.handles import HandleRef, Ptr, TensorHandle, dtype_name
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -186,12 +186,20 @@ def _check_index(tensor: HbmTensor, index: tuple) -> None:
         )
 
 
+class ScratchOwner(Protocol):
+    """What a scratch handle needs of its kernel context (:class:`kernbench.tl.context.KernelContext`)."""
+
+    def release(self, hid: int, nbytes: int) -> None: ...
+
+    def need(self, handles: tuple[Any, ...]) -> None: ...
+
+
 class TensorHandle:
     """A tensor a kernel holds: data in TCM scratch, or an HBM-resident ``tl.ref``."""
 
     __slots__ = ("ref", "data", "ptr", "owner", "__weakref__")
 
-    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: Any = None):
+    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: ScratchOwner | None = None):
         self.ref = ref
         self.data = data
         self.ptr = ptr
@@ -221,9 +229,8 @@ class TensorHandle:
 
     def numpy(self) -> np.ndarray:
         """The handle's value (waits for a pending load/recv like any consuming op)."""
-        from kernbench.tl.context import current
-
-        current().need((self,))
+        if self.owner is not None:  # only scratch handles have loads or receives in flight
+            self.owner.need((self,))
         return np.array(self.data, copy=True)
 
     def __repr__(self) -> str:

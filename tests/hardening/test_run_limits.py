@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kernbench import Runtime, cli, tl
 from kernbench.errors import KernbenchError, RunLimitError
 from kernbench.events.tracefile import open_trace
-from kernbench.runtime.limits import RunLimits
+from kernbench.limits import RunLimits
 
 from hardening_harness import assert_failed_cleanly, invoke, snapshot_files
 

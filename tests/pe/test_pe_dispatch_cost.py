@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kernelkit import PE0, busy, dispatches, events, rng_array, run1
 
 import kernbench.tl as tl
-from kernbench.cost_model import DispatchCostModel
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.errors import CompositeCapError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import EventKind

@@ -10,7 +10,7 @@ from kernbench.kernels import registry
 from kernbench.kernels.gemm_tiled import Tiling
 from kernbench.runtime.api import Runtime
 from kernbench.sim.network import Network
-from kernbench.studies.pipeline import Engines, dma_ns, predict
+from kernbench.models.pipeline import Engines, dma_ns, predict
 
 PE = "sip0.cube0.pe0"
 

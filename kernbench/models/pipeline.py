@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernbench.cost_model import DispatchCostModel
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.commands import CompositeCmd, DmaReadCmd, DmaWriteCmd, GemmCmd, IpcqSendCmd, MathCmd, OpSpec
 from kernbench.tl.handles import HandleRef
 from kernbench.topology.graph import Graph
@@ -165,7 +165,7 @@ def _slice(pe: str) -> str:
 def _split_k_tail(graph: Graph, t: "Tiling", pe: str, peer: str, e: Engines) -> float:
     """The leader's last tile: ksplit − 1 float32 partials arrive back to back over its
     inbound link (they share it), each is added as it lands, then C is stored."""
-    from kernbench.studies.alphabeta import message_cost
+    from kernbench.models.alphabeta import message_cost
 
     c32 = 4 * t.tile_m * t.tile_n
     add = e.tcm_ns(2 * c32) + e.math_ns(t.tile_m * t.tile_n) + e.tcm_ns(c32)
