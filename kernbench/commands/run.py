@@ -26,10 +26,9 @@ from rich.table import Table
 
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.types import Event
+from kernbench.events.types import ENGINES, Event
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
-from kernbench.pe.processing_element import ENGINES
 from kernbench.runtime.api import Runtime, RunResult
 from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 

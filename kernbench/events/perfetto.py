@@ -4,7 +4,7 @@ Open the file in https://ui.perfetto.dev or ``chrome://tracing``:
 
 * one *process* per PE (``pid`` in natural PE order, named by
   ``process_name`` metadata), threads for its engine lanes in
-  :data:`~kernbench.events.timeline.ENGINES` order;
+  :data:`~kernbench.events.types.ENGINES` order;
 * edges live in a ``links`` process (threads per edge), other components
   (HBM channels, routers…) in a process per parent node;
 * spans become complete (``"X"``) events, instants become ``"i"`` events,
@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from kernbench.events.store import EventStore, is_span_kind
-from kernbench.events.timeline import ENGINES, natural_key, pe_of
+from kernbench.events.timeline import natural_key
+from kernbench.events.types import ENGINES
+from kernbench.topology.ids import pe_of
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
 from kernbench.outputs import write_atomic

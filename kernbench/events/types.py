@@ -38,6 +38,10 @@ import enum
 from dataclasses import dataclass
 
 
+#: Engine lanes of one PE (components ``sipS.cubeC.peP.<engine>``), in display order.
+ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
+
+
 class EventKind(enum.IntEnum):
     TRANSFER_START = 0
     TRANSFER_END = 1

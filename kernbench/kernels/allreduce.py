@@ -27,6 +27,7 @@ from kernbench.kernels.data import random_f16
 from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime, RunResult
 from kernbench.sizes import parse_size, size_label
+from kernbench.topology.ids import pe_id
 from kernbench.models.alphabeta import Problem, predict
 
 DTYPES = ("float16", "float32")
@@ -43,7 +44,7 @@ def cube_pes(rt: Runtime, sip: int | None = None) -> tuple[list[str], int]:
     """PE 0 of every CUBE (of one SIP or all), in CUBE order; and the grid's rows."""
     mesh = rt.graph.spec["sip"]["mesh"]
     sips = range(rt.graph.spec["system"]["sips"]) if sip is None else [sip]
-    pes = [f"sip{s}.cube{c}.pe0" for s in sips for c in range(mesh["width"] * mesh["height"])]
+    pes = [pe_id(s, c, 0) for s in sips for c in range(mesh["width"] * mesh["height"])]
     return pes, len(sips) * mesh["height"]
 
 

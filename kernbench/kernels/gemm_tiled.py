@@ -35,7 +35,7 @@ from kernbench.kernels.data import random_f16
 from kernbench.kernels.gemm import MAX_DIM
 from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
 from kernbench.runtime.api import Runtime, RunResult
-from kernbench.tl.handles import HbmTensor
+from kernbench.handles import HbmTensor
 
 FORMS = ("primitive", "composite")
 

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING
 
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.commands import CompositeCmd, DmaReadCmd, DmaWriteCmd, GemmCmd, IpcqSendCmd, MathCmd, OpSpec
-from kernbench.tl.handles import HandleRef
+from kernbench.handles import HandleRef
 from kernbench.topology.graph import Graph
+from kernbench.topology.ids import local_slice, pe_key
 
 if TYPE_CHECKING:
     from kernbench.kernels.gemm_tiled import Tiling
@@ -157,11 +158,6 @@ _REF = HandleRef(0, "h", (1,), "float16")
 _OP = {"a": _REF, "b": _REF}
 
 
-def _slice(pe: str) -> str:
-    prefix, p = pe.rsplit(".pe", 1)
-    return f"{prefix}.hbm.slice{p}"
-
-
 def _split_k_tail(graph: Graph, t: "Tiling", pe: str, peer: str, e: Engines) -> float:
     """The leader's last tile: ksplit − 1 float32 partials arrive back to back over its
     inbound link (they share it), each is added as it lands, then C is stored."""
@@ -175,7 +171,7 @@ def _split_k_tail(graph: Graph, t: "Tiling", pe: str, peer: str, e: Engines) -> 
     for j in range(1, t.ksplit):
         landed = t_send + cost.alpha_ns + j * cost.flits(c32) * cost.flit_ns
         done = max(done, landed) + add
-    store = e.dispatch_ns(DmaWriteCmd(_REF, _REF, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, _slice(pe), c32 // 2)
+    store = e.dispatch_ns(DmaWriteCmd(_REF, _REF, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, local_slice(pe), c32 // 2)
     return done + store
 
 
@@ -197,7 +193,7 @@ def _split_k_work(t: "Tiling", e: Engines, per_tile: int) -> tuple[list[Stage], 
 def primitive_model(graph: Graph, t: "Tiling") -> PipelineModel:
     pe, peer = _pes(graph, t)
     e = Engines.of(graph, pe)
-    mem = _slice(pe)
+    mem = local_slice(pe)
     a, b, c32 = 2 * t.tile_m * t.tile_k, 2 * t.tile_k * t.tile_n, 4 * t.tile_m * t.tile_n
     read = e.dispatch_ns(DmaReadCmd(_REF, _REF, 0))
     dot = e.dispatch_ns(GemmCmd(_REF, _REF, _REF, 1, 1, 1))
@@ -225,7 +221,7 @@ def primitive_model(graph: Graph, t: "Tiling") -> PipelineModel:
 def composite_model(graph: Graph, t: "Tiling") -> PipelineModel:
     pe, peer = _pes(graph, t)
     e = Engines.of(graph, pe)
-    mem = _slice(pe)
+    mem = local_slice(pe)
     kp = t.k // t.ksplit
     a, b, c16, c32 = 2 * t.tile_m * kp, 2 * kp * t.tile_n, 2 * t.tile_m * t.tile_n, 4 * t.tile_m * t.tile_n
     hbm_out = t.ksplit == 1
@@ -255,12 +251,10 @@ def _busiest(t: "Tiling") -> int:
 
 def _pes(graph: Graph, t: "Tiling") -> tuple[str, str]:
     """The leader PE of the busiest worker and its last K-part peer (program order = PE order)."""
-    pes = sorted((n.id[: -len(".cpu")] for n in graph.nodes_of_kind("pe_cpu")), key=_pe_key)
+    pes = sorted((n.id[: -len(".cpu")] for n in graph.nodes_of_kind("pe_cpu")), key=pe_key)
     return pes[0], pes[t.ksplit - 1]
 
 
-def _pe_key(pe: str) -> tuple[int, ...]:
-    return tuple(int(x.lstrip("sipcube")) for x in pe.split("."))
 
 
 MODELS = {"primitive": primitive_model, "composite": composite_model}

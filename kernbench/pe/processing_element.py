@@ -16,9 +16,6 @@ from kernbench.pe.scheduler import Ready, Scheduler
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
 
-ENGINES = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
-
-
 class ProcessingElement:
     def __init__(
         self,

@@ -22,6 +22,7 @@ import numpy as np
 from kernbench.sim.fifo import Fifo
 from kernbench.sim.region import Region
 from kernbench.sim.train import Train
+from kernbench.topology.ids import NodeId, cube_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +60,9 @@ class ChannelArray:
         self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
     def _name(self, ch: int) -> str:
-        prefix, last = self.node_id.rsplit(".", 1)
-        if last.startswith("slice"):
-            return f"{prefix}.pc{self.pc_base + ch}"
+        n = NodeId.parse(self.node_id)
+        if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
+            return f"{cube_id(n.sip, n.cube)}.hbm.pc{self.pc_base + ch}"
         return f"{self.node_id}.ch{ch}"
 
     def channel_name(self, ch: int) -> str:

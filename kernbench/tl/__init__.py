@@ -31,7 +31,7 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.opkinds import op_kind
 from kernbench.tl.context import current
-from kernbench.tl.handles import HbmTensor, Ptr, RecvFuture, TensorHandle
+from kernbench.handles import HbmTensor, Ptr, RecvFuture, TensorHandle
 
 __all__ = [
     "OpSpec",

@@ -1,14 +1,10 @@
 """The per-PE kernel context: the bridge between ``tl`` calls and PE_CPU.
 
 A kernel runs in its own greenlet. Each ``tl`` call computes its numerics at
-once, then hands PE_CPU a *request* by switching to the driver greenlet:
-
-``("cmd", cmd)``            dispatch a command (pays ADR-0064 dispatch cost)
-``("wait", ref, reason)``   block until a handle's load/recv has landed
-``("sync",)``               let SimPy's clock reach PE_CPU's (PE_CPU runs ahead)
-
-The requests are also kept in order: that list *is* the command log the
-replay path re-times without running the kernel.
+once, then hands PE_CPU a request record (:mod:`kernbench.pe.requests`:
+``Issue``, ``Wait``, ``Sync``) by switching to the driver greenlet. The
+requests are also kept in order: that list *is* the command log the replay
+path re-times without running the kernel.
 """
 
 from __future__ import annotations
@@ -21,7 +17,9 @@ import numpy as np
 
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.types import StallReason
-from kernbench.tl.handles import HandleRef, Ptr, TensorHandle, dtype_name
+from kernbench.pe.commands import PeCommand
+from kernbench.pe.requests import SYNC, Issue, Request, Wait
+from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
 
 
 class ScratchError(MemoryError):
@@ -46,7 +44,7 @@ class KernelContext:
         self.scratch_bytes = scratch_bytes
         self._scratch_used = 0
         self.scratch_peak = 0
-        self.requests: list[tuple] = []
+        self.requests: list[Request] = []
         self.driver: greenlet.greenlet | None = None
         self._next_id = 0
         self._pending: dict[int, str] = {}  # handle id -> "load" | "recv"
@@ -125,12 +123,13 @@ class KernelContext:
 
     # --- requests to PE_CPU -----------------------------------------------
 
-    def _request(self, req: tuple) -> Any:
+    def _request(self, req: Request) -> Any:
         self.requests.append(req)
+        assert self.driver is not None, "a kernel context is driven by its PE_CPU"
         return self.driver.switch(req)
 
-    def issue(self, cmd: Any) -> Any:
-        return self._request(("cmd", cmd))
+    def issue(self, cmd: PeCommand) -> Any:
+        return self._request(Issue(cmd))
 
     def need(self, handles: tuple) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending."""
@@ -140,17 +139,17 @@ class KernelContext:
             why = self._pending.pop(h.ref.id, None)
             if why is not None:
                 reason = StallReason.LAZY_LOAD if why == "load" else StallReason.RECV_WAIT
-                self._request(("wait", h.ref, reason))
+                self._request(Wait(h.ref, reason))
 
     def wait_explicit(self, h: TensorHandle) -> None:
         why = self._pending.pop(h.ref.id, None)
         if why is not None:
             reason = StallReason.RECV_WAIT if why == "recv" else StallReason.EXPLICIT_WAIT
-            self._request(("wait", h.ref, reason))
+            self._request(Wait(h.ref, reason))
 
     def sync(self) -> None:
         """Let the simulation catch up with this PE's clock (loads land, messages arrive)."""
-        self._request(("sync",))
+        self._request(SYNC)
 
 
 class _KernelGreenlet(greenlet.greenlet):

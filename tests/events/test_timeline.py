@@ -3,7 +3,8 @@
 import pytest
 
 from kernbench.events.store import EventStore
-from kernbench.events.timeline import TimelineModel, pe_of
+from kernbench.events.timeline import TimelineModel
+from kernbench.topology.ids import pe_of
 from kernbench.events.types import Event, EventKind, SPAN_KINDS
 
 from randtrace import EDGES, LANES, in_publish_batches, random_trace

@@ -102,7 +102,10 @@ def test_a_signal_at_any_moment_leaves_either_the_old_file_or_a_complete_new_one
 
     def interrupt(proc):
         time.sleep(delay_s)
-        os.kill(proc.pid, signum)
+        try:
+            os.kill(proc.pid, signum)
+        except ProcessLookupError:  # it finished sooner than measured (a shared machine): the new file must be complete
+            pass
 
     got = spawn("kernbench.cli", RUN_WITH_EXPORT, cwd=folder, env=child_env(), on_start=interrupt)
     assert "Traceback" not in got.err

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kernelkit import PE0, busy, dispatches, events, rng_array, run1
 
 import kernbench.tl as tl
+from kernbench.pe.requests import CommandLog, Issue
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.errors import CompositeCapError
 from kernbench.events.bus import Bus, Recorder
@@ -22,7 +23,7 @@ from kernbench.events.types import EventKind
 from kernbench.pe.commands import CompositeCmd, GemmCmd, MathCmd, OpSpec
 from kernbench.pe.opkinds import OP_KINDS
 from kernbench.runtime.api import Runtime
-from kernbench.tl.handles import HandleRef
+from kernbench.handles import HandleRef
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
@@ -236,7 +237,7 @@ def test_logical_bytes_of_a_generated_composite_follows_d2(cube1):
 
 
 def _replay_log(rt: Runtime, *cmds):
-    fake = types.SimpleNamespace(command_logs={PE0: [("program", 0, 0)] + [("cmd", c) for c in cmds]})
+    fake = types.SimpleNamespace(command_logs={PE0: CommandLog(0, 0, tuple(Issue(c) for c in cmds))})
     return rt.replay(fake, record=True)
 
 

@@ -34,7 +34,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kernbench.events.timeline import ENGINES, LaneCells, pe_of
+from kernbench.events.timeline import LaneCells
+from kernbench.events.types import ENGINES
+from kernbench.topology.ids import pe_of
 from kernbench.events.types import Event, EventKind
 from kernbench_tui.messages import SpanSelected
 from kernbench_tui.navigator import Navigator

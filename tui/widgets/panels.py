@@ -10,7 +10,7 @@ import numpy as np
 from rich.text import Text
 from textual.widgets import Static, TabbedContent
 
-from kernbench.events.timeline import pe_of
+from kernbench.topology.ids import pe_of
 from kernbench.events.types import EventKind
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.timefmt import format_ns
