@@ -82,8 +82,9 @@ class PeCpu:
         self.commands = 0
         self.waiting_on: str | None = None
         self.finished = False
-        self._outstanding: deque[Ready] = deque()  # submitted commands not yet known complete, oldest first
+        self._outstanding: deque[tuple[Ready, int]] = deque()  # (completion, corr) of commands not yet known complete, oldest first
         self.lane = f"{pe.pe_id}.cpu"
+        self.last = -1  # seq of its latest span (recorded runs): what its next span follows
 
     def run(self) -> Iterator[simpy.Event]:
         """The PE_CPU loop: take the kernel's next request and serve it.
@@ -130,7 +131,7 @@ class PeCpu:
         pe = self.pe
         dur = pe.cost.cycles_to_ns(cmd.cycles)
         if pe.bus.active:
-            pe.bus.emit(self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles)
+            self.last = pe.bus.emit(self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last)
         self._log(cmd, cmd.cycles)
         pe.cpu_busy_ns += dur
         self.t += dur
@@ -148,7 +149,10 @@ class PeCpu:
         t = self.t
         bus = pe.bus
         if bus.active:
-            bus.emit(t, EventKind.DISPATCH, self.lane, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles, detail=str(cmd.logical_bytes))
+            self.last = bus.emit(
+                t, EventKind.DISPATCH, self.lane, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles,
+                detail=str(cmd.logical_bytes), pred=self.last,
+            )
         self._log(cmd, cycles)
         self.dispatch_cycles += cycles
         self.commands += 1
@@ -158,12 +162,12 @@ class PeCpu:
             yield from self._catch_up()
         if bus.active and isinstance(cmd, DmaReadCmd):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
-        self._outstanding.append(pe.scheduler.submit(cmd, corr, t))
+        self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 
     def _queue_room(self) -> Iterator[simpy.Event]:
         """Retire commands done by now; if the scheduler queue is still full, stall for its oldest."""
         q = self._outstanding
-        while q and (t_done := ready_time(q[0])) is not None and t_done <= self.t:
+        while q and (t_done := ready_time(q[0][0])) is not None and t_done <= self.t:
             q.popleft()
         if len(q) >= self.pe.queue_depth:
             yield from self._queue_space()
@@ -182,7 +186,10 @@ class PeCpu:
             self.t = self.env.now
             pe.cpu_stall_ns += self.t - t0
             if pe.bus.active:
-                pe.bus.emit(t0, EventKind.STALL, self.lane, end_ns=self.t, corr_id=corr, label=reason.value, detail=ref.name)
+                self.last = pe.bus.emit(
+                    t0, EventKind.STALL, self.lane, end_ns=self.t, corr_id=corr, label=reason.value, detail=ref.name,
+                    pred=pe.ready_seq.get(ref.id, -1),
+                )
         if pe.bus.active and reason is StallReason.LAZY_LOAD:
             pe.bus.emit(t0, EventKind.LOAD_WAIT, self.lane, end_ns=self.t, corr_id=corr, label=ref.name)
 
@@ -190,7 +197,7 @@ class PeCpu:
         """The kernel has returned: its work is done when every command it issued is."""
         env = self.env
         yield from self._catch_up()
-        for c in list(self._outstanding):
+        for c, _corr in list(self._outstanding):
             t = ready_time(c)
             if t is None:
                 self.waiting_on = "completion of its last commands"
@@ -227,7 +234,7 @@ class PeCpu:
         """Stall until the scheduler queue has room (its oldest command completes)."""
         q = self._outstanding
         t0 = self.t
-        oldest = q[0]
+        oldest, oldest_corr = q[0]
         self.waiting_on = f"{StallReason.QUEUE_FULL.value} ({len(q)} commands in flight)"
         t = ready_time(oldest)
         if t is None:
@@ -240,7 +247,10 @@ class PeCpu:
         q.popleft()
         self.pe.cpu_stall_ns += self.t - t0
         if self.pe.bus.active and self.t > t0:
-            self.pe.bus.emit(t0, EventKind.STALL, self.lane, end_ns=self.t, label=StallReason.QUEUE_FULL.value, detail=f"oldest of {self.pe.queue_depth} in-flight commands")
+            self.last = self.pe.bus.emit(
+                t0, EventKind.STALL, self.lane, end_ns=self.t, label=StallReason.QUEUE_FULL.value,
+                detail=f"oldest of {self.pe.queue_depth} in-flight commands", pred=self.pe.done_seq.get(oldest_corr, -1),
+            )
 
     def _log(self, cmd: PeCommand, cycles: float) -> None:
         entry = {

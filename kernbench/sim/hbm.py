@@ -43,20 +43,26 @@ class Bursts:
             return 0
         return pc[2] if isinstance(pc, tuple) else len(pc)
 
+    def last(self, ch: int) -> int:
+        """The flit index of channel ``ch``'s last burst (it has at least one)."""
+        pc = self.per_channel[ch]
+        assert pc is not None
+        return pc[0] + pc[1] * (pc[2] - 1) if isinstance(pc, tuple) else int(pc[-1])
+
 
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
     __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names", "_contiguous")
 
-    def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float):
+    def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float, history: bool = False):
         self.node_id = node_id
         self.pc_base = pc_base
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
         self._names = [self._name(ch) for ch in range(channels)]
-        self.fifos = [Fifo(self._names[ch], self.burst_ns) for ch in range(channels)]
+        self.fifos = [Fifo(self._names[ch], self.burst_ns, history) for ch in range(channels)]
         self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
     def _name(self, ch: int) -> str:

@@ -34,8 +34,8 @@ def load(name: str):
     meta = TraceMetadata(**json.loads(lines[0]))
     events = []
     for line in lines[1:]:
-        t, kind, comp, end, corr, label, value, detail, seq = json.loads(line)
-        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq))
+        t, kind, comp, end, corr, label, value, detail, seq, *pred = json.loads(line)  # recordings before pred have 9 fields
+        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *pred))
     return events, meta
 
 
@@ -52,7 +52,7 @@ def record(name: str) -> None:
     with open(DATA / f"{name}.jsonl", "w") as f:
         f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
         for e in rec.events():
-            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq]) + "\n")
+            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred]) + "\n")
 
 
 if __name__ == "__main__":
