@@ -17,6 +17,25 @@ PAN_FRACTION = 0.25
 DT_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6)
 
 
+@dataclass(frozen=True, slots=True)
+class ViewState:
+    """Everything a drawing of the navigator depends on, as one value.
+
+    Two equal states draw the same screen, so a view that keeps the last one
+    it drew can skip a redraw that would change nothing.
+    """
+
+    cursor_ns: float
+    t0: float
+    t1: float
+    dt_ns: float
+    pes: tuple[str, ...]
+    selected: Event | None
+    follow: bool
+    channels: bool
+    store: tuple[int, int]  # (identity, version) of the store drawn: new events redraw
+
+
 @dataclass
 class Navigator:
     """The view over a :class:`TimelineModel`: where the cursor is, what is visible."""
@@ -35,6 +54,12 @@ class Navigator:
         """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
         self.channels = not self.channels
 
+    def state(self) -> ViewState:
+        """The view state now (compare with an earlier one to see whether anything moved)."""
+        store = self.model.store
+        return ViewState(self.cursor_ns, self.t0, self.t1, self.dt_ns, tuple(self.pes), self.selected,
+                         self.follow, self.channels, (id(store), store.version))
+
     def lanes(self, pe: str) -> list[str]:
         """The lanes drawn for ``pe``: its engines, then (``h``) its slice's channels."""
         lanes = self.model.lanes_of(pe)
@@ -52,6 +77,10 @@ class Navigator:
     @property
     def width_ns(self) -> float:
         return self.t1 - self.t0
+
+    def show_pes(self, pes: list[str]) -> None:
+        """Show these PEs' lanes (the picker's choice)."""
+        self.pes = list(pes)
 
     def ensure_pes(self) -> None:
         """Show the first PE once one exists (and drop PEs that vanished)."""
@@ -98,6 +127,11 @@ class Navigator:
         self.follow = False
         self.set_cursor(t)
         return True
+
+    def select(self, event: Event, at_ns: float) -> None:
+        """Select ``event`` (a clicked span) and put the cursor where it was clicked."""
+        self.selected = event
+        self.goto(at_ns)
 
     def step(self, direction: int) -> None:
         """Move by ±Δt (``]`` / ``[``)."""
@@ -149,6 +183,9 @@ class Navigator:
         self.t0, self.t1 = self.start_ns, self.end_ns
         if self.t1 - self.t0 < MIN_WINDOW_NS:
             self.t1 = self.t0 + MIN_WINDOW_NS
+
+    def stop_following(self) -> None:
+        self.follow = False
 
     def follow_live(self) -> None:
         """Keep the cursor on the newest simulated time (``F``)."""

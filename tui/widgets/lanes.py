@@ -31,13 +31,14 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kernbench.events.timeline import ENGINES, LaneCells, pe_of
 from kernbench.events.types import Event, EventKind
 from kernbench_tui.messages import SpanSelected
-from kernbench_tui.navigator import Navigator
+from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 
 GUTTER = 9
@@ -103,10 +104,14 @@ class LanesView(ScrollView, can_focus=True):
     LanesView:focus { background-tint: $foreground 3%; }
     """
 
+    view: reactive[ViewState | None] = reactive(None, repaint=False)
+    """The navigator's state (bound to the screen's): a new one lays out the rows and redraws."""
+    placeholder = reactive("", repaint=False)
+    """Shown under the axis while no PE can be drawn (a run still preparing)."""
+
     def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
-        self.placeholder = ""  # shown under the axis while no PE can be drawn (a run still preparing)
         self._cache: dict[tuple, list[Segment]] = {}
         self._rows: list[tuple[str, str | None]] = []  # (PE, lane; None for its title row)
 
@@ -115,8 +120,14 @@ class LanesView(ScrollView, can_focus=True):
     def n_cells(self) -> int:
         return max(1, self.scrollable_content_region.width - GUTTER)
 
-    def sync(self) -> None:
-        """Re-read the navigator (call after any change of cursor/window/data)."""
+    def watch_view(self) -> None:
+        self._layout_rows()
+
+    def watch_placeholder(self) -> None:
+        self._layout_rows()
+
+    def _layout_rows(self) -> None:
+        """Re-read the rows to draw; the lines themselves are drawn when the screen next paints."""
         self._rows = [(pe, lane) for pe in self.nav.pes for lane in (None, *self.nav.lanes(pe))]
         rows = AXIS_ROWS + len(self._rows)
         if not self.nav.pes and self.placeholder:
@@ -129,7 +140,7 @@ class LanesView(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
-        self.sync()
+        self._layout_rows()
 
     def row_target(self, y: int) -> tuple[str | None, str | None]:
         """(pe, lane) under widget row ``y``; lane is None on a title row."""

@@ -1,18 +1,21 @@
 """The panels under the lanes: what is true at the cursor.
 
-Each panel is a :class:`Static` whose ``show(nav)`` renders plain lines, so
-it costs O(what it lists) and reads the same without colour.
+Each panel is bound to the screen's ``view`` and draws, in ``render``, the
+plain lines ``text(nav)`` returns: O(what it lists), the same without colour,
+and only when it is on screen (a hidden tab is drawn when it is shown).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
-from textual.widgets import Static, TabbedContent
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import TabbedContent
 
 from kernbench.events.timeline import pe_of
 from kernbench.events.types import EventKind
-from kernbench_tui.navigator import Navigator
+from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_ns
 from kernbench_tui.widgets.sparkline import sparkline
 
@@ -45,10 +48,22 @@ def panel_area(widget) -> tuple[int, int]:
     return max(20, node.size.width - 2), max(1, node.size.height - 2)
 
 
-class Panel(Static):
+class Panel(Widget):
     DEFAULT_CSS = """
     Panel { height: 1fr; padding: 0 1; }
     """
+
+    view: reactive[ViewState | None] = reactive(None)
+
+    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.nav = nav
+
+    def render(self) -> Text:
+        return Text(no_wrap=True) if self.view is None else self.text(self.nav)
+
+    def text(self, nav: Navigator) -> Text:
+        raise NotImplementedError
 
     def lines_available(self) -> int:
         return panel_area(self)[1]
@@ -64,7 +79,7 @@ class FifoPanel(Panel):
     the busiest links over the window, with their occupancy along it.
     """
 
-    def show(self, nav: Navigator) -> None:
+    def text(self, nav: Navigator) -> Text:
         model, width, rows = nav.model, self.content_width(), self.lines_available() - 1
         t = nav.cursor_ns
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
@@ -73,8 +88,7 @@ class FifoPanel(Panel):
         text = Text(no_wrap=True)
         if not over:
             self._show_links(nav, text, width, rows, spark_w, name_w)
-            self.update(text, layout=False)
-            return
+            return text
         now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
         ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
         text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
@@ -84,7 +98,7 @@ class FifoPanel(Panel):
             text.append(f"{short_edge(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
-        self.update(text, layout=False)
+        return text
 
     def _show_links(self, nav: Navigator, text: Text, width: int, rows: int, spark_w: int, name_w: int) -> None:
         model = nav.model
@@ -104,7 +118,7 @@ class FifoPanel(Panel):
 class StallsPanel(Panel):
     """Dispatch stalls of the shown PEs at the cursor: reason, duration, what on."""
 
-    def show(self, nav: Navigator) -> None:
+    def text(self, nav: Navigator) -> Text:
         model, width = nav.model, self.content_width()
         t = nav.cursor_ns
         stalls = model.stalls_at(t, nav.pes or None)
@@ -120,13 +134,13 @@ class StallsPanel(Panel):
         nxt = nav.stall_start(+1)
         if nxt is not None:
             text.append(f"next stall on the shown PEs starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
-        self.update(text, layout=False)
+        return text
 
 
 class LoadsPanel(Panel):
     """Lazy loads in flight at the cursor."""
 
-    def show(self, nav: Navigator) -> None:
+    def text(self, nav: Navigator) -> Text:
         model, width = nav.model, self.content_width()
         t = nav.cursor_ns
         pes = set(nav.pes)
@@ -144,19 +158,18 @@ class LoadsPanel(Panel):
             text.append("no lazy load in flight at the cursor\n")
         else:
             text.append(f"{len(loads)} in flight", style="dim")
-        self.update(text, layout=False)
+        return text
 
 
 class DetailsPanel(Panel):
     """Everything about the selected span (click one, or n / N to a stall)."""
 
-    def show(self, nav: Navigator) -> None:
+    def text(self, nav: Navigator) -> Text:
         e = nav.selected
         text = Text(no_wrap=True)
         if e is None:
             text.append("no span selected — click a span in the lanes, or press n for the next stall")
-            self.update(text, layout=False)
-            return
+            return text
         rows = [
             ("kind", e.kind.name),
             ("component", e.component),
@@ -175,7 +188,7 @@ class DetailsPanel(Panel):
             right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
             text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
         self._related(nav, e, text)
-        self.update(text, layout=False)
+        return text
 
     def _related(self, nav: Navigator, e, text: Text) -> None:
         """What else the same request (corr_id) caused: kinds, span, the hops' path."""

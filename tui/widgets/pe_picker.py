@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widgets import Input, Tree
 
 from kernbench.events.timeline import TimelineModel, natural_key
 from kernbench_tui.messages import PEsChosen
+from kernbench_tui.run_state import RunState
 
 
 def _split(pe: str) -> tuple[str, str, str]:
@@ -25,10 +28,13 @@ class PEPicker(Vertical):
     PEPicker Tree { height: 1fr; padding: 0; }
     """
 
+    run: reactive[RunState | None] = reactive(None, repaint=False, init=False)
+    """The run whose PEs are listed (bound to the screen's): refilled when it changes."""
+
     def __init__(self, model: TimelineModel, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = model
-        self._shown: tuple[tuple[str, ...], str, int] | None = None
+        self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="p: search PE", id="pe-search")
@@ -37,16 +43,20 @@ class PEPicker(Vertical):
         tree.guide_depth = 2
         yield tree
 
-    def rebuild(self, force: bool = False) -> None:
-        """Refill the tree if the PE set, the search or the data changed.
+    def watch_run(self) -> None:
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Refill the tree if the PE set, the search or the finished data changed.
 
         Utilization is the model's one definition (as in the lane title); while a
         run is live it is left out, since it would be of the part simulated so far.
         """
         needle = self.query_one("#pe-search", Input).value.strip().lower()
         pes = tuple(self.model.pes())
-        live = bool(getattr(self.app, "running", False))
-        key = (pes, needle, live, self.model.store.version if force else 0)
+        live = self.run is not None and self.run.running
+        store = self.model.store
+        key = (pes, needle, live, None if live else (id(store), store.version))
         if key == self._shown:
             return
         self._shown = key
@@ -72,11 +82,13 @@ class PEPicker(Vertical):
             util = "   …" if live else f"{self.model.pe_utilization(pe):4.0%}"
             cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util}", data=[pe])
 
-    def on_input_changed(self, event: Input.Changed) -> None:
+    @on(Input.Changed, "#pe-search")
+    def search_changed(self, event: Input.Changed) -> None:
         event.stop()
         self.rebuild()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    @on(Input.Submitted, "#pe-search")
+    def search_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         needle = event.value.strip().lower()
         matches = sorted((p for p in self.model.pes() if needle in p.lower()), key=natural_key)
@@ -84,7 +96,8 @@ class PEPicker(Vertical):
             self.post_message(PEsChosen(matches[:1]))
         self.query_one("#pe-tree", Tree).focus()
 
-    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+    @on(Tree.NodeSelected, "#pe-tree")
+    def node_selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
         if event.node.data:
             self.post_message(PEsChosen(list(event.node.data)))
