@@ -17,6 +17,12 @@ PAN_FRACTION = 0.25
 DT_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6)
 
 
+def data_key(model) -> tuple[tuple[int, int], ...]:
+    """(identity, version) of each store behind ``model`` (a TimelinePair has two): changes with new events."""
+    stores = getattr(model, "stores", None) or (model.store,)
+    return tuple((id(s), s.version) for s in stores)
+
+
 @dataclass(frozen=True, slots=True)
 class ViewState:
     """Everything a drawing of the navigator depends on, as one value.
@@ -33,12 +39,13 @@ class ViewState:
     selected: Event | None
     follow: bool
     channels: bool
-    store: tuple[int, int]  # (identity, version) of the store drawn: new events redraw
+    data: tuple[tuple[int, int], ...]  # (identity, version) of each store drawn: new events redraw
 
 
 @dataclass
 class Navigator:
-    """The view over a :class:`TimelineModel`: where the cursor is, what is visible."""
+    """The view over a :class:`TimelineModel` (or a :class:`~kernbench_tui.pair.TimelinePair`
+    of two runs): where the cursor is, what is visible."""
 
     model: TimelineModel
     pes: list[str] = field(default_factory=list)
@@ -56,9 +63,8 @@ class Navigator:
 
     def state(self) -> ViewState:
         """The view state now (compare with an earlier one to see whether anything moved)."""
-        store = self.model.store
         return ViewState(self.cursor_ns, self.t0, self.t1, self.dt_ns, tuple(self.pes), self.selected,
-                         self.follow, self.channels, (id(store), store.version))
+                         self.follow, self.channels, data_key(self.model))
 
     def lanes(self, pe: str) -> list[str]:
         """The lanes drawn for ``pe``: its engines, then (``h``) its slice's channels."""

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
+from kernbench.events.types import Event
 from kernbench_tui.messages import PEsChosen, SpanSelected
 from kernbench_tui.navigator import ZOOM_FACTOR, Navigator, ViewState
 from kernbench_tui.run_state import RunState
@@ -129,8 +130,12 @@ class MainScreen(Screen):
 
     # ------------------------------------------------------------ messages
     @on(SpanSelected)
-    def select_span(self, message: SpanSelected) -> None:
-        self.move(self.nav.select, message.event, message.at_ns)
+    def span_selected(self, message: SpanSelected) -> None:
+        self.show_span(message.event, message.at_ns)
+
+    def show_span(self, event: Event, at_ns: float) -> None:
+        """A clicked span: select it, cursor where it was clicked, its details."""
+        self.move(self.nav.select, event, at_ns)
         self.query_one("#panels", TabbedContent).active = "tab-details"
 
     @on(PEsChosen)

@@ -7,13 +7,16 @@ and only when it is on screen (a hidden tab is drawn when it is shown).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import TabbedContent
 
-from kernbench.events.timeline import pe_of
+from kernbench.events.timeline import TimelineModel, pe_of
 from kernbench.events.types import EventKind
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_ns
@@ -60,16 +63,11 @@ class Panel(Widget):
         self.nav = nav
 
     def render(self) -> Text:
-        return Text(no_wrap=True) if self.view is None else self.text(self.nav)
+        return Text(no_wrap=True) if self.view is None else self.text(self.nav, *panel_area(self))
 
-    def text(self, nav: Navigator) -> Text:
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        """The panel's lines for ``nav``'s cursor and window, fitted to ``width`` × ``height``."""
         raise NotImplementedError
-
-    def lines_available(self) -> int:
-        return panel_area(self)[1]
-
-    def content_width(self) -> int:
-        return panel_area(self)[0]
 
 
 class FifoPanel(Panel):
@@ -79,8 +77,8 @@ class FifoPanel(Panel):
     the busiest links over the window, with their occupancy along it.
     """
 
-    def text(self, nav: Navigator) -> Text:
-        model, width, rows = nav.model, self.content_width(), self.lines_available() - 1
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model, rows = nav.model, height - 1
         t = nav.cursor_ns
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
         spark_w = max(8, min(40, width // 3))
@@ -118,13 +116,13 @@ class FifoPanel(Panel):
 class StallsPanel(Panel):
     """Dispatch stalls of the shown PEs at the cursor: reason, duration, what on."""
 
-    def text(self, nav: Navigator) -> Text:
-        model, width = nav.model, self.content_width()
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model = nav.model
         t = nav.cursor_ns
         stalls = model.stalls_at(t, nav.pes or None)
         text = Text(no_wrap=True)
         text.append(_fit(f"{'PE':<16} {'reason':<22} {'waits on':<18} {'since':>9} {'lasts':>9}", width) + "\n", style="bold")
-        for s in stalls[: max(1, self.lines_available() - 2)]:
+        for s in stalls[: max(1, height - 2)]:
             mark = "▸" if nav.selected is not None and (nav.selected.t_ns, nav.selected.seq) == (s.t_ns, s.seq) else " "
             line = (f"{mark}{pe_of(s.component) or s.component:<15} {_fit(s.label, 22):<22} {_fit(s.detail, 18):<18} "
                     f"{format_ns(s.t_ns):>9} {format_ns(s.duration_ns):>9}")
@@ -140,15 +138,15 @@ class StallsPanel(Panel):
 class LoadsPanel(Panel):
     """Lazy loads in flight at the cursor."""
 
-    def text(self, nav: Navigator) -> Text:
-        model, width = nav.model, self.content_width()
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model = nav.model
         t = nav.cursor_ns
         pes = set(nav.pes)
         loads = [ld for ld in model.loads_in_flight(t) if not pes or pe_of(ld.component) in pes]
         hw = max(10, min(28, width - 62))
         text = Text(no_wrap=True)
         text.append(_fit(f"{'handle':<{hw}} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
-        for ld in loads[: max(1, self.lines_available() - 2)]:
+        for ld in loads[: max(1, height - 2)]:
             done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
             waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
             line = (f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
@@ -164,7 +162,7 @@ class LoadsPanel(Panel):
 class DetailsPanel(Panel):
     """Everything about the selected span (click one, or n / N to a stall)."""
 
-    def text(self, nav: Navigator) -> Text:
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
         e = nav.selected
         text = Text(no_wrap=True)
         if e is None:
@@ -186,11 +184,11 @@ class DetailsPanel(Panel):
         for i in range(half):
             left = f"{rows[i][0]:>10}: {rows[i][1]}"
             right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
-            text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
-        self._related(nav, e, text)
+            text.append(_fit(f"{left:<40}{right}", width) + "\n")
+        self._related(nav, e, text, width)
         return text
 
-    def _related(self, nav: Navigator, e, text: Text) -> None:
+    def _related(self, nav: Navigator, e, text: Text, width: int) -> None:
         """What else the same request (corr_id) caused: kinds, span, the hops' path."""
         rows = nav.model.rows_with_corr(e.corr_id)
         if len(rows) <= 1:
@@ -202,7 +200,6 @@ class DetailsPanel(Panel):
         )
         t0 = float(store.col("t_ns")[rows].min())
         t1 = float(store.col("end_ns")[rows].max())
-        width = self.content_width()
         text.append(_fit(f"{'request':>10}: corr_id {e.corr_id}, {format_ns(t0)} → {format_ns(t1)}", width) + "\n", style="dim")
         text.append(_fit(f"{'caused':>10}: {counts}", width) + "\n", style="dim")
         hops = rows[kinds == int(EventKind.EDGE_BUSY)]
@@ -213,3 +210,24 @@ class DetailsPanel(Panel):
                 seen[name] = seen.get(name, 0) + 1
             path = "  ".join(short_edge(name, 60) + (f" ×{n}" if n > 1 else "") for name, n in seen.items())
             text.append(_fit(f"{'path':>10}: {path}", width) + "\n", style="dim")
+
+
+class PairPanel(Panel):
+    """A panel for each of two runs, stacked under their labels, at the one shared cursor."""
+
+    def __init__(self, nav: Navigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *,
+                 id: str | None = None) -> None:
+        super().__init__(nav, id=id)
+        self._inner = inner(nav)  # never mounted: only its text() is used, once per side
+        self.sides = sides
+
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        out = Text(no_wrap=True)
+        each = max(2, height // len(self.sides) - 1)
+        for label, model in self.sides:
+            out.append(_fit(label, width) + "\n", style="bold underline")
+            lines = self._inner.text(replace(nav, model=model, selected=None), width, each).split("\n")
+            for line in lines[:each]:
+                out.append_text(line)
+                out.append("\n")
+        return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -10,6 +12,7 @@ from textual.widgets import Input, Tree
 
 from kernbench.events.timeline import TimelineModel, natural_key
 from kernbench_tui.messages import PEsChosen
+from kernbench_tui.navigator import data_key
 from kernbench_tui.run_state import RunState
 
 
@@ -28,12 +31,15 @@ class PEPicker(Vertical):
     PEPicker Tree { height: 1fr; padding: 0; }
     """
 
-    run: reactive[RunState | None] = reactive(None, repaint=False, init=False)
-    """The run whose PEs are listed (bound to the screen's): refilled when it changes."""
+    run: reactive[RunState | tuple[RunState, ...] | None] = reactive(None, repaint=False, init=False)
+    """The run (or both compared runs) whose PEs are listed, bound to the screen's: refilled when it changes."""
 
-    def __init__(self, model: TimelineModel, *, id: str | None = None) -> None:
+    def __init__(self, model: TimelineModel, *, utilization: Callable[[str], str] | None = None,
+                 id: str | None = None) -> None:
+        """``utilization(pe)``: the text after each PE (default: the model's utilization, ``82%``)."""
         super().__init__(id=id)
         self.model = model
+        self.utilization = utilization or (lambda pe: f"{model.pe_utilization(pe):4.0%}")
         self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
@@ -54,9 +60,9 @@ class PEPicker(Vertical):
         """
         needle = self.query_one("#pe-search", Input).value.strip().lower()
         pes = tuple(self.model.pes())
-        live = self.run is not None and self.run.running
-        store = self.model.store
-        key = (pes, needle, live, None if live else (id(store), store.version))
+        runs = self.run if isinstance(self.run, tuple) else (self.run,)  # compare binds both runs
+        live = any(run is not None and run.running for run in runs)
+        key = (pes, needle, live, None if live else data_key(self.model))
         if key == self._shown:
             return
         self._shown = key
@@ -79,7 +85,7 @@ class PEPicker(Vertical):
                 sips[sip] = tree.root.add(sip, data=members[sip], expand=True)
             if cube not in cubes:
                 cubes[cube] = sips[sip].add(cube.split(".")[1], data=members[cube], expand=True)
-            util = "   …" if live else f"{self.model.pe_utilization(pe):4.0%}"
+            util = "   …" if live else self.utilization(pe)
             cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util}", data=[pe])
 
     @on(Input.Changed, "#pe-search")
