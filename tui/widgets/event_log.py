@@ -12,13 +12,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widget import Widget
 from textual.widgets import Input
 
 from kernbench.events.types import EventKind
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, unit_for
-from kernbench_tui.widgets.panels import panel_area
+from kernbench_tui.widgets.panels import Panel
 
 KIND_NAMES = {k.name.lower(): k for k in EventKind}
 
@@ -41,30 +40,18 @@ def parse_filter(text: str) -> tuple[set[EventKind] | None, str | None]:
     return kinds, (" ".join(words) or None)
 
 
-class EventLines(Widget):
+class EventLines(Panel):
     """The events around the cursor that pass the filter, one per line."""
 
-    DEFAULT_CSS = """
-    EventLines { height: 1fr; padding: 0 1; }
-    """
-
-    view: reactive[ViewState | None] = reactive(None)
     filter_text = reactive("")
 
-    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.nav = nav
-
-    def render(self) -> Text:
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
         text = Text(no_wrap=True)
-        if self.view is None:
-            return text
         kinds, needle = parse_filter(self.filter_text)
-        width, height = panel_area(self)
-        height = max(2, height - 1)
+        height = max(2, height - 1)  # under the filter
         before_n = max(1, (height - 1) // 3)
-        model = self.nav.model
-        before, after = model.events_around(self.view.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)
+        model = nav.model
+        before, after = model.events_around(nav.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)
         unit, scale = unit_for(model.end_ns)
         resolution = scale / 1000 if scale > 1 else 0.001  # one unit, three decimals: a steady column
         for i, row in enumerate(before + after):
@@ -87,7 +74,7 @@ class EventLog(Vertical):
     EventLog Input { height: 1; border: none; padding: 0 1; margin: 0; }
     """
 
-    view: reactive[ViewState | None] = reactive(None)
+    view: reactive[ViewState | None] = reactive(None, repaint=False)  # handed on to the lines
 
     def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -56,11 +56,25 @@ class Panel(Widget):
     Panel { height: 1fr; padding: 0 1; }
     """
 
-    view: reactive[ViewState | None] = reactive(None)
+    view: reactive[ViewState | None] = reactive(None, repaint=False)
 
     def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
+        self._shown = False
+
+    def watch_view(self) -> None:
+        # Only a shown panel redraws for a new view; a hidden tab is drawn when it is shown.
+        # (Refreshing a hidden widget makes Textual map the whole screen again, ~3 ms a key.)
+        if self._shown:
+            self.refresh()
+
+    def on_show(self) -> None:
+        self._shown = True
+        self.refresh()
+
+    def on_hide(self) -> None:
+        self._shown = False
 
     def render(self) -> Text:
         return Text(no_wrap=True) if self.view is None else self.text(self.nav, *panel_area(self))
