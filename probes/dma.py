@@ -21,17 +21,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any
 
 from kernbench import sizes
-from kernbench.sizes import size_label
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json as to_json_text
+from kernbench.sim.network import Mode
+from kernbench.sizes import size_label
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
-
 from kernbench_probes.breakdown import Charge, with_queueing
-from kernbench_probes.cases import HOP_ORDER, Case, CaseFinder, simulate
-from kernbench_probes.results import PAPER_REFERENCE, ProbeResult, Row, Verdict
+from kernbench_probes.cases import HOP_ORDER, CaseFinder, simulate
+from kernbench_probes.results import ProbeResult, Row, Verdict
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
 DEFAULT_SIZES = "32KiB,1MiB"
@@ -59,7 +61,7 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: str = "fast") -> ProbeResult:
+def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: Mode = "fast") -> ProbeResult:
     """The probe table; ``mode`` times the measured transfers (the case choice is always timed fast)."""
     finder = CaseFinder(graph, source, sizes[0])
     rows = []
@@ -85,7 +87,7 @@ def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
     else:
         parts = [f"{SHORT[chain[0]]} {lat[chain[0]]:.1f}"]
         ok = True
-        for a, b in zip(chain, chain[1:]):
+        for a, b in pairwise(chain):
             step_ok = round(lat[a], 9) <= round(lat[b], 9)
             ok &= step_ok
             parts.append(f"{'≤' if step_ok else '>'} {SHORT[b]} {lat[b]:.1f}")
@@ -98,8 +100,8 @@ def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
         out.append(Verdict(name, None, "no host on this topology"))
     name = "cross-CUBE best < worst"
     if "cross-cube-best" in lat and "cross-cube-worst" in lat:
-        b, w = lat["cross-cube-best"], lat["cross-cube-worst"]
-        out.append(Verdict(name, round(b, 9) < round(w, 9), f"best {b:.1f} vs worst {w:.1f}"))
+        best, worst = lat["cross-cube-best"], lat["cross-cube-worst"]
+        out.append(Verdict(name, round(best, 9) < round(worst, 9), f"best {best:.1f} vs worst {worst:.1f}"))
     else:
         out.append(Verdict(name, None, "one CUBE: no remote slice"))
     return out
@@ -111,7 +113,7 @@ def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
     return {r.case.key: with_queueing(graph, r.case, size, r.latency_ns[size]) for r in result.rows}
 
 
-def to_json(result: ProbeResult) -> dict:
+def to_json(result: ProbeResult) -> dict[str, Any]:
     """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
     return {
         "topology": result.topology,

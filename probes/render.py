@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.sizes import size_label
-
 from kernbench_probes.breakdown import Charge
 from kernbench_probes.results import PAPER_REFERENCE, ProbeResult
 

@@ -77,8 +77,8 @@ class Segment:
     def ns(self) -> float:
         return self.end_ns - self.start_ns
 
-    def as_json(self) -> dict:
-        d = {"start_ns": self.start_ns, "end_ns": self.end_ns, "component": self.component, "cause": self.cause,
+    def as_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"start_ns": self.start_ns, "end_ns": self.end_ns, "component": self.component, "cause": self.cause,
              "kind": self.kind, "corr_id": self.corr_id, "label": self.label, "via": self.via}
         if self.behind >= 0:
             d["behind"] = self.behind
@@ -100,7 +100,7 @@ class Attribution:
         ranked = sorted(self.by_component.items(), key=lambda kv: (-kv[1], kv[0]))
         return [(c, cause, ns) for (c, cause), ns in ranked[:n]]
 
-    def as_json(self, path_limit: int | None = None) -> dict:
+    def as_json(self, path_limit: int | None = None) -> dict[str, object]:
         path = self.path if path_limit is None else self.path[:path_limit]
         return {
             "by_cause": {k: round(v, 9) for k, v in self.by_cause.items()},
@@ -220,7 +220,7 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
     kind = LANE_KIND.get(lane, "node")
     if not parts:
         return [Segment(float(cols["t_ns"][row]), float(cols["end_ns"][row]), comp, cause, kind, corr, label, via)]
-    out = []
+    out: list[Segment] = []
     for r in parts:
         part_comp = store.components[int(cols["component"][r])]
         out.append(Segment(

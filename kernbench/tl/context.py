@@ -10,16 +10,17 @@ path re-times without running the kernel.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import greenlet
 import numpy as np
 
-from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.types import StallReason
-from kernbench.pe.commands import PeCommand
-from kernbench.pe.requests import SYNC, Issue, Request, Wait
 from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
+from kernbench.pe.commands import PeCommand
+from kernbench.pe.cost import DispatchCostModel
+from kernbench.pe.requests import SYNC, Issue, Request, Wait
 
 
 class ScratchError(MemoryError):
@@ -50,7 +51,7 @@ class KernelContext:
         self._pending: dict[int, str] = {}  # handle id -> "load" | "recv"
         self._in_flight: set[int] = set()  # loads whose DMA has not completed
         self._dropped_in_flight: dict[int, int] = {}
-        self._recv_handles: dict[int, weakref.ref] = {}
+        self._recv_handles: dict[int, weakref.ref[TensorHandle]] = {}
 
     # --- handles and scratch ----------------------------------------------
 
@@ -131,7 +132,7 @@ class KernelContext:
     def issue(self, cmd: PeCommand) -> Any:
         return self._request(Issue(cmd))
 
-    def need(self, handles: tuple) -> None:
+    def need(self, handles: tuple[object, ...]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending."""
         for h in handles:
             if not isinstance(h, TensorHandle):
@@ -160,12 +161,12 @@ def current() -> KernelContext:
     """The context of the kernel running now; ``tl`` is only usable inside one."""
     g = greenlet.getcurrent()
     ctx = getattr(g, "ctx", None)
-    if ctx is None:
+    if not isinstance(ctx, KernelContext):
         raise RuntimeError("tl.* can only be called inside a kernel launched by kernbench")
     return ctx
 
 
-def kernel_greenlet(run, ctx: KernelContext) -> greenlet.greenlet:
+def kernel_greenlet(run: Callable[[], object], ctx: KernelContext) -> greenlet.greenlet:
     g = _KernelGreenlet(run)
     g.ctx = ctx
     return g

@@ -66,7 +66,8 @@ def check_size(spec: Mapping[str, Any]) -> None:
 def pe_count(spec: Mapping[str, Any]) -> int:
     """PEs in the whole machine ``spec`` describes."""
     mesh = spec["sip"]["mesh"]
-    return spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+    count: int = spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+    return count
 
 
 def graph_size(spec: Mapping[str, Any]) -> tuple[int, int]:
@@ -226,7 +227,10 @@ class _Builder:
 # --- routing ---------------------------------------------------------------
 
 
-def _template_key(cube: Mapping[str, Any]) -> tuple:
+_TemplateKey = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str, float, float], ...]]  # (routers, links)
+
+
+def _template_key(cube: Mapping[str, Any]) -> _TemplateKey:
     """A hashable form of the CUBE template, for the route cache."""
     routers = tuple(sorted((k, v["overhead_ns"]) for k, v in cube["routers"].items()))
     links = tuple(
@@ -236,7 +240,7 @@ def _template_key(cube: Mapping[str, Any]) -> tuple:
 
 
 @lru_cache(maxsize=16)
-def _template_paths(key: tuple) -> Mapping[tuple[str, str], tuple[str, ...]]:
+def _template_paths(key: _TemplateKey) -> Mapping[tuple[str, str], tuple[str, ...]]:
     """All-pairs least-latency router paths within one CUBE template."""
     routers, links = key
     overhead = dict(routers)
@@ -257,7 +261,7 @@ def _template_paths(key: tuple) -> Mapping[tuple[str, str], tuple[str, ...]]:
             paths[(src, here)] = path
             for nxt, w in sorted(adj[here]):
                 if nxt not in done:
-                    heapq.heappush(heap, (round(cost + w, 9), hops + 1, path + (nxt,)))
+                    heapq.heappush(heap, (round(cost + w, 9), hops + 1, (*path, nxt)))
     return MappingProxyType(paths)
 
 
@@ -349,12 +353,15 @@ def _attach_router(spec: Mapping[str, Any], n: NodeId) -> str:
     """The router a NoC endpoint inside a CUBE hangs off."""
     cube = spec["cube"]
     local = n.local
+    router: str
     if n.pe is not None:
-        return cube["pes"]["attach"][n.pe]
-    if n.slice is not None:
-        return cube["hbm"]["attach"][n.slice]
-    if local in ("sram", "m_cpu"):
-        return cube[local]["attach"]
-    if local in cube["routers"]:
-        return local
-    raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
+        router = cube["pes"]["attach"][n.pe]
+    elif n.slice is not None:
+        router = cube["hbm"]["attach"][n.slice]
+    elif local in ("sram", "m_cpu"):
+        router = cube[local]["attach"]
+    elif local in cube["routers"]:
+        router = local
+    else:
+        raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
+    return router

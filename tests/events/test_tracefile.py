@@ -1,12 +1,11 @@
 import struct
 
 import pytest
+from randtrace import random_trace
 
 from kernbench.errors import TraceFormatError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import FORMAT_VERSION, TraceMetadata, open_trace, save_trace
-
-from randtrace import random_trace
 
 
 @pytest.fixture
@@ -78,7 +77,8 @@ def test_missing_file_is_a_trace_format_error(tmp_path):
 
 
 def test_valid_checksum_over_bad_columns_is_still_corrupt(saved, tmp_path):
-    import json, zlib
+    import json
+    import zlib
     path, _, _ = saved
     data = path.read_bytes()
     magic, version, flags, h_len, p_len, crc = struct.unpack_from("<8sHHIQI", data)

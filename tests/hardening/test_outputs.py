@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hardening_harness import assert_failed_cleanly, child_env, duration_of, invoke, snapshot_files, spawn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ from kernbench import cli
 from kernbench.errors import OutputPathError
 from kernbench.outputs import check_outputs, write_atomic
 from kernbench.runtime.api import Runtime
-
-from hardening_harness import assert_failed_cleanly, child_env, duration_of, invoke, snapshot_files, spawn
 
 OLD = {"old.kbtrace": b"KBTRACE\x00 an older trace that must survive", "old.json": b'{"traceEvents": []}'}
 
