@@ -19,7 +19,7 @@ from typing import Literal
 import simpy
 
 from kernbench.errors import RouteError
-from kernbench.sim.network import Mode, Network
+from kernbench.sim.network import Mode, Network, TransferResult
 from kernbench.topology.graph import Graph, Node, Route
 
 Op = Literal["read", "write"]
@@ -49,15 +49,20 @@ HOP_ORDER = ("local", "same-half", "cross-half", "cross-cube-best", "cross-cube-
 
 def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast") -> float:
     """Latency of one transfer on a fresh, idle machine."""
+    latency: float = transfer(graph, op, initiator, memory, size_bytes, mode).latency_ns
+    return latency
+
+
+def transfer(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast", explain: bool = False) -> TransferResult:
+    """One transfer on a fresh, idle machine (``explain``: with where its time went)."""
     env = simpy.Environment()
-    net = Network(env, graph, mode=mode)
+    net = Network(env, graph, mode=mode, explain=explain)
     start = net.read if op == "read" else net.write
     proc = start(initiator, memory, 0, size_bytes)
     env.run()
     done = proc.value
-    assert done is not None, "the transfer finished: nothing else runs on the machine"
-    latency: float = done.latency_ns
-    return latency
+    assert isinstance(done, TransferResult), "the transfer finished: nothing else runs on the machine"
+    return done
 
 
 def _natural(node_id: str) -> tuple[int | str, ...]:

@@ -31,8 +31,8 @@ from kernbench.sim.network import Mode
 from kernbench.sizes import size_label
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
-from kernbench_probes.breakdown import Charge, with_queueing
-from kernbench_probes.cases import HOP_ORDER, CaseFinder, simulate
+from kernbench_probes.breakdown import Breakdown, with_queueing
+from kernbench_probes.cases import HOP_ORDER, CaseFinder, simulate, transfer
 from kernbench_probes.results import ProbeResult, Row, Verdict
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
@@ -107,15 +107,21 @@ def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
     return out
 
 
-def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
-    """Per case, the critical-path charges at the first size, closed by queueing."""
+def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, Breakdown]:
+    """Per case at the first size: where the simulated transfer's time went, and the graph's own charges."""
     size = result.sizes[0]
-    return {r.case.key: with_queueing(graph, r.case, size, r.latency_ns[size]) for r in result.rows}
+    out = {}
+    for r in result.rows:
+        c = r.case
+        done = transfer(graph, c.op, c.initiator, c.memory, size, result.timing, explain=True)
+        out[c.key] = Breakdown(done.latency_ns, done.parts, with_queueing(graph, c, size, done.latency_ns))
+    return out
 
 
-def to_json(result: ProbeResult) -> dict[str, Any]:
-    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
-    return {
+def to_json(result: ProbeResult, parts: dict[str, Breakdown] | None = None) -> dict[str, Any]:
+    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``);
+    with ``parts`` each row also has its ``"breakdown"`` at the first size."""
+    doc: dict[str, Any] = {
         "topology": result.topology,
         "timing": result.timing,
         "source": result.source,
@@ -131,6 +137,10 @@ def to_json(result: ProbeResult) -> dict[str, Any]:
         ],
         "invariants": [{"name": v.name, "ok": v.ok, "detail": v.detail} for v in result.invariants],
     }
+    if parts is not None:
+        for row in doc["rows"]:
+            row["breakdown"] = parts[row["case"]].as_json()
+    return doc
 
 
 def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
@@ -140,7 +150,9 @@ def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
     p.add_argument("--source", default=DEFAULT_SOURCE, help=f"source PE (default: {DEFAULT_SOURCE})")
     p.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})")
     p.add_argument("--json", action="store_true", help="print the table and verdicts as JSON")
-    p.add_argument("--breakdown", action="store_true", help="show what the model charged per case, at the first size")
+    p.add_argument("--breakdown", action="store_true",
+                   help="where each case's time went at the first size (as `kernbench run --explain` attributes it), "
+                        "checked against the graph's own charges")
     p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
                    help="fast: trains in closed form (default); oracle: every flit as its own step (same results, slower)")
     return p
@@ -151,12 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         graph = load_topology(args.topology, args.overrides)
         result = run_probe(graph, args.source, args.sizes, args.timing)
-        parts = breakdowns(graph, result) if args.breakdown and not args.json else None
+        parts = breakdowns(graph, result) if args.breakdown else None
     except KernbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(to_json_text(to_json(result), indent=2, ensure_ascii=False))
+        print(to_json_text(to_json(result, parts), indent=2, ensure_ascii=False))
     else:
         from kernbench_probes.render import render_text
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernbench.sim.network import Mode
 from kernbench_probes.cases import Case
 
 # The paper's Table "probe-pe-dma": case → (latency ns at 32 KiB, {size: Util%}).
@@ -43,7 +44,7 @@ class ProbeResult:
     rows: tuple[Row, ...]
     invariants: tuple[Verdict, ...]
     candidates_simulated: int
-    timing: str = "fast"
+    timing: Mode = "fast"
 
     @property
     def passed(self) -> bool:

@@ -185,7 +185,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
         row = prow
     segments: list[Segment] = []
     for row, via in reversed(walk):
-        segments.extend(_segments(store, cols, row, via, children.get(row)))
+        segments.extend(s for s in _segments(store, cols, row, via, children.get(row)) if s.end_ns > s.start_ns)
     return segments
 
 

@@ -2,8 +2,10 @@
 
 Prints the latency, commands and dispatch cycles, the numerics error
 against the kernel's numpy reference, and each engine's busy share; with
-``--json`` the same as one JSON object. ``--trace`` saves the event stream
-for ``kernbench-tui open``; ``--perfetto`` exports Chrome/Perfetto JSON.
+``--json`` the same as one JSON object. ``--explain`` adds where every
+nanosecond went: the critical path, attributed by cause, by component kind
+and by component (in JSON: ``"attribution"``). ``--trace`` saves the event
+stream for ``kernbench-tui open``; ``--perfetto`` exports Chrome/Perfetto JSON.
 
 Everything is checked before the simulation starts: the kernel's options
 (their ranges and the rules between them), the output paths, the topology.
@@ -89,6 +91,8 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--topology", dict(default=None, metavar="NAME|PATH", help="topology (default: the kernel's)")),
     ("--set", dict(dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")),
     ("--json", dict(action="store_true", help="print one JSON object")),
+    ("--explain", dict(action="store_true",
+                       help="attribute every ns of the latency along the critical path (by cause, component kind, component)")),
     ("--timing", dict(choices=("fast", "oracle"), default="fast",
                       help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)")),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
@@ -201,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name}\t{spec.description}")
         return 0
     spec, ns, rt, prepared, params = prepare(args.kernel, _common_argv(args) + list(args.options))
-    need_events = bool(ns.trace or ns.perfetto)
+    need_events = bool(ns.trace or ns.perfetto or ns.explain)
     try:
         result = rt.run(record=need_events, limits=limits_of(ns))
     except KernbenchError as exc:
@@ -211,12 +215,23 @@ def run(args: argparse.Namespace) -> int:
             exc.args = (f"{exc}\n  the {len(recorded):,} events recorded up to the failure are in {', '.join(saved)}",)
         raise
     data = report(spec, rt, prepared, result, params)
-    if need_events:
+    attribution = None
+    if ns.explain:
+        from kernbench.analysis.critical import attribute
+
+        attribution = attribute(result.events or [], result.latency_ns)
+        data["attribution"] = attribution.as_json()
+    if ns.trace or ns.perfetto:
         _save(ns, result.events or [], _meta(spec, rt, prepared, params, result.latency_ns))
     if ns.json:
         print(to_json(data, indent=2, sort_keys=False))
     else:
         print_report(data, result)
+        if attribution is not None:
+            from kernbench.commands.explain import explain_text
+
+            print()
+            print(explain_text(attribution), end="")
     return 0
 
 
@@ -267,7 +282,7 @@ def print_report(data: dict[str, Any], result: RunResult) -> None:
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
     console.print(f"max |err| vs numpy {data['max_abs_err']:.3g}")
-    extra = {k: v for k, v in data.items() if k not in {"kernel", "topology", "variant", "params", "latency_ns", "engine_util_pct", "dispatch_cycles", "commands", "pes", "max_abs_err"}}
+    extra = {k: v for k, v in data.items() if k not in {"kernel", "topology", "variant", "params", "latency_ns", "engine_util_pct", "dispatch_cycles", "commands", "pes", "max_abs_err", "attribution"}}
     for k, v in extra.items():
         console.print(f"{k:<18} {v}")
     t = Table(box=box.SIMPLE_HEAD, title="engines (all PEs)", title_justify="left")

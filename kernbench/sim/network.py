@@ -80,7 +80,9 @@ class TransferResult:
 
 
 class Network:
-    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast"):
+    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", explain: bool | None = None):
+        """``explain``: say where each transfer's time went (:attr:`TransferResult.parts`);
+        by default when events are recorded."""
         if mode not in MODES:
             raise ValueError(f"mode must be 'fast' or 'oracle', got {mode!r}")
         self.env = env
@@ -96,7 +98,7 @@ class Network:
         self.transfers_done = 0
         self.oracle: OracleState | None = OracleState() if mode == "oracle" else None
         # recorded runs say where each transfer's time went (TransferResult.parts)
-        self.explain = self.bus.active
+        self.explain = self.bus.active if explain is None else explain
         self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
         self._closed: set[int] = set()
 
