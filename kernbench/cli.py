@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
     "kernbench.commands.run",
     "kernbench.commands.bench",
+    "kernbench.commands.compare",
 )
 
 
