@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
     "kernbench.commands.run",
     "kernbench.commands.bench",
+    "kernbench.commands.sweep",
 )
 
 
