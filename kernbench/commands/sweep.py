@@ -38,8 +38,9 @@ KEY is an option of the kernel (context, variant, kv-heads, …), `topology`, or
 topology key path as --set takes it (sip.ucie.bw_gbps); each value is checked like
 the option or the YAML value it sets. Points are the product of the --grid flags,
 the first varying slowest. Options of the kernel not swept are given as for
-`kernbench run` (--heads 16); one whose flag is also a sweep flag (allreduce's
---grid) is set with a one-value --grid (--grid grid=3x2).
+`kernbench run` (--heads 16; `kernbench sweep KERNEL --help` lists them); one whose
+flag is also a sweep flag (allreduce's --grid) is set with a one-value --grid
+(--grid grid=3x2).
 
 A point the kernel rejects (a combination of values it does not allow) or whose run
 fails (a deadlock, a run limit) does not stop the others: its row has an empty
@@ -91,7 +92,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "sweep",
         allow_abbrev=False,
         help="run a kernel over a grid of options and topology values",
-        description=__doc__.split("\n")[0],
+        description="Run a kernel over a grid of options and topology values, one `kernbench run` per point.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -117,11 +118,11 @@ def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
     return p
 
 
-def _given_before(args: argparse.Namespace) -> list[str]:
-    """The sweep options given before the kernel name, as arguments for the kernel's parser."""
+def _as_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The flags of ``options`` set in ``ns`` (other than to their defaults), as arguments again."""
     out: list[str] = []
-    for flag, kwargs in SWEEP_OPTIONS:
-        value = getattr(args, flag[2:].replace("-", "_") if "dest" not in kwargs else kwargs["dest"])
+    for flag, kwargs in options:
+        value = getattr(ns, kwargs.get("dest", flag[2:].replace("-", "_")))
         if kwargs.get("action") == "store_true":
             out += [flag] if value else []
         elif kwargs.get("action") == "append":
@@ -132,28 +133,14 @@ def _given_before(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.kernel:
-        raise KernbenchError("kernbench sweep: name a kernel and one or more --grid KEY=V1,V2,… (see `kernbench sweep --help`)")
-    spec = registry.get(args.kernel)
-    ns = sweep_parser(spec).parse_args(_given_before(args) + list(args.options))
-    ours = {flag for flag, _ in SWEEP_OPTIONS}
-    fixed = {prm.name: getattr(ns, prm.name) for prm in spec.params if prm.flag not in ours and hasattr(ns, prm.name)}
-    for prm in spec.params:
-        if prm.name in fixed and (problem := prm.problem(fixed[prm.name])):
-            raise KernbenchError(f"{spec.name}: {problem}")
+    spec, ns, fixed = _parse(args)
     taken = [*fixed, *(o.split("=", 1)[0].strip() for o in ns.overrides), *([TOPOLOGY_KEY] if ns.topology else [])]
     axes = parse_axes(spec, ns.grid, taken)
     if not axes:
-        raise KernbenchError(f"kernbench sweep {spec.name}: give one or more --grid KEY=V1,V2,… (e.g. --grid {spec.params[0].name}={spec.params[0].default})")
+        first = spec.params[0]
+        raise KernbenchError(f"kernbench sweep {spec.name}: give one or more --grid KEY=V1,V2,… (e.g. --grid {first.name}={first.default})")
     swept = [a.key for a in axes]
-    if ns.plot and ns.json:
-        raise KernbenchError("--plot draws on stdout, where --json prints; use one, or --out FILE.json with --plot")
-    plot = sweep_plot.parse_spec(ns.plot, swept) if ns.plot else None
-    if ns.out:
-        sweep_table.check_format(ns.out)
-        check_outputs([("--out", ns.out)], inputs=[ns.topology])
-    if ns.scheduler and ns.jobs:
-        raise KernbenchError("--jobs and --scheduler: give one (the cluster decides how many points run at once)")
+    plot = _check_outputs(ns, swept)
     cache = result_cache.ResultCache(None if ns.no_cache else Path(ns.cache_dir) if ns.cache_dir else result_cache.default_dir())
     points = grid_points(axes, _run_argv(ns, fixed))
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
@@ -170,20 +157,36 @@ def run(args: argparse.Namespace) -> int:
     return _report_failures(points, outcomes, cache)
 
 
+def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Namespace, dict[str, Any]]:
+    """The kernel, every flag (given before or after its name), and the kernel options given (checked)."""
+    if not args.kernel:
+        raise KernbenchError("kernbench sweep: name a kernel and one or more --grid KEY=V1,V2,… (see `kernbench sweep --help`)")
+    spec = registry.get(args.kernel)
+    ns = sweep_parser(spec).parse_args(_as_argv(args, SWEEP_OPTIONS) + list(args.options))
+    ours = {flag for flag, _ in SWEEP_OPTIONS}
+    fixed = {prm.name: getattr(ns, prm.name) for prm in spec.params if prm.flag not in ours and hasattr(ns, prm.name)}
+    for prm in spec.params:
+        if prm.name in fixed and (problem := prm.problem(fixed[prm.name])):
+            raise KernbenchError(f"{spec.name}: {problem}")
+    return spec, ns, fixed
+
+
+def _check_outputs(ns: argparse.Namespace, swept: Sequence[str]) -> tuple[str, str] | None:
+    """Before anything runs: --out's name and folder, --plot's keys, flags that exclude each other."""
+    if ns.plot and ns.json:
+        raise KernbenchError("--plot draws on stdout, where --json prints; use one, or --out FILE.json with --plot")
+    if ns.scheduler and ns.jobs:
+        raise KernbenchError("--jobs and --scheduler: give one (the cluster decides how many points run at once)")
+    if ns.out:
+        sweep_table.check_format(ns.out)
+        check_outputs([("--out", ns.out)], inputs=[ns.topology])
+    return sweep_plot.parse_spec(ns.plot, swept) if ns.plot else None
+
+
 def _run_argv(ns: argparse.Namespace, fixed: dict[str, Any]) -> list[str]:
-    """The ``kernbench run`` arguments every point shares: common options, then the kernel options given."""
-    out: list[str] = []
-    for flag, kwargs in COMMON_OPTIONS:
-        if flag not in _KEEP:
-            continue
-        value = getattr(ns, kwargs.get("dest", flag[2:].replace("-", "_")))
-        if kwargs.get("action") == "append":
-            out += [x for v in value for x in (flag, v)]
-        elif value != kwargs.get("default"):
-            out += [flag, "0" if value is None else str(value)]
-    for name, value in fixed.items():
-        out += ["--" + name.replace("_", "-"), str(value)]
-    return out
+    """The ``kernbench run`` arguments every point shares: the common options, then the kernel options given."""
+    common = [(flag, kwargs) for flag, kwargs in COMMON_OPTIONS if flag in _KEEP]
+    return _as_argv(ns, common) + [arg for name, value in fixed.items() for arg in ("--" + name.replace("_", "-"), str(value))]
 
 
 def run_points(spec: registry.KernelSpec, points: Sequence[Point], cache: result_cache.ResultCache, *, jobs: int, scheduler: str | None) -> list[Outcome]:

@@ -106,3 +106,10 @@ def test_a_missing_or_relative_xdg_cache_home_falls_back_to_home(monkeypatch, xd
     monkeypatch.setenv("XDG_CACHE_HOME", xdg)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert result_cache.default_dir() == tmp_path / ".cache" / "kernbench" / "sweep"
+
+
+def test_the_timing_mode_is_passed_on_and_cached_apart(capsys, tmp_path, own_cache):
+    _, fast, _ = sweep_json([*GEMM, "--grid", "k=128", "--jobs", "1"], capsys, tmp_path, "fast.json")
+    status, oracle, _ = sweep_json([*GEMM, "--grid", "k=128", "--jobs", "1", "--timing", "oracle"], capsys, tmp_path, "oracle.json")
+    assert status == 0 and len(list(own_cache.rglob("*.json"))) == 2
+    assert abs(oracle[0]["latency_ns"] - fast[0]["latency_ns"]) <= 0.002 * fast[0]["latency_ns"]
