@@ -13,9 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.text import Text
 
 #: A single run shows its progress only once it has taken this long.
 SHOW_RUN_AFTER_S = 1.0
@@ -42,6 +39,9 @@ def run_progress(label: str, enabled: bool) -> Iterator[Callable[[float, int], N
     if not enabled:
         yield None
         return
+    from rich.live import Live
+    from rich.text import Text
+
     live = Live(console=_console(), auto_refresh=False, transient=True, redirect_stdout=False, redirect_stderr=False)
     start = time.monotonic()
     shown = False
@@ -69,6 +69,8 @@ def sweep_progress(label: str, total: int, enabled: bool) -> Iterator[Callable[[
     if not enabled or total <= 0:
         yield lambda: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     bar = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=_console(), transient=True,
