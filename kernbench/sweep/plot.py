@@ -40,9 +40,10 @@ def parse_spec(text: str, swept: Sequence[str]) -> tuple[str, str]:
 def series(table: Sequence[dict[str, Any]], metric: str, key: str, swept: Sequence[str]) -> dict[str, list[tuple[Any, float]]]:
     """``{line label: [(key value, metric value), …]}``, lines and points in grid order."""
     others = [k for k in swept if k != key]
-    if table and all(metric not in row for row in table):
-        known = [c for c in table[0] if c not in swept and isinstance(table[0][c], (int, float))] if "error" not in table[0] else []
-        raise KernbenchError(f"--plot {metric}:{key}: no point has a metric {metric!r}" + (f"; numeric ones: {', '.join(known)}" if known else ""))
+    ok = [row for row in table if "error" not in row]
+    if ok and all(metric not in row for row in ok):
+        known = [c for c, v in ok[0].items() if c not in swept and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        raise KernbenchError(f"--plot {metric}:{key}: no point has a metric {metric!r}; numeric ones: {', '.join(known)}")
     lines: dict[str, list[tuple[Any, float]]] = {}
     for row in table:
         value = row.get(metric)

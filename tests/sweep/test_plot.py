@@ -55,3 +55,10 @@ def test_the_cli_prints_the_plot_after_the_table(capsys):
     assert status == 0
     assert "latency_ns by k" in out and out.rstrip().endswith(f"{MARKERS[0]} pes=1   {MARKERS[1]} pes=4")
     assert out.index("latency ns") < out.index("latency_ns by k")
+
+
+def test_an_unknown_metric_is_named_after_the_rows_are_kept(capsys, tmp_path):
+    out = tmp_path / "rows.csv"
+    status, stdout, err = sweep([*GEMM, "--grid", "k=128", "--plot", "latncy_ns:k", "--jobs", "1", "--out", str(out)], capsys)
+    assert status == 2 and out.exists() and "gemm-primitive · 1 point(s)" in stdout
+    assert err.startswith("error: --plot latncy_ns:k: no point has a metric 'latncy_ns'; numeric ones: latency_ns, commands,")
