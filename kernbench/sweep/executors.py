@@ -7,8 +7,9 @@ deterministic and every process uses one BLAS thread (``kernbench/__init__``).
 
 Ctrl-C or SIGTERM in the parent stops the workers: worker processes ignore
 SIGINT (so the terminal's Ctrl-C, sent to the whole process group, prints
-nothing there) and are terminated by the parent; Dask tasks not finished are
-cancelled.
+nothing there) and are terminated by the parent; on Dask the tasks not started
+are cancelled (Dask cannot stop a task that is running: it finishes on its
+worker and its result is dropped).
 """
 
 from __future__ import annotations
