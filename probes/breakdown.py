@@ -28,7 +28,6 @@ import simpy
 
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph, Route
-
 from kernbench_probes.cases import Case
 
 

@@ -12,8 +12,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kernbench.sizes import size_label
 from kernbench_probes.breakdown import Charge
-from kernbench_probes.dma import PAPER_REFERENCE, ProbeResult, size_label
+from kernbench_probes.results import PAPER_REFERENCE, ProbeResult
 
 WIDTH = 120
 VERDICT = {True: "PASS", False: "FAIL", None: "SKIP"}

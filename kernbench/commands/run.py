@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich import box
 from rich.console import Console
@@ -26,13 +26,15 @@ from rich.table import Table
 
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.types import Event
+from kernbench.events.types import ENGINES, Event
 from kernbench.kernels import registry
+from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
-from kernbench.pe.processing_element import ENGINES
 from kernbench.progress import run_progress, stderr_is_terminal
-from kernbench.runtime.api import Runtime, RunResult
-from kernbench.runtime.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
+from kernbench.runtime.api import RunResult, Runtime
+
+if TYPE_CHECKING:
+    from kernbench.events.tracefile import TraceMetadata
 
 ENGINE_NAMES = {
     "cpu": "PE_CPU",
@@ -49,11 +51,11 @@ ENGINE_NAMES = {
 class OptionParser(argparse.ArgumentParser):
     """An option error is a :class:`KernbenchError` (one line, exit 2), not usage text and ``SystemExit``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise KernbenchError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "run",
         allow_abbrev=False,  # --m is a kernel option, not short for --max-sim-ns
@@ -143,7 +145,7 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
     return RunLimits(ns.max_commands_per_pe, ns.max_sim_ns, ns.max_wall_s)
 
 
-def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, dict]:
+def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
     """Everything that can be checked before the topology is compiled: the kernel name, its options
     (also against the topology's PE count, read from the YAML), the output paths."""
     from kernbench.topology.compile import check_size, pe_count
@@ -160,7 +162,7 @@ def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpar
     return spec, ns, params
 
 
-def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, dict]:
+def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, registry.Params]:
     """Check a kernel's options and outputs, build its runtime and launch it (not run yet)."""
     spec, ns, params = check_run(kernel, argv)
     rt = Runtime(ns.topology or spec.default_topology, ns.overrides, mode=ns.timing)
@@ -171,7 +173,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     return spec, ns, rt, prepared, params
 
 
-def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: dict) -> dict[str, Any]:
+def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: registry.Params) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kernel": spec.name,
         "topology": rt.graph.name,
@@ -220,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _meta(spec, rt, prepared, params, end_ns: float | None):
+def _meta(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, params: registry.Params, end_ns: float | None) -> TraceMetadata:
     from kernbench.events.tracefile import TraceMetadata
 
     extra: dict[str, Any] = {"params": params}
@@ -235,7 +237,7 @@ def _partial(path: str) -> str:
     return str(p.with_name(f"{p.stem}.partial{p.suffix}"))
 
 
-def _save(ns: argparse.Namespace, events: list[Event], meta, partial: bool = False) -> list[str]:
+def _save(ns: argparse.Namespace, events: list[Event], meta: TraceMetadata, partial: bool = False) -> list[str]:
     """Write the requested outputs, all or none (an interrupt between two leaves neither)."""
     from kernbench.events.perfetto import perfetto_bytes
     from kernbench.events.store import EventStore
@@ -260,7 +262,7 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-def print_report(data: dict, result: RunResult) -> None:
+def print_report(data: dict[str, Any], result: RunResult) -> None:
     console = _Console(width=100, highlight=False, color_system=None if not sys.stdout.isatty() else "auto")  # honours NO_COLOR
     head = f"{data['kernel']}" + (f" ({data['variant']})" if data["variant"] else "")
     console.print(f"{head} on {data['topology']} · {data['pes']} PE(s)")
@@ -284,7 +286,7 @@ def print_report(data: dict, result: RunResult) -> None:
     console.print(f"PE_CPU stalled {stall:,.1f} ns in all (lazy-load waits, full queue, receives)")
 
 
-def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], Any], Any]:
+def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
     """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``."""
     from kernbench.events.tracefile import TraceMetadata
 

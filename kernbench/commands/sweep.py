@@ -21,7 +21,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, parse_kernel_args
+from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, limits_of, parse_kernel_args, prepare, report
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
@@ -31,7 +31,8 @@ from kernbench.sweep import plot as sweep_plot
 from kernbench.sweep import table as sweep_table
 from kernbench.sweep.executors import execute
 from kernbench.sweep.grid import TOPOLOGY_KEY, Point, grid_points, parse_axes, show
-from kernbench.sweep.point import Outcome, Task, one_line
+from kernbench.sweep.metrics import point_metrics
+from kernbench.sweep.point import Outcome, Task, code_id, one_line
 
 EPILOG = """\
 KEY is an option of the kernel (context, variant, kv-heads, …), `topology`, or a
@@ -87,7 +88,7 @@ SWEEP_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "sweep",
         allow_abbrev=False,
@@ -194,7 +195,7 @@ def run_points(spec: registry.KernelSpec, points: Sequence[Point], cache: result
     outcomes: list[Outcome | None] = [None] * len(points)
     keys: dict[int, str] = {}
     tasks: list[Task] = []
-    topologies: dict[tuple, dict] = {}
+    topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
     for point in points:
         try:
             key = resolve_key(spec, point, topologies)
@@ -209,7 +210,7 @@ def run_points(spec: registry.KernelSpec, points: Sequence[Point], cache: result
             tasks.append(Task(point.index, spec.name, point.argv))
     label = f"sweep {spec.name}" + (f" ({len(points) - len(tasks)} cached)" if len(tasks) < len(points) else "")
     with sweep_progress(label, len(tasks), stderr_is_terminal()) as advance:
-        for outcome in execute(tasks, jobs, scheduler):
+        for outcome in execute(simulate_point, tasks, jobs, scheduler):
             outcomes[outcome.index] = outcome
             if outcome.metrics is not None:
                 cache.put(keys[outcome.index], outcome.metrics)
@@ -218,7 +219,21 @@ def run_points(spec: registry.KernelSpec, points: Sequence[Point], cache: result
     return outcomes  # type: ignore[return-value]
 
 
-def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple, dict]) -> str:
+def simulate_point(task: Task) -> Outcome:
+    """Run one point as ``kernbench run`` would (its checks, its run, its report) to its metrics;
+    a failure is returned as the error's one line. Runs in a worker process or on a Dask worker."""
+    try:
+        spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
+        result = rt.run(limits=limits_of(ns))
+        metrics = point_metrics(report(spec, rt, prepared, result, params), result)
+    except KernbenchError as exc:
+        return Outcome(task.index, None, one_line(str(exc)), code_id())
+    except Exception as exc:  # a bug; report it with the point rather than lose the sweep
+        return Outcome(task.index, None, one_line(f"internal error (please report it): {type(exc).__name__}: {exc}"), code_id())
+    return Outcome(task.index, metrics, None, code_id())
+
+
+def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]]) -> str:
     """The point's cache key, after the checks ``kernbench run`` makes before it simulates
     (:func:`kernbench.commands.run.check_run`: options, the topology, the kernel's rules between them)."""
     from kernbench.topology.compile import check_size, pe_count
@@ -261,7 +276,7 @@ def _cell(value: Any) -> str:
 
 
 def _report_failures(points: Sequence[Point], outcomes: Sequence[Outcome], cache: result_cache.ResultCache) -> int:
-    failed = [(p, o) for p, o in zip(points, outcomes) if o.error is not None]
+    failed = [(p, o) for p, o in zip(points, outcomes, strict=True) if o.error is not None]
     for point, outcome in failed:
         print(f"error: point {point.index} ({point.label()}): {outcome.error}", file=sys.stderr)
     if cache.write_error:

@@ -88,7 +88,8 @@ class ResultCache:
             return None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != key or not isinstance(doc.get("metrics"), dict):
             return None
-        return doc["metrics"]
+        metrics: dict[str, Any] = doc["metrics"]
+        return metrics
 
     def put(self, key: str, metrics: Mapping[str, Any]) -> None:
         if self.folder is None:

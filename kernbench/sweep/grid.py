@@ -87,11 +87,12 @@ def parse_axis(spec: KernelSpec, text: str) -> Axis:
     texts = [v.strip() for v in raw_values.split(",")]
     if not all(texts):
         raise KernbenchError(f"--grid {text}: give one or more values separated by commas, none empty")
-    values, args = zip(*(read(t) for t in texts))
+    read_values = [read(t) for t in texts]
+    values = tuple(value for value, _ in read_values)
     for i, v in enumerate(values):
         if v in values[:i]:
             raise KernbenchError(f"--grid {text}: {v!r} is listed twice")
-    return Axis(key, tuple(values), tuple(args))
+    return Axis(key, values, tuple(args for _, args in read_values))
 
 
 def option_key(name: str) -> str:
@@ -205,7 +206,7 @@ def grid_points(axes: Sequence[Axis], fixed_argv: Sequence[str]) -> list[Point]:
         raise KernbenchError(f"--grid: {sizes} = {total:,} points; the limit is {MAX_POINTS:,} (split the sweep)")
     points = []
     for index, combo in enumerate(itertools.product(*(range(len(a.values)) for a in axes))):
-        values = tuple((a.key, a.values[j]) for a, j in zip(axes, combo))
-        own = tuple(arg for a, j in zip(axes, combo) for arg in a.args[j])
+        values = tuple((a.key, a.values[j]) for a, j in zip(axes, combo, strict=True))
+        own = tuple(arg for a, j in zip(axes, combo, strict=True) for arg in a.args[j])
         points.append(Point(index, values, tuple(fixed_argv) + own))
     return points

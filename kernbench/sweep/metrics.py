@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernbench.pe.processing_element import ENGINES
+from kernbench.events.types import ENGINES
 from kernbench.runtime.api import RunResult
 
 #: ``report()`` entries that describe the run rather than measure it (the sweep's own columns say which point it was).

@@ -85,7 +85,7 @@ def render(table: Sequence[dict[str, Any]], metric: str, key: str, swept: Sequen
             fig.ruler(1).ticks(*_y_ticks(min(ys), max(ys)))
         fig.title(f"{metric} by {key}")
         fig.label(f"{key} (log scale)" if logarithmic else key, axis=0)
-        text = fig.build().string(colorless=not color)
+        text: str = fig.build().string(colorless=not color)
     finally:
         fig.clear()
     legend = "   ".join(f"{MARKERS[i % len(MARKERS)]} {label}" for i, label in enumerate(lines))

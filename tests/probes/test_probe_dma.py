@@ -5,8 +5,9 @@ import json
 import pytest
 
 from kernbench_probes.breakdown import with_queueing
-from kernbench_probes.dma import PAPER_REFERENCE, main, run_probe
+from kernbench_probes.dma import main, run_probe
 from kernbench_probes.render import render_text
+from kernbench_probes.results import PAPER_REFERENCE
 
 KIB32, MIB1 = 32 * 2**10, 2**20
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from sweep_harness import GEMM, sweep, sweep_json
 
+from kernbench.commands import sweep as sweep_command
 from kernbench.kernels import registry
 from kernbench.sweep import cache as result_cache
-from kernbench.sweep import executors
 from kernbench.topology.spec import load_spec
-
-from sweep_harness import GEMM, sweep, sweep_json
 
 GRID = [*GEMM, "--grid", "k=128,256,512", "--jobs", "1"]
 
@@ -24,7 +23,7 @@ def no_simulation(task):
 def test_a_cache_hit_skips_simulation_and_gives_the_same_rows(capsys, tmp_path, own_cache, monkeypatch):
     first_status, first, _ = sweep_json(GRID, capsys, tmp_path, "first.json")
     assert first_status == 0 and len(list(own_cache.rglob("*.json"))) == 3
-    monkeypatch.setattr(executors, "simulate", no_simulation)
+    monkeypatch.setattr(sweep_command, "simulate_point", no_simulation)
     t0 = time.monotonic()
     status, again, _ = sweep_json(GRID, capsys, tmp_path, "again.json")
     assert status == 0 and again == first
@@ -34,8 +33,8 @@ def test_a_cache_hit_skips_simulation_and_gives_the_same_rows(capsys, tmp_path, 
 def test_only_new_points_are_simulated(capsys, tmp_path, monkeypatch):
     sweep_json(GRID, capsys, tmp_path)
     ran = []
-    real = executors.simulate
-    monkeypatch.setattr(executors, "simulate", lambda task: ran.append(dict(zip(task.argv[::2], task.argv[1::2]))["--k"]) or real(task))
+    real = sweep_command.simulate_point
+    monkeypatch.setattr(sweep_command, "simulate_point", lambda task: ran.append(task.argv[task.argv.index("--k") + 1]) or real(task))
     status, rows, _ = sweep_json([*GEMM, "--grid", "k=256,1024", "--jobs", "1"], capsys, tmp_path, "more.json")
     assert status == 0 and ran == ["1024"] and [r["k"] for r in rows] == [256, 1024]
 

@@ -6,7 +6,6 @@ import time
 
 import distributed  # in the test extra: a missing install fails these tests, it does not skip them
 import pytest
-
 from sweep_harness import GEMM, sweep, sweep_json
 
 GRID = [*GEMM, "--grid", "k=128,256", "--grid", "pes=1,4", "--no-cache"]

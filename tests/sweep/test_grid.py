@@ -4,12 +4,11 @@ checked like the option or the YAML value; a bad one is one line naming its flag
 from __future__ import annotations
 
 import pytest
+from sweep_harness import GQA, sweep
 
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.sweep.grid import MAX_POINTS, grid_points, leaf_paths, parse_axes, parse_axis, schema_node
-
-from sweep_harness import GQA, sweep
 
 GQA_SPEC = registry.get("gqa-decode")
 

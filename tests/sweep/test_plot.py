@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sweep_harness import GEMM, sweep
 
 from kernbench.errors import KernbenchError
 from kernbench.sweep.plot import MARKERS, render, series
-
-from sweep_harness import GEMM, sweep
 
 TABLE = [
     {"context": c, "variant": v, "latency_ns": float(c // 100 + (7 if v == "opt3" else 0))}

@@ -8,12 +8,12 @@ import subprocess
 import sys
 import time
 
+from sweep_harness import GEMM
+
 from kernbench import cli, progress
 from kernbench.kernels import registry
 from kernbench.runtime import api
 from kernbench.runtime.api import Runtime
-
-from sweep_harness import GEMM
 
 
 def gqa_runtime():

@@ -8,9 +8,9 @@ import json
 import subprocess
 import sys
 
-from kernbench import cli
-
 from sweep_harness import GEMM, GQA, sweep, sweep_json
+
+from kernbench import cli
 
 GRID = ["--grid", "k=128,256", "--grid", "pes=1,2,4"]
 
