@@ -73,7 +73,7 @@ def main() -> None:
         if args.dask:
             from distributed import LocalCluster
 
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
                 on_dask = sweep([*base, "--scheduler", cluster.scheduler_address, "--no-cache"], folder / "dask.json", cache)
             print(f"  LocalCluster (2)   {on_dask[0]:7.2f} s wall  speed-up {one[0] / on_dask[0]:.2f}x (the cluster's CPU is not counted)")
             names.append("dask")

@@ -13,7 +13,7 @@ GRID = [*GEMM, "--grid", "k=128,256", "--grid", "pes=1,4", "--no-cache"]
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
         yield c
 
 
