@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "kernbench.commands.run",
     "kernbench.commands.bench",
     "kernbench.commands.compare",
+    "kernbench.commands.sweep",
 )
 
 

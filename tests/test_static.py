@@ -25,7 +25,6 @@ NOT_YET_LINTED = (
     "kernbench/runtime",
     "tui",
     "tests/tui",
-    "tests/sweep",
 )
 
 # The folders install under other names (pyproject.toml, [tool.setuptools.package-dir]);

@@ -32,6 +32,7 @@ from kernbench.events.types import ENGINES, Event
 from kernbench.kernels import registry
 from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
+from kernbench.progress import run_progress, stderr_is_terminal
 from kernbench.runtime.api import RunResult, Runtime
 
 if TYPE_CHECKING:
@@ -207,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
     spec, ns, rt, prepared, params = prepare(args.kernel, _common_argv(args) + list(args.options))
     need_events = bool(ns.trace or ns.perfetto or ns.explain)
     try:
-        result = rt.run(record=need_events, limits=limits_of(ns))
+        with run_progress(spec.name, stderr_is_terminal() and not ns.json) as progress:  # a TTY only, after ~1 s
+            result = rt.run(record=need_events, limits=limits_of(ns), progress=progress)
     except KernbenchError as exc:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:

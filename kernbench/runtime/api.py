@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -186,17 +187,22 @@ class Runtime:
             raise ValueError("a PE appears twice in one launch")
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
-    def run(self, *, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
+    def run(self, *, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None,
+            progress: Callable[[float, int], None] | None = None) -> RunResult:
         """Run every launched kernel to completion; ``record`` keeps the event stream.
 
         ``limits`` stop a runaway run with a :class:`RunLimitError`; on any
         simulation error the events recorded so far are on ``exc.recorded``.
+        ``progress(t_ns, commands)``, if given, is called from the simulation
+        loop at most every :data:`PROGRESS_EVERY_S` of wall time with the
+        simulated time reached and the commands issued so far (the result is
+        the same with or without it).
         """
         if not self._launches:
             raise ValueError("nothing launched: call Runtime.launch first")
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
-        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits)
+        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress)
 
     def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
         """Re-time ``result``'s command logs without running kernel code.
@@ -303,7 +309,8 @@ def _replayed_programs(logs: dict[str, CommandLog], limits: RunLimits) -> list[_
     return [_Program(pid, log.program_id, log.launch, functools.partial(start, log), log) for pid, log in logs.items()]
 
 
-def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, bus: Bus | None, limits: RunLimits) -> RunResult:
+def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, bus: Bus | None, limits: RunLimits,
+              progress: Callable[[float, int], None] | None = None) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     env = simpy.Environment()
     bus = bus if bus is not None else Bus()
@@ -320,7 +327,8 @@ def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, 
             contexts[prog.pe_id] = ctx
     for pid in sorted(cpus, key=pe_key):
         env.process(cpus[pid].run())
-    _run_within(env, limits, recorder)
+    tick = None if progress is None else lambda: progress(env.now, sum(c.commands for c in cpus.values()))
+    _run_within(env, limits, recorder, tick)
     network.flush()
     _check_ended(cpus, fabric, recorder)
     return _result(env, programs, pes, cpus, contexts, recorder)
@@ -381,12 +389,15 @@ def _command_log(prog: _Program, contexts: dict[str, KernelContext]) -> CommandL
     return CommandLog(prog.program_id, prog.launch, tuple(contexts[prog.pe_id].requests))
 
 
-def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None) -> None:
+def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None, tick: Callable[[], None] | None = None) -> None:
     """``env.run()`` under the run limits. A failure keeps what was recorded (``exc.recorded``);
     Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
     try:
         with wall_clock_watchdog(limits), _collector_paused():
-            env.run()
+            if tick is None:
+                env.run()
+            else:
+                _run_ticking(env, tick)
     except KernbenchError as exc:
         raise _kept(exc, recorder)
     except KeyboardInterrupt as exc:
@@ -396,6 +407,25 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
             f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
             "while the engine was busy (raise it with --max-wall-s or RunLimits)"
         ), recorder) from None
+
+
+PROGRESS_EVERY_S = 0.2
+_STEPS_PER_CLOCK_READ = 256
+
+
+def _run_ticking(env: simpy.Environment, tick: Callable[[], None]) -> None:
+    """``env.run()``'s own loop (``step()`` until the schedule is empty), calling ``tick()`` every PROGRESS_EVERY_S."""
+    step, clock = env.step, time.monotonic
+    due = clock() + PROGRESS_EVERY_S
+    try:
+        while True:
+            for _ in range(_STEPS_PER_CLOCK_READ):
+                step()
+            if clock() >= due:
+                tick()
+                due = clock() + PROGRESS_EVERY_S
+    except simpy.core.EmptySchedule:
+        pass
 
 
 def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:

@@ -1,0 +1,107 @@
+"""Where a sweep's points run: this process, worker processes (``--jobs``), a Dask cluster (``--scheduler``).
+
+Each executor takes the tasks and yields their :class:`~kernbench.sweep.point.Outcome`
+as they finish (in any order; the caller puts them back in grid order). A
+point's result does not depend on where it ran: the simulation is
+deterministic and every process uses one BLAS thread (``kernbench/__init__``).
+
+Ctrl-C or SIGTERM in the parent stops the workers: worker processes ignore
+SIGINT (so the terminal's Ctrl-C, sent to the whole process group, prints
+nothing there) and are terminated by the parent; on Dask the tasks not started
+are cancelled (Dask cannot stop a task that is running: it finishes on its
+worker and its result is dropped).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.sweep.point import Outcome, Task, code_id
+
+#: Runs one task to its outcome; a module-level function, so a worker process or a Dask worker imports it by name.
+Work = Callable[[Task], Outcome]
+
+CONNECT_TIMEOUT_S = 10
+
+
+def execute(work: Work, tasks: Sequence[Task], jobs: int, scheduler: str | None = None) -> Iterator[Outcome]:
+    """``work`` on every task: on the Dask ``scheduler``, in ``jobs`` worker processes, or here (``jobs`` 1, or one task)."""
+    if scheduler:
+        return on_dask(work, tasks, scheduler)
+    if jobs <= 1 or len(tasks) <= 1:
+        return in_this_process(work, tasks)
+    return in_processes(work, tasks, min(jobs, len(tasks)))
+
+
+def in_this_process(work: Work, tasks: Sequence[Task]) -> Iterator[Outcome]:
+    for task in tasks:
+        yield work(task)
+
+
+def _worker_ignores_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def in_processes(work: Work, tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
+    """``jobs`` spawned worker processes (spawn: no state inherited from this process, safe with threads)."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_ignores_sigint)
+    finished = False
+    try:
+        for future in as_completed([pool.submit(work, task) for task in tasks]):
+            yield future.result()
+        finished = True
+    except BrokenProcessPool:
+        raise KernbenchError("a sweep worker process died (killed, or out of memory?); the points it had were not run") from None
+    finally:
+        if finished:
+            pool.shutdown()
+        else:
+            _terminate(pool)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a process pool now: cancel what has not started, end what runs (SIGTERM), reap the workers."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # public only from Python 3.14 (terminate_workers)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def on_dask(work: Work, tasks: Sequence[Task], address: str) -> Iterator[Outcome]:
+    """The tasks on the Dask cluster whose scheduler is at ``address``; every worker must run this kernbench."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise KernbenchError("--scheduler needs Dask distributed: pip install 'kernbench[dask]'") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)  # type: ignore[no-untyped-call]
+    except Exception as exc:  # OSError, TimeoutError, ValueError for a malformed address, …
+        raise KernbenchError(f"--scheduler {address}: cannot connect: {exc}") from None
+    mine = code_id()
+    futures: list[Any] = []
+    finished = False
+    try:
+        futures = client.map(work, list(tasks), pure=False)
+        for future in as_completed(futures, loop=client.loop):  # type: ignore[no-untyped-call]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the cluster lost the task (a worker died more often than allowed, …)
+                raise KernbenchError(f"--scheduler {address}: a point failed on the cluster: {type(exc).__name__}: {exc}") from None
+            if outcome.code != mine:
+                raise KernbenchError(f"--scheduler {address}: a worker runs kernbench {outcome.code}, this client {mine}; install the same kernbench on the workers")
+            yield outcome
+        finished = True
+    finally:
+        if not finished and futures:
+            client.cancel(futures)  # type: ignore[no-untyped-call]
+        client.close()  # type: ignore[no-untyped-call]

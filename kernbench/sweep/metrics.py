@@ -1,0 +1,49 @@
+"""One sweep point's metrics: a flat mapping of column name → number (or short text).
+
+Built from what ``kernbench run --json`` reports (:func:`kernbench.commands.run.report`)
+plus the run's per-engine busy totals, so a sweep row and ``kernbench run``
+agree on every figure they share. This is the one place a new column goes
+(the critical-path attribution's ``cause.<name>_ns`` once it lands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernbench.events.types import ENGINES
+from kernbench.runtime.api import RunResult
+
+#: ``report()`` entries that describe the run rather than measure it (the sweep's own columns say which point it was).
+_CONTEXT = frozenset({"kernel", "topology", "timing", "variant", "params", "engine_util_pct"})
+_STANDARD = ("latency_ns", "commands", "dispatch_cycles", "pes", "max_abs_err")
+Scalar = int | float | str | bool | None
+
+
+def point_metrics(report: Mapping[str, Any], result: RunResult) -> dict[str, Scalar]:
+    """``report`` is ``kernbench run --json``'s object for ``result``.
+
+    Columns: ``latency_ns``, ``commands``, ``dispatch_cycles``, ``pes``,
+    ``max_abs_err``; ``stall_ns`` (PE_CPU stalled, summed over PEs);
+    ``util_pct.<engine>`` (busy over latency × PEs, as ``run`` prints) and
+    ``busy_ns.<engine>`` (summed over PEs) for every engine; then the
+    kernel's own figures (``cmds_per_tile``, ``model_ns``, …). A column
+    named like a kernel option is suffixed ``_resolved`` (``pes_resolved``,
+    ``pes_per_head_resolved``: what the run used), so it never clashes with
+    a swept option's column.
+    """
+    out: dict[str, Scalar] = {key: report[key] for key in _STANDARD}
+    out["stall_ns"] = round(sum(result.stall_ns.values()), 6)
+    for engine in ENGINES:
+        out[f"util_pct.{engine}"] = report["engine_util_pct"][engine]
+    for engine in ENGINES:
+        out[f"busy_ns.{engine}"] = round(sum(busy[engine] for busy in result.engine_busy_ns.values()), 6)
+    for key, value in report.items():
+        if key not in _CONTEXT and key not in _STANDARD and _scalar(value):
+            out[key] = value
+    params = report.get("params", {})
+    return {f"{key}_resolved" if key in params else key: value for key, value in out.items()}
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (int, float, str, bool))

@@ -1,0 +1,67 @@
+"""A sweep's rows and their files: one row per point, in grid order, as CSV or JSON.
+
+A row is the point's swept values (one column per ``--grid`` key) followed by
+its metrics (:func:`~kernbench.sweep.metrics.point_metrics`). A point that
+failed has ``latency_ns`` empty (JSON ``null``) and its one-line ``error``.
+CSV columns are every key met, in the order first met; JSON is a list of
+objects.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from kernbench.errors import KernbenchError
+from kernbench.outputs import to_json
+from kernbench.sweep.grid import Point
+from kernbench.sweep.point import Outcome
+
+FORMATS = (".csv", ".json")
+
+
+def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    out = []
+    for point, outcome in zip(points, outcomes, strict=True):
+        row: dict[str, Any] = dict(point.values)
+        if outcome.error is not None:
+            row.update(latency_ns=None, error=outcome.error)
+        else:
+            row.update((k, v) for k, v in (outcome.metrics or {}).items() if k not in row)
+        out.append(row)
+    return out
+
+
+def columns(table: Sequence[dict[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in table:
+        seen.update(dict.fromkeys(row))
+    return list(seen)
+
+
+def to_csv(table: Sequence[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    names = columns(table)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(names)
+    for row in table:
+        writer.writerow(["" if row.get(c) is None else row[c] for c in names])
+    return buf.getvalue()
+
+
+def to_json_text(table: Sequence[dict[str, Any]]) -> str:
+    return to_json(list(table), indent=2) + "\n"
+
+
+def check_format(path: str) -> str:
+    """``--out``'s format from its suffix."""
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if suffix not in FORMATS:
+        raise KernbenchError(f"--out {path}: name a .csv or .json file (the suffix says which)")
+    return suffix
+
+
+def render(table: Sequence[dict[str, Any]], path: str) -> str:
+    return to_csv(table) if check_format(path) == ".csv" else to_json_text(table)

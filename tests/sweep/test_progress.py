@@ -1,0 +1,88 @@
+"""Progress on stderr: Runtime.run's hook reports simulated time and commands without changing the result;
+`kernbench run` and `kernbench sweep` draw it only on a terminal, and clear it when done."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+from sweep_harness import GEMM
+
+from kernbench import cli, progress
+from kernbench.kernels import registry
+from kernbench.runtime import api
+from kernbench.runtime.api import Runtime
+
+
+def gqa_runtime():
+    spec = registry.get("gqa-decode")
+    rt = Runtime("cube1")
+    spec.prepare(rt, dict(spec.defaults(), heads=16, kv_heads=2, context=2048))
+    return rt
+
+
+def test_the_hook_reports_growing_time_and_commands_and_changes_nothing(monkeypatch):
+    plain = gqa_runtime().run()
+    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    calls = []
+    ticked = gqa_runtime().run(progress=lambda t_ns, commands: calls.append((t_ns, commands)))
+    assert ticked.latency_ns == plain.latency_ns and ticked.commands == plain.commands
+    assert ticked.engine_busy_ns == plain.engine_busy_ns
+    assert len(calls) >= 2
+    assert calls == sorted(calls) and calls[-1][0] <= plain.latency_ns and calls[-1][1] <= plain.total_commands
+
+
+def test_the_hook_is_called_at_most_every_fifth_of_a_second():
+    calls = []
+    rt = gqa_runtime()
+    t0 = time.monotonic()
+    rt.run(progress=lambda t_ns, commands: calls.append(t_ns))
+    assert len(calls) <= (time.monotonic() - t0) / api.PROGRESS_EVERY_S
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_long_run_on_a_terminal_shows_time_and_commands_then_clears(monkeypatch, capsys):
+    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    status = cli.main(["run", "gqa-decode", "--topology", "cube1", "--heads", "16", "--kv-heads", "2", "--context", "2048"])
+    assert status == 0
+    drawn = terminal.getvalue()
+    assert "gqa-decode · simulated t=" in drawn and " commands · " in drawn
+    assert drawn.endswith("\x1b[1A\x1b[2K")  # the line is erased at the end
+    assert "latency" in capsys.readouterr().out
+
+
+def test_json_output_and_short_runs_show_nothing(monkeypatch, capsys):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    cli.main(["run", "gemm-primitive", "--m", "64", "--n", "64"])  # far under a second
+    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    cli.main(["run", "gemm-primitive", "--m", "64", "--n", "64", "--json"])
+    assert terminal.getvalue() == ""
+
+
+def test_a_sweep_on_a_terminal_shows_a_bar_with_eta(monkeypatch, capsys):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    status = cli.main([*GEMM, "--grid", "k=128,256", "--jobs", "1", "--no-cache"])
+    assert status == 0
+    drawn = terminal.getvalue()
+    assert "sweep gemm-primitive" in drawn and "2/2" in drawn and "eta" in drawn
+
+
+def test_a_piped_long_run_prints_nothing_on_stderr(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from kernbench import cli, progress; progress.SHOW_RUN_AFTER_S = 0;"
+         "sys.exit(cli.main(['run', 'gqa-decode', '--topology', 'cube1', '--heads', '16', '--kv-heads', '2', '--context', '4096']))"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stderr == "" and "latency" in done.stdout
