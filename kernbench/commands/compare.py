@@ -79,10 +79,10 @@ def load(which: str, side: Side, trace: object) -> RunSummary:
 def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
     """B − A of every figure, and of the attribution by cause, component kind and component."""
     out: dict[str, object] = {
-        "latency_ns": round(b.latency_ns - a.latency_ns, 6),
+        "latency_ns": _round(b.latency_ns - a.latency_ns, 6),
         "latency_pct": round(_pct(b.latency_ns - a.latency_ns, a.latency_ns), 3),
         "commands": b.commands - a.commands,
-        "dispatch_cycles": round(b.dispatch_cycles - a.dispatch_cycles, 6),
+        "dispatch_cycles": _round(b.dispatch_cycles - a.dispatch_cycles, 6),
         "engine_util_pct": _sub(b.engine_util_pct(), a.engine_util_pct(), 3),
         "stall_ns": _sub(b.stall_ns, a.stall_ns, 6),
     }
@@ -154,10 +154,16 @@ def _table(title: str, columns: tuple[str, ...]) -> Table:
 def _sub(b: Mapping[K, float], a: Mapping[K, float], digits: int) -> dict[K, float]:
     """``b − a`` key by key (a key missing on one side counts 0), in first-seen order."""
     keys = list(dict.fromkeys([*a, *b]))
-    return {k: round(b.get(k, 0.0) - a.get(k, 0.0), digits) for k in keys}
+    return {k: _round(b.get(k, 0.0) - a.get(k, 0.0), digits) for k in keys}
+
+
+def _round(x: float, digits: int) -> float:
+    """``round`` without a negative zero: a difference that rounds away prints as 0, not -0."""
+    return round(x, digits) + 0.0
 
 
 def _signed(d: float, base: float) -> str:
+    d = _round(d, 6)
     return f"{d:+,.3f} ({_pct(d, base):+.1f}%)" if base else f"{d:+,.3f}"
 
 

@@ -65,3 +65,12 @@ def test_a_bad_side_is_one_line_naming_the_side(capsys, a, b, message):
     assert main(["compare", a, b]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_difference_that_rounds_away_prints_without_a_minus_sign():
+    # sums of the same parts in another order differ by ~1e-13 ns: that is 0, not -0.000
+    from kernbench.commands.compare import _signed, _sub
+
+    assert _sub({"propagation": 143.55}, {"propagation": 143.55 + 1e-13}, 3) == {"propagation": 0.0}
+    assert str(_sub({"x": 1.0}, {"x": 1.0 + 1e-13}, 3)["x"]) == "0.0"
+    assert _signed(-1e-13, 100.0) == "+0.000 (+0.0%)"
