@@ -50,11 +50,11 @@ latency_ns and an `error` column, its error is printed on stderr as `error: poin
 Ctrl-C stops the workers and writes nothing (points already finished stay cached).
 
 Results are cached in $XDG_CACHE_HOME/kernbench/sweep (~/.cache/kernbench/sweep),
-keyed by kernel, options, the resolved topology, --timing and the kernbench version
+keyed by kernel, options, the resolved topology, --timing, --explain and the kernbench version
 and source; --no-cache runs every point, --cache-dir puts the cache elsewhere.
 """
 
-_KEEP = {"--topology", "--set", "--timing", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
+_KEEP = {"--topology", "--set", "--timing", "--explain", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
 
 
 def _jobs(text: str) -> int:
@@ -224,8 +224,13 @@ def simulate_point(task: Task) -> Outcome:
     a failure is returned as the error's one line. Runs in a worker process or on a Dask worker."""
     try:
         spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
-        result = rt.run(limits=limits_of(ns))
-        metrics = point_metrics(report(spec, rt, prepared, result, params), result)
+        result = rt.run(record=ns.explain, limits=limits_of(ns))
+        attribution = None
+        if ns.explain:
+            from kernbench.analysis.critical import attribute
+
+            attribution = attribute(result.events or [], result.latency_ns)
+        metrics = point_metrics(report(spec, rt, prepared, result, params), result, attribution)
     except KernbenchError as exc:
         return Outcome(task.index, None, one_line(str(exc)), code_id())
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
@@ -247,7 +252,7 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
         check_size(topologies[where])
     topology = topologies[where]
     spec.validate(params, pe_count(topology))
-    return result_cache.point_key(spec.name, params, topology, ns.timing)
+    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain)
 
 
 _SHOWN = (("latency_ns", "latency ns"), ("commands", "commands"), ("dispatch_cycles", "dispatch cycles"), ("max_abs_err", "max |err|"))

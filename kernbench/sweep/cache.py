@@ -50,7 +50,7 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def point_key(kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str) -> str:
+def point_key(kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str, *, explain: bool = False) -> str:
     doc = {
         "format": FORMAT,
         "kernbench": __version__,
@@ -59,6 +59,7 @@ def point_key(kernel: str, options: Mapping[str, Any], topology: Mapping[str, An
         "options": dict(options),
         "topology": topology,
         "timing": timing,
+        "explain": explain,  # a row with the attribution's columns is another row
     }
     return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

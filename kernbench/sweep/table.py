@@ -22,6 +22,10 @@ from kernbench.sweep.point import Outcome
 FORMATS = (".csv", ".json")
 
 
+#: column prefixes of the attribution (``--explain``): a cause a point's path never met took 0 ns there
+ATTRIBUTION = ("cause.", "kind.")
+
+
 def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     out = []
     for point, outcome in zip(points, outcomes, strict=True):
@@ -31,6 +35,11 @@ def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str,
         else:
             row.update((k, v) for k, v in (outcome.metrics or {}).items() if k not in row)
         out.append(row)
+    spent = [c for c in columns(out) if c.startswith(ATTRIBUTION)]
+    for row in out:
+        if row.get("error") is None:
+            for c in spent:
+                row.setdefault(c, 0.0)
     return out
 
 

@@ -92,3 +92,30 @@ def test_piped_stderr_gets_no_progress(tmp_path):
                           env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert done.returncode == 0 and done.stderr == ""
     assert "gemm-primitive · 2 point(s)" in done.stdout
+
+
+def test_explain_adds_the_attribution_totals_that_run_explain_reports(capsys, tmp_path):
+    status, rows, _ = sweep_json([*GQA, "--grid", "variant=opt2,opt3", "--grid", "context=512", "--explain", "--no-cache"],
+                                 capsys, tmp_path)
+    assert status == 0
+    cli.main(["run", "gqa-decode", "--topology", "cube1", "--heads", "16", "--kv-heads", "2", "--context", "512",
+              "--variant", "opt3", "--explain", "--json"])
+    run = json.loads(capsys.readouterr().out)["attribution"]
+    row = rows[1]
+    for cause, ns in run["by_cause"].items():
+        assert row["cause." + "".join(ch if ch.isalnum() else "_" for ch in cause) + "_ns"] == round(ns, 6)
+    for row in rows:  # each group adds up to the latency; a cause one point never met is 0 there, not empty
+        causes = {k for k in row if k.startswith("cause.")}
+        kinds = {k for k in row if k.startswith("kind.")}
+        assert abs(sum(row[k] for k in causes) - row["latency_ns"]) < 1e-5
+        assert abs(sum(row[k] for k in kinds) - row["latency_ns"]) < 1e-5
+    assert {k for k in rows[0] if k.startswith(("cause.", "kind."))} == {k for k in rows[1] if k.startswith(("cause.", "kind."))}
+
+
+def test_rows_without_explain_have_no_attribution_columns_and_are_cached_apart(capsys, tmp_path):
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    _, plain, _ = sweep_json([*GEMM, "--grid", "k=128", *cache], capsys, tmp_path, "plain.json")
+    _, explained, _ = sweep_json([*GEMM, "--grid", "k=128", "--explain", *cache], capsys, tmp_path, "explained.json")
+    assert not any(k.startswith("cause.") for k in plain[0])
+    assert any(k.startswith("cause.") for k in explained[0])  # not the cached plain row
+    assert {k: v for k, v in explained[0].items() if not k.startswith(("cause.", "kind."))} == plain[0]
