@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernbench.events.types import Event
+
 
 class KernbenchError(Exception):
     """Base of every error kernbench reports to a user."""
+
+    # a simulation error's events recorded until it (set by kernbench.runtime when recording;
+    # read it with getattr(exc, "recorded", None))
+    recorded: list[Event] | None
 
 
 class TopologyError(KernbenchError):

@@ -8,6 +8,7 @@ that with no subscriber no :class:`Event` is even constructed; see
 from __future__ import annotations
 
 from collections.abc import Callable
+
 from kernbench.events.types import Event, EventKind
 
 Subscriber = Callable[[Event], None]
@@ -20,7 +21,7 @@ class Bus:
     simulation is; ``(t_ns, seq)`` is the total order every recorder uses.
     """
 
-    __slots__ = ("_subscribers", "active", "_seq")
+    __slots__ = ("_seq", "_subscribers", "active")
 
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []

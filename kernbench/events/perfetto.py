@@ -37,11 +37,10 @@ import numpy as np
 
 from kernbench.events.store import EventStore, is_span_kind
 from kernbench.events.timeline import natural_key
-from kernbench.events.types import ENGINES
-from kernbench.topology.ids import pe_of
 from kernbench.events.tracefile import TraceMetadata
-from kernbench.events.types import EventKind
+from kernbench.events.types import ENGINES, EventKind
 from kernbench.outputs import write_atomic
+from kernbench.topology.ids import pe_of
 
 LINKS_PROCESS = "links"
 
@@ -179,7 +178,7 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
             if ph == "f":
                 flow["bp"] = "e"
             events.append(flow)
-    other = {"generator": "kernbench"}
+    other: dict[str, Any] = {"generator": "kernbench"}  # JSON values
     if metadata is not None:
         other.update(kernel=metadata.kernel, topology=metadata.topology, variant=metadata.variant,
                      end_ns=metadata.end_ns, **{f"extra.{k}": v for k, v in sorted(metadata.extra.items())})
@@ -191,7 +190,7 @@ def perfetto_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> 
     return json.dumps(perfetto_trace(store, metadata), separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def save_perfetto(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
+def save_perfetto(path: str | os.PathLike[str], store: EventStore, metadata: TraceMetadata | None = None) -> None:
     """Write :func:`perfetto_bytes` to ``path`` (whole or not at all)."""
     data = perfetto_bytes(store, metadata)
     write_atomic(path, lambda f: f.write(data))

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from kernbench.events.bus import Bus
 from kernbench.events.types import SPAN_KINDS, Event, EventKind
 
 N_KINDS = len(EventKind)
@@ -148,7 +149,7 @@ class _Vec:
 class _Stream:
     """Rows (and, for spans, sorted end times) of one ``(component, kind)``."""
 
-    __slots__ = ("component", "kind", "rows", "ends")
+    __slots__ = ("component", "ends", "kind", "rows")
 
     def __init__(self, component: int, kind: int) -> None:
         self.component = component
@@ -280,7 +281,7 @@ class EventStore:
         bounds = np.flatnonzero(np.diff(skey)) + 1
         starts = np.concatenate([[0], bounds]) if len(skey) else np.array([], dtype=np.int64)
         stops = np.concatenate([bounds, [len(skey)]]) if len(skey) else starts
-        for a, b in zip(starts.tolist(), stops.tolist()):
+        for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
             k = int(skey[a])
             stream = self._stream(k)
             rows = stream.rows
@@ -300,8 +301,10 @@ class EventStore:
             order = np.lexsort((ends, skeys))
             skeys, ends = skeys[order], ends[order]
             bounds = np.flatnonzero(np.diff(skeys)) + 1
-            for a, b in zip(np.concatenate([[0], bounds]).tolist(), np.concatenate([bounds, [len(skeys)]]).tolist()):
-                self._streams[int(skeys[a])].ends.merge_sorted(ends[a:b])
+            for a, b in zip(np.concatenate([[0], bounds]).tolist(), np.concatenate([bounds, [len(skeys)]]).tolist(), strict=True):
+                span_ends = self._streams[int(skeys[a])].ends
+                assert span_ends is not None  # a span kind's stream (the mask)
+                span_ends.merge_sorted(ends[a:b])
             self._ends.merge_sorted(np.sort(ends, kind="stable"))
         if n:
             self._start_ns = float(self._cols["t_ns"].data[0])
@@ -408,7 +411,7 @@ class StoreRecorder:
     costs one list append per event while the simulation runs.
     """
 
-    def __init__(self, bus=None, batch_events: int = 65536) -> None:
+    def __init__(self, bus: Bus | None = None, batch_events: int = 65536) -> None:
         self.store = EventStore()
         self._buf: list[Event] = []
         self._batch = batch_events

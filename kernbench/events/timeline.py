@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 import numpy as np
 
-from kernbench.events.store import EventStore, N_KINDS, is_span_kind
+from kernbench.events.store import N_KINDS, EventStore, is_span_kind
 from kernbench.events.types import ENGINES, Event, EventKind
 from kernbench.topology.ids import local_slice, pe_of
-
 
 #: Span kinds that mean "the lane is stalled" rather than "busy".
 STALL_KINDS = frozenset({EventKind.STALL, EventKind.LOAD_WAIT})
@@ -39,9 +39,10 @@ _KIND_PRIORITY[int(EventKind.STALL)] = 0
 _KIND_PRIORITY[int(EventKind.LOAD_WAIT)] = 1
 
 _NUM_RE = re.compile(r"(\d+)")
+T = TypeVar("T")
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[int | str, ...]:
     """Sort ``pe10`` after ``pe9``."""
     return tuple(int(p) if p.isdigit() else p for p in _NUM_RE.split(name))
 
@@ -108,7 +109,7 @@ class TimelineModel:
     def __init__(self, store: EventStore) -> None:
         self.store = store
         self._cache_version = -1
-        self._cache: dict = {}
+        self._cache: dict[Hashable, object] = {}  # key -> what that key's builder built
 
     def set_store(self, store: EventStore) -> None:
         """Answer over another store from now on (a trace opened in place)."""
@@ -117,13 +118,13 @@ class TimelineModel:
         self._cache.clear()
 
     # ---------------------------------------------------------------- basics
-    def _cached(self, key, build):
+    def _cached(self, key: Hashable, build: Callable[[], T]) -> T:
         if self._cache_version != self.store.version:
             self._cache.clear()
             self._cache_version = self.store.version
         if key not in self._cache:
             self._cache[key] = build()
-        return self._cache[key]
+        return cast(T, self._cache[key])  # each key has one builder, so its value is that builder's T
 
     @property
     def start_ns(self) -> float:
@@ -365,7 +366,7 @@ class TimelineModel:
         """The last change strictly before ``t_ns`` in scope, or None."""
         return self._change(t_ns, -1, pe, lane, kind, starts_only)
 
-    def _change(self, t, direction, pe, lane, kind, starts_only) -> float | None:
+    def _change(self, t: float, direction: int, pe: str | None, lane: str | None, kind: int | None, starts_only: bool) -> float | None:
         store = self.store
         t_col = store.col("t_ns")
         best: float | None = None
@@ -666,7 +667,7 @@ class TimelineModel:
             mask = np.ones(hi - lo, dtype=bool)
             if kind_ok is not None:
                 mask &= kind_ok[store.col("kind")[lo:hi]]
-            if comp_ok is not None:
+            if comp_ok is not None and str_ok is not None:  # (set together)
                 mask &= (
                     comp_ok[store.col("component")[lo:hi]]
                     | str_ok[store.col("label")[lo:hi]]

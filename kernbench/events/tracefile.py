@@ -26,9 +26,10 @@ import os
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 from numpy.lib import format as npformat
@@ -42,6 +43,7 @@ FORMAT_VERSION = 2  # v2 added the ``pred`` column; v1 files read with every pre
 #: Columns a version's files lack, and the value each event gets for them.
 _ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1)}
 _FIXED = struct.Struct("<8sHHIQI")
+_Fail = Callable[[str], TraceFormatError]  # the error to raise, naming the file
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,14 @@ def trace_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> byt
         sort_keys=True,
     ).encode("utf-8")
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items()})
+    # numeric columns only (allow_pickle is a keyword of its own, not a column)
+    np.savez_compressed(buf, allow_pickle=False, **{name: np.asarray(col) for name, col in store.columns().items()})
     payload = buf.getvalue()
     crc = zlib.crc32(payload, zlib.crc32(header))
     return _FIXED.pack(MAGIC, FORMAT_VERSION, 0, len(header), len(payload), crc) + header + payload
 
 
-def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetadata | None = None) -> None:
+def save_trace(path: str | os.PathLike[str], store: EventStore, metadata: TraceMetadata | None = None) -> None:
     """Write :func:`trace_bytes` to ``path`` (whole or not at all: :func:`~kernbench.outputs.write_atomic`)."""
     data = trace_bytes(store, metadata)
     write_atomic(path, lambda f: f.write(data))
@@ -88,10 +91,10 @@ def save_trace(path: str | os.PathLike, store: EventStore, metadata: TraceMetada
 MAX_TRACE_BYTES = 4 * 2**30
 MAX_TRACE_EVENTS = 200_000_000
 _NPY_HEADERS = {(1, 0): npformat.read_array_header_1_0, (2, 0): npformat.read_array_header_2_0}
-_META_TYPES = {"kernel": str, "topology": str, "variant": str, "end_ns": (int, float), "extra": dict}
+_META_TYPES: dict[str, type | tuple[type, ...]] = {"kernel": str, "topology": str, "variant": str, "end_ns": (int, float), "extra": dict}
 
 
-def open_trace(path: str | os.PathLike) -> Trace:
+def open_trace(path: str | os.PathLike[str]) -> Trace:
     """Read a trace file; every problem is a :class:`TraceFormatError`.
 
     The checksum only says the bytes are the ones written; the structure is
@@ -114,7 +117,7 @@ def open_trace(path: str | os.PathLike) -> Trace:
         raise fail("no such trace file") from None
     except OSError as exc:
         raise fail(f"cannot read trace file ({exc.strerror or exc})") from None
-    magic, version, _flags, h_len, p_len, crc = _FIXED.unpack_from(data)
+    _magic, version, _flags, h_len, _p_len, crc = _FIXED.unpack_from(data)
     header = data[_FIXED.size : _FIXED.size + h_len]
     payload = data[_FIXED.size + h_len :]
     if zlib.crc32(payload, zlib.crc32(header)) != crc:
@@ -128,7 +131,7 @@ def open_trace(path: str | os.PathLike) -> Trace:
     return Trace(store, meta)
 
 
-def _read_rest(f, head: bytes, fail) -> bytes:
+def _read_rest(f: BinaryIO, head: bytes, fail: _Fail) -> bytes:
     """The whole file, once the fixed header has said how long it is."""
     if len(head) < _FIXED.size:
         if head and not MAGIC.startswith(head[: len(MAGIC)]):
@@ -156,7 +159,7 @@ def _read_rest(f, head: bytes, fail) -> bytes:
     return head + rest
 
 
-def _read_header(header: bytes, fail) -> tuple[TraceMetadata, list[str], list[str], int]:
+def _read_header(header: bytes, fail: _Fail) -> tuple[TraceMetadata, list[str], list[str], int]:
     try:
         head = json.loads(header.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
@@ -179,7 +182,7 @@ def _read_header(header: bytes, fail) -> tuple[TraceMetadata, list[str], list[st
     return TraceMetadata(**meta), components, strings, n_events
 
 
-def _read_columns(payload: bytes, n_events: int, version: int, fail) -> dict[str, np.ndarray]:
+def _read_columns(payload: bytes, n_events: int, version: int, fail: _Fail) -> dict[str, np.ndarray]:
     """Each column from its ``.npy`` member, checked before any array is allocated."""
     columns = {}
     try:

@@ -51,7 +51,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-
 #: Engine lanes of one PE (components ``sipS.cubeC.peP.<engine>``), in display order.
 ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
 
@@ -86,7 +85,7 @@ SPAN_KINDS = frozenset(
 )
 
 
-class StallReason(str, enum.Enum):
+class StallReason(str, enum.Enum):  # noqa: UP042 - not StrEnum: its str() and format() give the value, this one the member name
     """Why PE_CPU stopped issuing commands."""
 
     LAZY_LOAD = "lazy-load auto-wait"

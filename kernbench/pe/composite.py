@@ -30,11 +30,14 @@ command's inputs; a write for its STORE or the write channel.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import simpy
+from simpy.events import ProcessGenerator
 
-from kernbench.pe.commands import CompositeCmd
+from kernbench.handles import HandleRef
+from kernbench.pe.commands import CompositeCmd, OpSpec
+from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
 from kernbench.sim.clock import call_at
@@ -42,6 +45,7 @@ from kernbench.sim.clock import call_at
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
     from kernbench.pe.scheduler import Scheduler
+    from kernbench.sim.network import TransferResult
 
 TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
 URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process start, a timeout
@@ -67,7 +71,7 @@ class Plan:
     label: str
 
 
-def _plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
     key = tuple(
         (
@@ -88,7 +92,7 @@ def _plan(pe: "ProcessingElement", ops: tuple) -> Plan:
     return hit
 
 
-def _make_plan(pe: "ProcessingElement", ops: tuple) -> Plan:
+def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     streamed = {r.id: r for op in ops for r in op.operands.values() if r.space == "hbm"}
     outs = [op.out for op in ops if op.out is not None and op.out.space == "hbm"]
     big = max([r.nbytes for r in [*streamed.values(), *outs]], default=0)
@@ -108,12 +112,38 @@ class CompositeRun:
     """One composite in flight; ``done`` succeeds when its last tile is stored and written."""
 
     __slots__ = (
-        "sched", "pe", "env", "corr", "arrive", "streamed", "hbm_outs", "n_tiles", "stages", "fetch_ns", "store_ns",
-        "label", "t_in", "pending", "done", "tile_read", "fetched", "writes", "last",
-        "traced", "cause", "waits", "rd_pred", "tile_seq", "fetch_seq", "feed_pred", "last_seq", "write_ends", "outs_claimed",
+        "arrive",
+        "cause",
+        "corr",
+        "done",
+        "env",
+        "feed_pred",
+        "fetch_ns",
+        "fetch_seq",
+        "fetched",
+        "hbm_outs",
+        "label",
+        "last",
+        "last_seq",
+        "n_tiles",
+        "outs_claimed",
+        "pe",
+        "pending",
+        "rd_pred",
+        "sched",
+        "stages",
+        "store_ns",
+        "streamed",
+        "t_in",
+        "tile_read",
+        "tile_seq",
+        "traced",
+        "waits",
+        "write_ends",
+        "writes",
     )
 
-    def __init__(self, sched: "Scheduler", cmd: CompositeCmd, arrive: float, corr: int) -> None:
+    def __init__(self, sched: Scheduler, cmd: CompositeCmd, arrive: float, corr: int) -> None:
         pe = sched.pe
         env = sched.env
         self.sched = sched
@@ -121,8 +151,8 @@ class CompositeRun:
         self.env = env
         self.corr = corr
         self.arrive = arrive
-        refs: dict[int, Any] = {}
-        streamed: dict[int, Any] = {}
+        refs: dict[int, HandleRef] = {}
+        streamed: dict[int, HandleRef] = {}
         for op in cmd.ops:
             for r in op.operands.values():
                 refs.setdefault(r.id, r)
@@ -213,10 +243,12 @@ class CompositeRun:
         r = self.streamed[j]
         lo, size = chunk(r.nbytes, i, self.n_tiles)
         start = self.env.now
+        assert r.region is not None  # a streamed (HBM) operand's
         ev = pe.network.read(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
 
-        def landed(e: Any) -> None:
-            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size, self.rd_pred, e.value.parts)
+        def landed(e: simpy.Event) -> None:
+            result = cast("TransferResult", e.value)  # (SimPy types event values as Optional[Any])
+            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size, self.rd_pred, result.parts)
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
@@ -230,10 +262,10 @@ class CompositeRun:
         if self.pending:
             cond = simpy.AllOf(env, self.pending)
 
-            def inputs_ready(_e: Any) -> None:
+            def inputs_ready(_e: simpy.Event) -> None:
                 if self.traced:
                     self.feed_pred = self.pe.scheduler.after_waits(self.cause, self.waits)[1]
-                self._feed_from(max(t0, *(ev.value for ev in self.pending)))
+                self._feed_from(max(t0, *(fired_at(ev) for ev in self.pending)))
 
             cond.callbacks.append(inputs_ready)
             return
@@ -263,7 +295,10 @@ class CompositeRun:
         env = self.env
         while i < self.n_tiles:
             if self.streamed and not self.tile_read[i].processed:
-                self.tile_read[i].callbacks.append(lambda _e, i=i: self._tile_in(i))
+                def resume(_e: simpy.Event, i: int = i) -> None:
+                    self._tile_in(i)
+
+                self.tile_read[i].callbacks.append(resume)
                 return
             corr = self.corr
             _, t = pe.fetch.reserve(env.now, self.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
@@ -296,7 +331,10 @@ class CompositeRun:
         writes = self.writes
         while w < len(writes):
             if not writes[w].processed:
-                writes[w].callbacks.append(lambda _e, w=w: self._await_writes(w + 1))
+                def next_write(_e: simpy.Event, w: int = w) -> None:
+                    self._await_writes(w + 1)
+
+                writes[w].callbacks.append(next_write)
                 return
             w += 1
         if self.traced:
@@ -310,7 +348,7 @@ class CompositeRun:
 
     # --- DMA_WRITE -----------------------------------------------------------------
 
-    def _write_tile(self, r: Any, i: int, t_ready: float, stored: int):
+    def _write_tile(self, r: HandleRef, i: int, t_ready: float, stored: int) -> ProcessGenerator:
         pe = self.pe
         env = self.env
         lo, size = chunk(r.nbytes, i, self.n_tiles)
@@ -323,7 +361,8 @@ class CompositeRun:
             if env.now > t_ready:
                 pred = pe.wr.last
         start = env.now
-        result = yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
+        assert r.region is not None  # an HBM output's
+        result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
         seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, size, pred, result.parts)
         self.write_ends.append((env.now, seq))
         mine.succeed(env.now)

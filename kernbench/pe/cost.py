@@ -23,7 +23,7 @@ class DispatchCostModel:
     max_composite_logical_bytes: int = 1024
 
     @classmethod
-    def from_attrs(cls, attrs: Mapping[str, Any]) -> "DispatchCostModel":
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> DispatchCostModel:
         """From a PE node's attrs: ``clock_freq_ghz`` and the ``pe_cost_model`` block (D4)."""
         knobs = dict(attrs.get("pe_cost_model") or {})
         return cls(clock_freq_ghz=attrs.get("clock_freq_ghz", 1.0), **knobs)

@@ -15,14 +15,16 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import simpy
+from simpy.events import ProcessGenerator
 
 from kernbench.errors import CompositeCapError, KernelError, RunLimitError
 from kernbench.events.types import EventKind, StallReason
 from kernbench.handles import HandleRef
+from kernbench.limits import RunLimits, WallTimeExceeded
 from kernbench.pe.commands import (
     CompositeCmd,
     CopyCmd,
@@ -38,7 +40,10 @@ from kernbench.pe.commands import (
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
 from kernbench.pe.scheduler import Ready, ready_time
-from kernbench.limits import RunLimits, WallTimeExceeded
+
+# One command of a PE's op log (RunResult.op_logs): t_ns, op, cmd, logical_bytes,
+# dispatch_cycles (and a composite's ops); JSON-ready values of those types.
+OpLogEntry = dict[str, Any]
 
 OP_LOG_KIND = {
     DmaReadCmd: "memory/dma_read",
@@ -77,7 +82,7 @@ class PeCpu:
         self.locate = locate or (lambda: "")
         self.deadline = self.limits.deadline()
         self.issued = 0  # every command the kernel issued, tl.cycles included
-        self.op_log: list[dict] = []
+        self.op_log: list[OpLogEntry] = []
         self.dispatch_cycles = 0.0
         self.commands = 0
         self.waiting_on: str | None = None
@@ -86,7 +91,7 @@ class PeCpu:
         self.lane = f"{pe.pe_id}.cpu"
         self.last = -1  # seq of its latest span (recorded runs): what its next span follows
 
-    def run(self) -> Iterator[simpy.Event]:
+    def run(self) -> ProcessGenerator:
         """The PE_CPU loop: take the kernel's next request and serve it.
 
         PE_CPU keeps its own clock ``self.t`` and runs ahead of SimPy's while
@@ -136,7 +141,7 @@ class PeCpu:
         pe.cpu_busy_ns += dur
         self.t += dur
 
-    def _dispatch(self, cmd: PeCommand) -> Iterator[simpy.Event]:
+    def _dispatch(self, cmd: PeCommand) -> ProcessGenerator:
         """Pay the command's dispatch (after room in the scheduler queue), then submit it."""
         pe = self.pe
         cost = pe.cost
@@ -164,7 +169,7 @@ class PeCpu:
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 
-    def _queue_room(self) -> Iterator[simpy.Event]:
+    def _queue_room(self) -> ProcessGenerator:
         """Retire commands done by now; if the scheduler queue is still full, stall for its oldest."""
         q = self._outstanding
         while q and (t_done := ready_time(q[0][0])) is not None and t_done <= self.t:
@@ -172,7 +177,7 @@ class PeCpu:
         if len(q) >= self.pe.queue_depth:
             yield from self._queue_space()
 
-    def _wait(self, ref: HandleRef, reason: StallReason) -> Iterator[simpy.Event]:
+    def _wait(self, ref: HandleRef, reason: StallReason) -> ProcessGenerator:
         """Block until ``ref``'s load or receive has landed (ADR-0062 auto-wait, ``wait``, receive)."""
         pe = self.pe
         yield from self._catch_up()
@@ -193,13 +198,14 @@ class PeCpu:
         if pe.bus.active and reason is StallReason.LAZY_LOAD:
             pe.bus.emit(t0, EventKind.LOAD_WAIT, self.lane, end_ns=self.t, corr_id=corr, label=ref.name)
 
-    def _finish(self) -> Iterator[simpy.Event]:
+    def _finish(self) -> ProcessGenerator:
         """The kernel has returned: its work is done when every command it issued is."""
         env = self.env
         yield from self._catch_up()
         for c, _corr in list(self._outstanding):
             t = ready_time(c)
             if t is None:
+                assert isinstance(c, simpy.Event)  # (only an event is not ready yet)
                 self.waiting_on = "completion of its last commands"
                 yield c
                 self.waiting_on = None
@@ -225,12 +231,12 @@ class PeCpu:
             f"(raise it with {flag} or RunLimits){at}"
         )
 
-    def _catch_up(self) -> Iterator[simpy.Event]:
+    def _catch_up(self) -> ProcessGenerator:
         """Let SimPy's clock reach this CPU's."""
         if self.t > self.env.now:
             yield self.env.timeout(self.t - self.env.now)
 
-    def _queue_space(self) -> Iterator[simpy.Event]:
+    def _queue_space(self) -> ProcessGenerator:
         """Stall until the scheduler queue has room (its oldest command completes)."""
         q = self._outstanding
         t0 = self.t
@@ -238,6 +244,7 @@ class PeCpu:
         self.waiting_on = f"{StallReason.QUEUE_FULL.value} ({len(q)} commands in flight)"
         t = ready_time(oldest)
         if t is None:
+            assert isinstance(oldest, simpy.Event)  # (only an event is not ready yet)
             yield from self._catch_up()
             yield oldest
             self.t = max(self.t, self.env.now)
@@ -253,7 +260,7 @@ class PeCpu:
             )
 
     def _log(self, cmd: PeCommand, cycles: float) -> None:
-        entry = {
+        entry: OpLogEntry = {
             "t_ns": self.env.now,
             "op": OP_LOG_KIND[type(cmd)],
             "cmd": cmd.name,
@@ -289,5 +296,5 @@ def kernel_location(exc: BaseException, kernel_file: str) -> str:
     if not frames:
         return ""
     f = frames[-1]
-    line = (linecache.getline(f.filename, f.lineno) or "").strip()
+    line = (linecache.getline(f.filename, f.lineno) or "").strip() if f.lineno is not None else ""
     return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"

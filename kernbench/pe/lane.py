@@ -14,14 +14,22 @@ of the span that ends at ``free_ns`` — what a later stage waits for.
 
 from __future__ import annotations
 
+from typing import cast
+
 import simpy
 
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
+from kernbench.sim.transit import Part
+
+
+def fired_at(ev: simpy.Event) -> float:
+    """The time a readiness or completion event fired with (its value: SimPy types values as Optional[Any])."""
+    return cast(float, ev.value)
 
 
 class Lane:
-    __slots__ = ("component", "free_ns", "busy_ns", "bus", "count", "last")
+    __slots__ = ("bus", "busy_ns", "component", "count", "free_ns", "last")
 
     def __init__(self, component: str, bus: Bus):
         self.component = component
@@ -52,7 +60,7 @@ class Lane:
 class Channel:
     """A capacity-one engine driven through SimPy (transfers over the graph)."""
 
-    __slots__ = ("component", "env", "tail", "busy_ns", "count", "bus", "last")
+    __slots__ = ("bus", "busy_ns", "component", "count", "env", "last", "tail")
 
     def __init__(self, component: str, env: simpy.Environment, bus: Bus):
         self.component = component
@@ -70,7 +78,7 @@ class Channel:
         self.tail = mine
         return prev, mine
 
-    def record(self, start: float, end: float, label: str, corr_id: int, value: float, pred: int = -1, parts: tuple = ()) -> int:
+    def record(self, start: float, end: float, label: str, corr_id: int, value: float, pred: int = -1, parts: tuple[Part, ...] = ()) -> int:
         """A transfer on this channel took ``[start, end]``: its span (``pred``: what it waited for),
         followed by where its critical flit spent that time (``parts``, TRANSIT spans); the span's seq."""
         self.busy_ns += end - start

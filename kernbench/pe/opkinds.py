@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+F32 = NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,39 +22,41 @@ class OpKind:
     name: str
     engine: str  # "gemm" or "math"
     arity: tuple[str, ...]  # operand names, in order
-    fn: Callable[..., np.ndarray]
+    fn: Callable[..., F32]  # operands (by position), then the params it takes (by name)
     params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
 
-    def compute(self, operands: list[np.ndarray], extra: dict) -> np.ndarray:
+    def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any]) -> F32:
         return self.fn(*operands, **{k: v for k, v in extra.items() if k in self.params})
 
 
-def _f32(x: np.ndarray) -> np.ndarray:
+def _f32(x: ArrayLike) -> F32:
     return np.asarray(x, dtype=np.float32)
 
 
-def _gemm(a, b, acc=None, transpose_b=False):
+def _gemm(a: ArrayLike, b: ArrayLike, acc: ArrayLike | None = None, transpose_b: bool = False) -> F32:
     b = _f32(b)
     r = _f32(a) @ (b.T if transpose_b else b)
     return r if acc is None else _f32(acc) + r
 
 
-def _rowmax(x):
-    return _f32(x).max(axis=-1, keepdims=True)
+def _rowmax(x: ArrayLike) -> F32:
+    r: F32 = _f32(x).max(axis=-1, keepdims=True)  # (numpy's stubs: Any for a reduction with axis)
+    return r
 
 
-def _rowsum(x):
-    return _f32(x).sum(axis=-1, keepdims=True)
+def _rowsum(x: ArrayLike) -> F32:
+    r: F32 = _f32(x).sum(axis=-1, keepdims=True)
+    return r
 
 
-def _reduce(fn):
-    def run(x, axis=None):
+def _reduce(fn: Callable[..., F32]) -> Callable[..., F32]:  # run(x, axis=None)
+    def run(x: ArrayLike, axis: int | None = None) -> F32:
         return fn(_f32(x), axis=axis, keepdims=axis is not None)
 
     return run
 
 
-def _binary(fn):
+def _binary(fn: Callable[[F32, F32], F32]) -> Callable[[ArrayLike, ArrayLike], F32]:
     return lambda a, b: fn(_f32(a), _f32(b))
 
 

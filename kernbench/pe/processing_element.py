@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
 import simpy
 
-from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
+from kernbench.handles import HandleRef
+from kernbench.pe.composite import Plan
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scheduler import Ready, Scheduler
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
+
+
+class KernelHooks(Protocol):
+    """What the PE tells the live kernel (kernbench.tl's KernelContext): data it can now read."""
+
+    def load_landed(self, hid: int) -> None: ...
+
+    def deliver(self, hid: int, data: Any) -> None: ...  # (an IPCQ payload, see IpcqFabric)
+
 
 class ProcessingElement:
     def __init__(
@@ -23,7 +34,7 @@ class ProcessingElement:
         graph: Graph,
         network: Network,
         bus: Bus,
-        fabric: "IpcqFabric",
+        fabric: IpcqFabric,
         pe_id: str,
         program_id: int,
         launch_id: int = 0,
@@ -39,17 +50,18 @@ class ProcessingElement:
         attrs = node.attrs
         self.attrs = attrs
         self.cost = DispatchCostModel.from_attrs(attrs)
-        self.clock_ghz = attrs["clock_freq_ghz"]
+        # the node's attributes are as the topology file gave them; these are numbers
+        self.clock_ghz: float = attrs["clock_freq_ghz"]
         self.cpu_overhead_ns = attrs["cpu_overhead_ns"]
         self.sched_overhead_ns = attrs["sched_overhead_ns"]
         self.queue_depth = attrs["sched_queue_depth"]
         self.tcm_bw_gbps = attrs["tcm_bw_gbps"]
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
-        self._gemm_flops_per_ns = attrs["gemm_tflops"] * 1e3
-        self._gemm_fixed_ns = attrs["gemm_pipeline_cycles"] / self.clock_ghz
-        self._math_lanes = attrs["math_elems_per_cycle"]
-        self._math_fixed_cycles = attrs["math_pipeline_cycles"]
+        self._gemm_flops_per_ns: float = attrs["gemm_tflops"] * 1e3
+        self._gemm_fixed_ns: float = attrs["gemm_pipeline_cycles"] / self.clock_ghz
+        self._math_lanes: float = attrs["math_elems_per_cycle"]
+        self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
         self.dma_node = f"{pe_id}.dma"
         self.ipcq_node = f"{pe_id}.ipcq"
         self.sched = Lane(f"{pe_id}.sched", bus)
@@ -66,8 +78,8 @@ class ProcessingElement:
         self.load_corr: dict[int, int] = {}  # lazy load handle id -> its DMA's corr id
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
-        self.composite_plans: dict = {}  # composite shape -> its per-tile plan (pe/composite.py)
-        self.ctx: Any = None  # the live KernelContext (None when replaying)
+        self.composite_plans: dict[tuple[object, ...], Plan] = {}  # composite shape -> its per-tile plan (pe/composite.py)
+        self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns = 0.0
         self.done_ns: float | None = None
@@ -82,7 +94,7 @@ class ProcessingElement:
 
     # --- hooks the scheduler calls ----------------------------------------
 
-    def load_landed(self, ref: Any, corr: int, size_bytes: int, seq: int = -1) -> None:
+    def load_landed(self, ref: HandleRef, corr: int, size_bytes: int, seq: int = -1) -> None:
         """A lazy load's data is in TCM (``seq``: its DMA span)."""
         if self.ctx is not None:
             self.ctx.load_landed(ref.id)
@@ -90,7 +102,7 @@ class ProcessingElement:
             self.ready_seq[ref.id] = seq
             self.bus.emit(self.env.now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
 
-    def receive(self, ref: Any, data: Any) -> None:
+    def receive(self, ref: HandleRef, data: Any) -> None:
         if self.ctx is not None and data is not None:
             self.ctx.deliver(ref.id, data)
 
@@ -112,8 +124,10 @@ class IpcqFabric:
 
     def __init__(self) -> None:
         self.pes: dict[tuple[int, int], ProcessingElement] = {}  # (launch, program) -> PE
-        self._arrived: dict[tuple, deque] = {}
-        self._posted: dict[tuple, deque] = {}
+        # per (launch, source program, destination program): messages no receive took yet,
+        # and receives no message reached yet (their landing event and handle)
+        self._arrived: dict[tuple[int, int, int], deque[Any]] = {}  # the payloads (numerics: arrays, else None)
+        self._posted: dict[tuple[int, int, int], deque[tuple[simpy.Event, HandleRef]]] = {}
 
     def pe_of_program(self, launch: int, program: int) -> ProcessingElement:
         return self.pes[(launch, program)]
@@ -127,7 +141,7 @@ class IpcqFabric:
         else:
             self._arrived.setdefault((launch, src, dst), deque()).append(data)
 
-    def post(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: Any, seq: int = -1) -> None:
+    def post(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: HandleRef, seq: int = -1) -> None:
         """A receive is posted (``seq``: its DISPATCH span); a message already here lands at once."""
         arrived = self._arrived.get((launch, src, dst))
         if arrived:
@@ -135,7 +149,7 @@ class IpcqFabric:
         else:
             self._posted.setdefault((launch, src, dst), deque()).append((landed, ref))
 
-    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: Any, data: Any, seq: int) -> None:
+    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: HandleRef, data: Any, seq: int) -> None:
         pe = self.pes[(launch, dst)]
         pe.receive(ref, data)
         if pe.bus.active:

@@ -21,10 +21,13 @@ event whose value is that time once it fires.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import simpy
+from simpy.events import ProcessGenerator
 
+from kernbench.handles import HandleRef
 from kernbench.pe.commands import (
     CompositeCmd,
     CopyCmd,
@@ -34,20 +37,25 @@ from kernbench.pe.commands import (
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
+    PeCommand,
 )
 from kernbench.pe.composite import CompositeRun
+from kernbench.pe.lane import Channel, Lane, fired_at
 from kernbench.pe.work import op_work
+from kernbench.sim.network import TransferResult
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
 
 Ready = float | simpy.Event
+Refs = Sequence[HandleRef | None]  # a command's input handles (None: an absent one)
+Stage = Callable[[float, int], tuple[float, int]]  # (earliest start, pred) -> (end, its span)
 
 
 def ready_time(r: Ready) -> float | None:
     """The time a handle is ready, or None while its event is still pending."""
     if isinstance(r, simpy.Event):
-        return r.value if r.processed else None
+        return fired_at(r) if r.processed else None
     return r
 
 
@@ -60,11 +68,12 @@ class Scheduler:
     that produced it in ``pe.ready_seq``.
     """
 
-    def __init__(self, pe: "ProcessingElement"):
+    def __init__(self, pe: ProcessingElement):
         self.pe = pe
         self.env = pe.env
         self.dispatch_seq = -1  # the DISPATCH span of the command being submitted
-        self._handlers = {
+        # each handler takes the command type it is keyed by (submit dispatches on type(cmd))
+        self._handlers: dict[type[PeCommand], Callable[[Any, float, int], Ready]] = {
             GemmCmd: self._gemm,
             MathCmd: self._math,
             CopyCmd: self._copy,
@@ -75,7 +84,7 @@ class Scheduler:
             CompositeCmd: self._composite,
         }
 
-    def submit(self, cmd: Any, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
+    def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
         _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)
@@ -89,10 +98,10 @@ class Scheduler:
 
     # --- readiness --------------------------------------------------------
 
-    def inputs(self, refs) -> tuple[float, list[simpy.Event]]:
+    def inputs(self, refs: Iterable[HandleRef | None]) -> tuple[float, list[simpy.Event]]:
         """When the TCM handles among ``refs`` are ready: (latest known time, events still pending)."""
         t = 0.0
-        pending = []
+        pending: list[simpy.Event] = []
         ready = self.pe.ready
         for r in refs:
             if r is None or r.space != "tcm":
@@ -100,12 +109,13 @@ class Scheduler:
             v = ready.get(r.id, 0.0)
             rt = ready_time(v)
             if rt is None:
+                assert isinstance(v, simpy.Event)  # (only an event is not ready yet)
                 pending.append(v)
             elif rt > t:
                 t = rt
         return t, pending
 
-    def cause(self, refs, arrive: float) -> tuple[float, int]:
+    def cause(self, refs: Iterable[HandleRef | None], arrive: float) -> tuple[float, int]:
         """``(time, span)`` of the later of the command's arrival (its scheduler span) and its
         inputs ready by now (recorded runs: what a stage starting then waited for)."""
         pe = self.pe
@@ -119,10 +129,10 @@ class Scheduler:
                 t, seq = rt, ready_seq.get(r.id, -1)
         return t, seq
 
-    def waits(self, refs) -> list[tuple[simpy.Event, int]]:
+    def waits(self, refs: Iterable[HandleRef | None]) -> list[tuple[simpy.Event, int]]:
         """The pending inputs among ``refs``: (their readiness event, handle id)."""
         ready = self.pe.ready
-        out = []
+        out: list[tuple[simpy.Event, int]] = []
         for r in refs:
             if r is None or r.space != "tcm":
                 continue
@@ -136,11 +146,12 @@ class Scheduler:
         t, seq = cause
         ready_seq = self.pe.ready_seq
         for ev, rid in waits:
-            if ev.value >= t:
-                t, seq = ev.value, ready_seq.get(rid, -1)
+            v = fired_at(ev)
+            if v >= t:
+                t, seq = v, ready_seq.get(rid, -1)
         return t, seq
 
-    def _after_inputs(self, refs, arrive: float, corr: int, outs, body) -> Ready:
+    def _after_inputs(self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage) -> Ready:
         """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end."""
         pe = self.pe
         traced = pe.bus.active
@@ -159,7 +170,7 @@ class Scheduler:
             pe.ready[o.id] = done
         pe.async_stages += 1
 
-        def wait_then_run():
+        def wait_then_run() -> ProcessGenerator:
             yield simpy.AllOf(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
@@ -174,7 +185,7 @@ class Scheduler:
         self.env.process(wait_then_run())
         return done
 
-    def _produced(self, outs, seq: int) -> None:
+    def _produced(self, outs: Iterable[HandleRef], seq: int) -> None:
         """``outs`` are produced by the span ``seq``."""
         pe = self.pe
         if pe.bus.active:
@@ -183,7 +194,7 @@ class Scheduler:
 
     # --- single-op compute ------------------------------------------------
 
-    def _stages(self, earliest: float, pred: int, in_bytes: int, lane, service_ns: float, out_bytes: int, label: str, corr: int) -> tuple[float, int]:
+    def _stages(self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int) -> tuple[float, int]:
         pe = self.pe
         _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr, pred=pred)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
@@ -221,7 +232,10 @@ class Scheduler:
 
     # --- DMA --------------------------------------------------------------
 
-    def _on_channel(self, channel, inputs, arrive: float, transfer, label: str, corr: int, size: int, then=None) -> simpy.Event:
+    def _on_channel(
+        self, channel: Channel, inputs: Refs, arrive: float, transfer: Callable[[], simpy.Event], label: str, corr: int, size: int,
+        then: Callable[[int], None] | None = None,
+    ) -> simpy.Event:
         """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
 
         It starts once the command has arrived, its input handles are ready
@@ -237,12 +251,12 @@ class Scheduler:
         cause = self.cause(inputs, arrive) if traced else (0.0, -1)
         waits = self.waits(inputs) if traced else []
 
-        def run():
+        def run() -> ProcessGenerator:
             t0 = max(arrive, t_in)
             for ev in pending:
                 if not ev.processed:
                     yield ev
-                t0 = max(t0, ev.value)
+                t0 = max(t0, fired_at(ev))
             if t0 > env.now:
                 yield env.timeout(t0 - env.now)
             pred = self.after_waits(cause, waits)[1] if traced else -1
@@ -251,7 +265,7 @@ class Scheduler:
             if env.now > t0:  # the channel's previous transfer held it
                 pred = channel.last
             start = env.now
-            result = yield transfer()
+            result: TransferResult = yield transfer()
             seq = channel.record(start, env.now, label, corr, size, pred, result.parts)
             self._done(corr, seq)
             if then is not None:

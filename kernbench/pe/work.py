@@ -5,10 +5,12 @@ The one definition the scheduler's service times use.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernbench.pe.opkinds import op_kind
 
 
-def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...] | None, extra: dict) -> float:
+def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...] | None, extra: dict[str, Any]) -> float:
     """FLOPs of a GEMM, elements of a MATH op, from operand shapes."""
     k = op_kind(kind)
     if k.engine == "gemm":

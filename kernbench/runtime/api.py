@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -32,24 +32,27 @@ import simpy
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
-from kernbench.pe.cpu import PeCpu, kernel_frame_location, kernel_location
+from kernbench.handles import HbmTensor
+from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
+from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
-from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
-from kernbench.handles import HbmTensor
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
 from kernbench.topology.ids import local_slice, pe_key
+
+if TYPE_CHECKING:
+    import greenlet
 
 
 @dataclass(frozen=True)
 class Launch:
     kernel: Callable[..., Any]
     pes: tuple[str, ...]
-    args: tuple
-    kwargs: dict
+    args: tuple[Any, ...]  # the kernel's own arguments, whatever it takes
+    kwargs: dict[str, Any]
 
 
 @dataclass
@@ -58,7 +61,7 @@ class RunResult:
 
     latency_ns: float
     pes: tuple[str, ...]
-    op_logs: dict[str, list[dict]]
+    op_logs: dict[str, list[OpLogEntry]]
     dispatch_cycles: dict[str, float]
     commands: dict[str, int]
     engine_busy_ns: dict[str, dict[str, float]]
@@ -233,7 +236,8 @@ def _unwrap(kernel: Any) -> Any:
 def _kernel_file(kernel: Any) -> str:
     """The source file whose lines kernel errors point at ("" if it has none)."""
     fn = _unwrap(kernel)
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    # a function's code, else a callable object's __call__'s (B004: reads the method, tests nothing)
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)  # noqa: B004
     try:
         return inspect.getsourcefile(fn) or (code.co_filename if code else "")
     except TypeError:
@@ -399,7 +403,8 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
             else:
                 _run_ticking(env, tick)
     except KernbenchError as exc:
-        raise _kept(exc, recorder)
+        _kept(exc, recorder)
+        raise
     except KeyboardInterrupt as exc:
         raise Interrupted(env.now, getattr(exc, "signum", 2)) from None
     except WallTimeExceeded:
@@ -452,7 +457,7 @@ def _collector_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _live_requests(g: Any, ctx: KernelContext) -> Callable[[Any], Request | None]:
+def _live_requests(g: greenlet.greenlet, ctx: KernelContext) -> Callable[[Any], Request | None]:
     """Drive the kernel greenlet: each call returns its next request (None when done)."""
     import greenlet
 
@@ -463,7 +468,7 @@ def _live_requests(g: Any, ctx: KernelContext) -> Callable[[Any], Request | None
         if g.dead:
             return None
         ctx.driver = greenlet.getcurrent()
-        req = g.switch(response) if started else g.switch()
+        req: Request | None = g.switch(response) if started else g.switch()  # what the kernel's tl call yielded
         started = True
         if g.dead:
             return None

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappush
-from typing import Any
+from typing import Any, TypeVarTuple
 
 import simpy
 
+Ts = TypeVarTuple("Ts")
 
-def _run(action: "Action") -> None:
+
+def _run(action: Action) -> None:
     fn = action.fn
     if fn is not None:
         fn(*action.args)
@@ -36,14 +38,16 @@ class Action:
     collector.
     """
 
-    __slots__ = ("callbacks", "_ok", "_value", "fn", "args")
+    __slots__ = ("_ok", "_value", "args", "callbacks", "fn")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
-        self.callbacks: list | None = [_run]
+    def __init__(self, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
+        self.callbacks: list[Callable[[Action], None]] | None = [_run]
         self._ok = True
         self._value = None
-        self.fn: Callable[..., Any] | None = fn
-        self.args = args
+        # any callback and its arguments: call_at checks them against each other,
+        # and the owner of the action knows what it scheduled (``args[0]`` is often the time)
+        self.fn: Callable[..., object] | None = fn
+        self.args: tuple[Any, ...] = args
 
     def cancel(self) -> None:
         self.fn = None
@@ -59,8 +63,10 @@ def priority(seq: int, sub: int = 0) -> int:
     return 2 + (seq << 4) + sub
 
 
-def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[..., Any], *args: Any) -> Action:
+def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[[*Ts], object], *args: *Ts) -> Action:
     """Run ``fn(*args)`` at time ``t`` (>= now)."""
     a = Action(fn, args)
-    heappush(env._queue, (t, prio, next(env._eid), a))  # noqa: SLF001 - SimPy's own heap, see module doc
+    # SimPy's own heap (see the module doc): typed as holding Events, and an Action is
+    # one only in what step() reads (callbacks, _ok, _value)
+    heappush(env._queue, (t, prio, next(env._eid), a))  # type: ignore[misc]
     return a

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+import simpy
 
 from kernbench.sim.clock import Action, call_at, priority
 from kernbench.sim.train import EPS, Train, fifo, first_difference, lindley
@@ -46,6 +46,7 @@ from kernbench.sim.transit import merge_shares
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
+NOT_PLANNED = Train(0, [])  # a passage's departures until its FIFO first plans them
 _REPLAN_PRIORITY = priority(0)  # a FIFO's re-plan: before any transfer's step at the same instant
 
 
@@ -54,16 +55,19 @@ class Passage:
 
     ``on_change(passage, k)`` is called when departures from flit ``k`` on
     changed after they were first planned (``out`` already holds the new ones).
+    ``fifo`` and ``out`` are set by :meth:`Fifo.arrive` (``out`` is
+    :data:`NOT_PLANNED` until then).
     """
 
-    __slots__ = ("seq", "corr", "inp", "out", "fifo", "on_change", "shared", "waited_behind")
+    fifo: Fifo
+
+    __slots__ = ("corr", "fifo", "inp", "on_change", "out", "seq", "shared", "waited_behind")
 
     def __init__(self, seq: int, corr: int, inp: Train, on_change: ChangeHook | None = None) -> None:
         self.seq = seq
         self.corr = corr
         self.inp = inp
-        self.out: Train | None = None
-        self.fifo: Fifo | None = None
+        self.out = NOT_PLANNED
         self.on_change = on_change
         self.shared = False  # its flits arrived among another transfer's here
         self.waited_behind = -1  # corr of the transfer whose work its head queued behind
@@ -76,7 +80,7 @@ class Passage:
 class Reserved:
     """Flits served through :meth:`Fifo.reserve` (no passage): who, and their departures."""
 
-    __slots__ = ("seq", "corr", "out")
+    __slots__ = ("corr", "out", "seq")
 
     def __init__(self, seq: int, corr: int, out: Train) -> None:
         self.seq, self.corr, self.out = seq, corr, out
@@ -93,7 +97,7 @@ class Fifo:
     the latest departure).
     """
 
-    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers", "_replan_at", "history")
+    __slots__ = ("_replan_at", "_watchers", "flits", "free", "history", "last_corr", "members", "name", "s", "t_last", "v_end")
 
     def __init__(self, name: str, service_ns: float, history: bool = False) -> None:
         self.name = name
@@ -107,7 +111,7 @@ class Fifo:
         self._watchers: list[tuple[float, Callable[[], None]]] = []
         self._replan_at: Action | None = None  # a re-plan due (see amend)
         # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
-        self.history: deque[Any] | None = deque() if history else None
+        self.history: deque[Passage | Reserved] | None = deque() if history else None
 
     # --- queries ------------------------------------------------------------
 
@@ -157,13 +161,13 @@ class Fifo:
         hist = self.history
         if hist is None:
             return ()
-        while hist and hist[0].out is not None and hist[0].out.last() < horizon - EPS:
+        while hist and hist[0].out is not NOT_PLANNED and hist[0].out.last() < horizon - EPS:
             hist.popleft()
         s = self.s
         found = []
         for p in hist:
             out = p.out
-            if p.seq == own_seq or out is None or out.last() <= x + EPS or out.first() - s >= y - EPS:
+            if p.seq == own_seq or out is NOT_PLANNED or out.last() <= x + EPS or out.first() - s >= y - EPS:
                 continue
             k0 = out.count_before(x, inclusive=True)  # departures by x: served before the window
             k1 = out.count_before(y, inclusive=True)
@@ -223,7 +227,7 @@ class Fifo:
         p.waited_behind = self.last_corr if d > head + EPS else -1
         self._replan(head, d, p)
 
-    def amend(self, p: Passage, inp: Train, t: float, env: Any) -> None:
+    def amend(self, p: Passage, inp: Train, t: float, env: simpy.Environment) -> None:
         """``p``'s flits arrive as in ``inp`` from ``t`` on (no sooner than now, nor
         than the flits it replaces): re-plan from then. Changes to several
         passages before one re-plan are planned together."""
@@ -235,7 +239,7 @@ class Fifo:
             act.cancel()
         self._replan_at = call_at(env, t if t > env.now else env.now, _REPLAN_PRIORITY, self._replan_now, t, env)
 
-    def _replan_now(self, _t: float, env: Any) -> None:
+    def _replan_now(self, _t: float, env: simpy.Environment) -> None:
         self._replan_at = None
         now = env.now
         self._retire(now)
@@ -303,12 +307,12 @@ class Fifo:
         dep = np.empty(len(arr))
         dep[order] = lindley(arr[order], self.s, v0)
         start = 0
-        for (p, k), n in zip(members, lens):
+        for (p, k), n in zip(members, lens, strict=True):
             mine = dep[start:start + n]
             start += n
             p.shared = True
             old = p.out
-            if old is None:
+            if old is NOT_PLANNED:
                 p.out = Train(p.n, arr=mine)
                 continue
             changed = np.flatnonzero(np.abs(old.times(k) - mine) > 1e-9)
@@ -322,7 +326,7 @@ class Fifo:
         """``p`` leaves as ``out`` from flit ``k`` on; tell its route if that changed."""
         old = p.out
         p.out = out
-        if old is None or p.on_change is None:
+        if old is NOT_PLANNED or p.on_change is None:
             return
         first = first_difference(old, out, k)
         if first < p.n:

@@ -18,11 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from kernbench.sim.fifo import Fifo
 from kernbench.sim.region import Region
 from kernbench.sim.train import Train
 from kernbench.topology.ids import NodeId, cube_id
+
+Flits = tuple[int, int, int] | NDArray[np.int64]  # flit indices: a run (first, step, count), or explicit
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,7 @@ class Bursts:
     """
 
     n: int
-    per_channel: tuple[tuple[int, int, int] | np.ndarray | None, ...]
+    per_channel: tuple[Flits | None, ...]
 
     def count(self, ch: int) -> int:
         pc = self.per_channel[ch]
@@ -53,7 +56,7 @@ class Bursts:
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
-    __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names", "_contiguous")
+    __slots__ = ("_contiguous", "_names", "burst_bytes", "burst_ns", "channels", "fifos", "node_id", "pc_base")
 
     def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float, history: bool = False):
         self.node_id = node_id
@@ -93,7 +96,7 @@ class ChannelArray:
                 hit = self._contiguous[key] = Bursts(n, tuple(per))
             return hit
         ch = ids % c
-        per2: list[tuple[int, int, int] | np.ndarray | None] = [None] * c
+        per2: list[Flits | None] = [None] * c
         for k in range(c):
             idx = np.flatnonzero(ch == k)
             if len(idx) == 0:
@@ -109,7 +112,7 @@ class ChannelArray:
         return Bursts(len(ids), tuple(per2))
 
 
-def sub_train(train: Train, flits: tuple[int, int, int] | np.ndarray) -> Train:
+def sub_train(train: Train, flits: Flits) -> Train:
     """The arrivals of the given flits of ``train``, renumbered 0, 1, …"""
     if isinstance(flits, tuple) and train.arr is None and all(sg[3] == 1 for sg in train.segs):
         first, step, count = flits

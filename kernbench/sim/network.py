@@ -39,10 +39,10 @@ Two ways to compute it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
-
 import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, TypeVarTuple
 
 import simpy
 
@@ -51,16 +51,17 @@ from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.sim.clock import Action, call_at, priority
 from kernbench.sim.fifo import Fifo, Passage
-from kernbench.sim.hbm import ChannelArray, sub_train
+from kernbench.sim.hbm import Bursts, ChannelArray, sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS, Train, first_difference, union
 from kernbench.sim.transit import FifoLog, Journey, Part, Stop
-from kernbench.topology.graph import Graph, Route
+from kernbench.topology.graph import Graph, Hop, Route
 
 Mode = Literal["fast", "oracle"]
 _GRID = 1e9  # the oracle's time grid: 1/EPS (times within EPS are one instant)
 MODES: tuple[str, ...] = ("fast", "oracle")
 MEMORY_KINDS = ("hbm_slice", "sram")
+Ts = TypeVarTuple("Ts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +230,7 @@ class Network:
 
     # --- shared by both engines ------------------------------------------
 
-    def _finish(self, tr: "_Transfer") -> None:
+    def _finish(self, tr: _Transfer) -> None:
         self.transfers_done += 1
         now = self.env.now
         parts: tuple[Part, ...] = ()
@@ -246,8 +247,22 @@ class _Transfer:
     """What both engines know of one transfer."""
 
     __slots__ = (
-        "net", "env", "op", "kind", "src", "dst", "region", "corr", "seq", "done", "t0", "mem", "bursts", "prio",
-        "there", "back",
+        "back",
+        "bursts",
+        "corr",
+        "done",
+        "dst",
+        "env",
+        "kind",
+        "mem",
+        "net",
+        "op",
+        "prio",
+        "region",
+        "seq",
+        "src",
+        "t0",
+        "there",
     )
 
     def __init__(
@@ -274,6 +289,12 @@ class _Transfer:
         else:
             self.mem = net.memory(dst)
             self.bursts = self.mem.bursts(region)
+
+    def _memory(self) -> tuple[ChannelArray, Bursts]:
+        """The memory end and how the region's bursts fall on it (reads and writes; a send has none)."""
+        mem, bursts = self.mem, self.bursts
+        assert mem is not None and bursts is not None, "a send has no memory end"
+        return mem, bursts
 
     @property
     def flits(self) -> int:
@@ -331,16 +352,16 @@ class _FastTransfer(_Transfer):
     arrival, moved whenever that changes.
     """
 
-    __slots__ = ("route", "data", "data_in", "ch", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at", "crit", "hz")
+    __slots__ = ("ack_route", "ch", "crit", "ctl", "data", "data_in", "finish_at", "head_at", "hz", "mem_at", "mem_train", "route")
 
     def start(self) -> None:
         now = self.env.now
         self.data: list[Passage] = []
-        self.ch: dict[int, Passage] = {}
+        self.ch: dict[int, Passage | _Reserved] = {}  # per memory channel: its bursts
         self.finish_at: Action | None = None
         self.mem_at: Action | None = None
         self.head_at: Action | None = None
-        self.ctl: list = []
+        self.ctl: _ControlPlan | None = None
         if self.op == "read":
             req = self.there
             self.route = self.back
@@ -354,12 +375,13 @@ class _FastTransfer(_Transfer):
 
     # --- control flits -----------------------------------------------------
 
-    def _plan_control(self, route: Route, t: float, then) -> None:
-        self.ctl = [route, then, [], []]
+    def _plan_control(self, route: Route, t: float, then: Callable[[float], None]) -> None:
+        self.ctl = _ControlPlan(route, then, [], [])
         self._control_from(0, t)
 
     def _control_from(self, h: int, t: float) -> None:
         """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``."""
+        assert self.ctl is not None
         route, then, tokens, times = self.ctl
         del tokens[h:]
         del times[h:]
@@ -377,12 +399,13 @@ class _FastTransfer(_Transfer):
         then(t)
 
     def _recheck(self, h: int, t: float, d_old: float, token: object) -> None:
-        if not self.ctl:
+        ctl = self.ctl
+        if ctl is None:
             return  # done
-        tokens = self.ctl[2]
+        tokens = ctl.tokens
         if h >= len(tokens) or tokens[h] is not token:
             return  # superseded by a re-plan from an earlier hop
-        hop = self.ctl[0].hops[h]
+        hop = ctl.route.hops[h]
         if abs(self.net.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
             self._control_from(h, t)
 
@@ -398,12 +421,12 @@ class _FastTransfer(_Transfer):
     def _mem_read(self, _t: float) -> None:
         """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env.now
-        mem = self.mem
+        mem, bursts = self._memory()
         b = mem.burst_ns
         progs = []
         self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
         for c in range(mem.channels):
-            cnt = self.bursts.count(c)
+            cnt = bursts.count(c)
             if not cnt:
                 continue
             f = mem.fifos[c]
@@ -488,23 +511,24 @@ class _FastTransfer(_Transfer):
         # let go of everything a finished transfer held (FIFOs may still hold its passages)
         for p in self.data:
             p.on_change = None
-        for p in self.ch.values():
-            if isinstance(p, Passage):
-                p.on_change = None
-        self.ctl = []
+        for q in self.ch.values():
+            if isinstance(q, Passage):
+                q.on_change = None
+        self.ctl = None
         self.finish_at = self.mem_at = self.head_at = None
 
     # --- writes: the channels, then the acknowledgement ----------------------
 
     def _at_memory(self, train: Train) -> None:
         now = self.env.now
+        mem, bursts = self._memory()
         self.mem_train = train
-        for c, flits in enumerate(self.bursts.per_channel):
+        for c, flits in enumerate(bursts.per_channel):
             if flits is None:
                 continue
             p = Passage(self.seq, self.corr, sub_train(train, flits), self._ch_changed)
             self.ch[c] = p
-            self.mem.fifos[c].arrive(p, now)
+            mem.fifos[c].arrive(p, now)
         self._plan_ack()
 
     def _plan_ack(self) -> None:
@@ -516,10 +540,11 @@ class _FastTransfer(_Transfer):
 
     def _memory_changed(self, train: Train) -> None:
         self.mem_train = train
-        for c, flits in enumerate(self.bursts.per_channel):
+        for c, flits in enumerate(self._memory()[1].per_channel):
             if flits is None:
                 continue
             p = self.ch[c]
+            assert isinstance(p, Passage)  # a write's channels: passages, never reservations
             sub = sub_train(train, flits)
             k = first_difference(p.inp, sub, 0)
             if k < sub.n:
@@ -540,6 +565,7 @@ class _FastTransfer(_Transfer):
         return out
 
     def _control_stops(self) -> tuple[Route, list[Stop]]:
+        assert self.ctl is not None
         route, _then, _tokens, times = self.ctl
         net = self.net
         return route, [
@@ -553,13 +579,13 @@ class _FastTransfer(_Transfer):
         j.leg(route, stops, r, data=False)
         return r
 
-    def _write_crit(self) -> tuple[int, Passage]:
+    def _write_crit(self) -> tuple[int, Passage | _Reserved]:
         """A write's last burst to be written: (channel, its passage)."""
         c = max(self.ch, key=lambda c: (self.ch[c].out.last(), c))
         return c, self.ch[c]
 
     def _channel(self, j: Journey, arrive: float) -> None:
-        mem = self.mem
+        mem = self._memory()[0]
         b = mem.burst_ns
         if self.op == "read":
             c, _r, d = self.crit
@@ -570,7 +596,7 @@ class _FastTransfer(_Transfer):
         j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain")
 
     def _data(self, j: Journey, end: float | None) -> float:
-        k = self.flits - 1 if self.op != "write" else self.bursts.last(self._write_crit()[0])
+        k = self.flits - 1 if self.op != "write" else self._memory()[1].last(self._write_crit()[0])
         arrive = end if end is not None else self.mem_train.at(k)
         j.leg(self.route, self._stops(self.data, k), arrive, data=True)
         return arrive
@@ -591,14 +617,24 @@ class _FastTransfer(_Transfer):
             bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
         mem = self.mem.node_id if self.mem is not None else ""
         for c in sorted(self.ch):
-            p = self.ch[c]
-            bus.emit(p.out.first() - p.fifo.s, EventKind.CHANNEL_BUSY, p.fifo.name, end_ns=p.out.last(), corr_id=self.corr, label=mem, value=p.n)
+            q = self.ch[c]
+            bus.emit(q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n)
+
+
+class _ControlPlan(NamedTuple):
+    """A control flit's plan (a read's request, a write's acknowledgement): hop by hop,
+    the token of its watch on that hop's FIFO and its (arrival, departure) there."""
+
+    route: Route
+    then: Callable[[float], None]  # called with its arrival at the far end
+    tokens: list[object]
+    times: list[tuple[float, float]]
 
 
 class _Recheck:
     """A control flit's watch on one FIFO (see :meth:`Fifo.watch`)."""
 
-    __slots__ = ("tr", "h", "t", "d", "token")
+    __slots__ = ("d", "h", "t", "token", "tr")
 
     def __init__(self, tr: _FastTransfer, h: int, t: float, d: float, token: object) -> None:
         self.tr, self.h, self.t, self.d, self.token = tr, h, t, d, token
@@ -610,7 +646,7 @@ class _Recheck:
 class _Reserved:
     """A read's bursts on an idle channel: no passage needed, only what to publish."""
 
-    __slots__ = ("fifo", "out", "n")
+    __slots__ = ("fifo", "n", "out")
 
     def __init__(self, fifo: Fifo, start: float, count: int) -> None:
         self.fifo = fifo
@@ -619,6 +655,14 @@ class _Reserved:
 
 
 # --- oracle: flit by flit ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Run:
+    """Consecutive flits of one transfer in an oracle FIFO: whose, and when the last leaves."""
+
+    owner: int  # seq
+    last: float
 
 
 class OracleState:
@@ -632,7 +676,7 @@ class OracleState:
 
     def __init__(self) -> None:
         self.free: dict[object, float] = {}
-        self.queue: dict[object, list[list]] = {}  # FIFO -> runs [owner seq, last departure]
+        self.queue: dict[object, list[_Run]] = {}  # FIFO -> runs of one owner's flits
         self.window: dict[object, dict[int, list[float]]] = {}
         self.behind: dict[int, set[int]] = {}
         self.corr_of: dict[int, int] = {}
@@ -648,11 +692,11 @@ class OracleState:
         start = t if t > free else free
         runs = self.queue.get(key)
         if runs:
-            while runs and runs[0][1] <= t:
+            while runs and runs[0].last <= t:
                 runs.pop(0)
-            for owner, _ in runs:  # whose flits are still ahead of this one
-                if owner != seq:
-                    self.behind.setdefault(seq, set()).add(owner)
+            for run in runs:  # whose flits are still ahead of this one
+                if run.owner != seq:
+                    self.behind.setdefault(seq, set()).add(run.owner)
         wins = self.window.get(key)
         if wins and not data:
             for owner, (first, last) in wins.items():  # whose flits are still arriving around it
@@ -674,10 +718,10 @@ class OracleState:
             fl.add(start, end, seq, self.corr_of.get(seq, -1))
         if runs is None:
             runs = self.queue[key] = []
-        if runs and runs[-1][0] == seq:
-            runs[-1][1] = end
+        if runs and runs[-1].owner == seq:
+            runs[-1].last = end
         else:
-            runs.append([seq, end])
+            runs.append(_Run(seq, end))
         return end
 
     def disturbed(self) -> set[int]:
@@ -707,13 +751,15 @@ class OracleState:
 class _OracleTransfer(_Transfer):
     """A transfer flit by flit: every flit's step through every FIFO is an action."""
 
-    __slots__ = ("route", "left", "end", "mem_done", "per_burst_ch", "ack_route", "served", "at", "ctl_at", "crit", "mem_r")
+    __slots__ = ("ack_route", "at", "crit", "ctl_at", "end", "left", "mem_done", "mem_r", "orc", "per_burst_ch", "route", "served")
 
     def start(self) -> None:
         net = self.net
-        graph = net.graph
         now = self.env.now
-        net.oracle.corr_of[self.seq] = self.corr
+        orc = net.oracle
+        assert orc is not None  # an oracle-mode network's
+        self.orc = orc
+        orc.corr_of[self.seq] = self.corr
         n = self.flits
         self.left = n
         self.end = 0.0
@@ -725,7 +771,7 @@ class _OracleTransfer(_Transfer):
         self.ctl_at: list[tuple[float, float]] = []
         self.crit = n - 1
         self.mem_r = now
-        if self.bursts is not None:
+        if self.mem is not None:
             ids = self.region.bursts(self.mem.burst_bytes)
             self.per_burst_ch = [int(i) % self.mem.channels for i in ids]
         if self.op == "read":
@@ -743,13 +789,13 @@ class _OracleTransfer(_Transfer):
     def _fprio(self, k: int) -> int:
         return 2 + (self.seq << 24) + k
 
-    def _at(self, t: float, prio: int, fn, *args) -> None:
+    def _at(self, t: float, prio: int, fn: Callable[[*Ts], object], *args: *Ts) -> None:
         """Schedule a flit's next step. Times are kept on a 1e-9 ns grid, so that
         instants the model makes equal are equal here too and go in transfer
         order, not in the order floating-point rounding happened to leave them."""
         call_at(self.env, round(t * _GRID) / _GRID, prio, fn, *args)
 
-    def _control(self, route: Route, h: int, t: float, then) -> None:
+    def _control(self, route: Route, h: int, t: float, then: Callable[[], None]) -> None:
         if h == 0:
             self.ctl_at = []
         if h == len(route.hops):
@@ -757,17 +803,17 @@ class _OracleTransfer(_Transfer):
             return
         self._at(t, self._fprio(0), self._control_hop, route, h, then)
 
-    def _control_hop(self, route: Route, h: int, then) -> None:
+    def _control_hop(self, route: Route, h: int, then: Callable[[], None]) -> None:
         hop = route.hops[h]
-        d = self.net.oracle.serve(hop.edge.index, self.env.now, 0.0, self.seq, data=False)
+        d = self.orc.serve(hop.edge.index, self.env.now, 0.0, self.seq, data=False)
         if self.net.explain:
             self.ctl_at.append((self.env.now, d))
         self._control(route, h + 1, d + hop.prop_ns + hop.next_overhead_ns, then)
 
     def _mem_read(self) -> None:
         now = self.env.now
-        mem = self.mem
-        orc = self.net.oracle
+        mem = self._memory()[0]
+        orc = self.orc
         explain = self.net.explain
         self.mem_r = now
         for k, c in enumerate(self.per_burst_ch):
@@ -783,7 +829,7 @@ class _OracleTransfer(_Transfer):
         hop = self.route.hops[h]
         now = self.env.now
         explain = self.net.explain
-        d = self.net.oracle.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True, log=explain)
+        d = self.orc.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True, log=explain)
         if explain:
             self.at[(k, h)] = (now, d)
         if self.net.bus.active:
@@ -806,10 +852,10 @@ class _OracleTransfer(_Transfer):
             call_at(self.env, self.end, self.prio + 2, self.net._finish, self)
 
     def _write_burst(self, k: int) -> None:
-        mem = self.mem
+        mem = self._memory()[0]
         c = self.per_burst_ch[k]
         explain = self.net.explain
-        d = self.net.oracle.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True, log=explain)
+        d = self.orc.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True, log=explain)
         if explain:
             self.at[(k, -1)] = (self.env.now, d)
             if d >= self.mem_done:
@@ -823,8 +869,10 @@ class _OracleTransfer(_Transfer):
 
     # --- where the time went (recorded runs) -----------------------------------
 
-    def _leg_stops(self, route: Route, times: list[tuple[float, float]], s_of, key_of) -> list[Stop]:
-        orc = self.net.oracle
+    def _leg_stops(
+        self, route: Route, times: list[tuple[float, float]], s_of: Callable[[Hop], float], key_of: Callable[[Hop], object]
+    ) -> list[Stop]:
+        orc = self.orc
         out = []
         for h, (a, d) in enumerate(times):
             s = s_of(route.hops[h])
@@ -837,11 +885,11 @@ class _OracleTransfer(_Transfer):
         return self.mem_r
 
     def _channel(self, j: Journey, arrive: float) -> None:
-        mem = self.mem
+        mem = self._memory()[0]
         c = self.per_burst_ch[self.crit]
-        a, d = self.at[(self.crit, -1)]
+        _a, d = self.at[(self.crit, -1)]
         b = mem.burst_ns
-        shares = self.net.oracle.shares((mem.node_id, c), arrive, d - b, self.seq)
+        shares = self.orc.shares((mem.node_id, c), arrive, d - b, self.seq)
         j.fifo(mem.channel_name(c), Stop(arrive, d, b, shares), "drain")
 
     def _data(self, j: Journey, end: float | None) -> float:

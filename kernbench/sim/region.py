@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -31,11 +32,11 @@ class Region:
             raise ValueError(f"a region cannot start at a negative address ({min(self.starts)})")
 
     @classmethod
-    def contiguous(cls, offset: int, nbytes: int) -> "Region":
+    def contiguous(cls, offset: int, nbytes: int) -> Region:
         return cls((int(offset),), int(nbytes))
 
     @classmethod
-    def strided(cls, offset: int, run_bytes: int, stride_bytes: int, runs: int) -> "Region":
+    def strided(cls, offset: int, run_bytes: int, stride_bytes: int, runs: int) -> Region:
         """``runs`` runs of ``run_bytes``, ``stride_bytes`` apart from ``offset``."""
         if stride_bytes == run_bytes or runs == 1:
             return cls.contiguous(offset, run_bytes * runs)
@@ -53,7 +54,7 @@ class Region:
     def first_byte(self) -> int:
         return min(self.starts)
 
-    def bursts(self, burst_bytes: int) -> np.ndarray | range:
+    def bursts(self, burst_bytes: int) -> NDArray[np.int64] | range:
         """The burst numbers (``address // burst_bytes``) it touches, ascending, each once."""
         if len(self.starts) == 1:
             a = self.starts[0]
@@ -68,7 +69,7 @@ class Region:
         ids = ids[ids <= last[:, None]]
         return np.unique(ids)
 
-    def chunk(self, lo: int, hi: int) -> "Region":
+    def chunk(self, lo: int, hi: int) -> Region:
         """Logical bytes ``[lo, hi)`` of the region (a tile of a streamed operand)."""
         if not 0 <= lo < hi <= self.nbytes:
             raise ValueError(f"chunk [{lo}, {hi}) outside a region of {self.nbytes} bytes")
@@ -100,7 +101,7 @@ def _from_pieces(pieces: list[tuple[int, int]]) -> Region:
     return Region(starts, g)
 
 
-def region_of_view(base: np.ndarray, view: np.ndarray, base_offset: int) -> Region:
+def region_of_view(base: NDArray[np.generic], view: NDArray[np.generic], base_offset: int) -> Region:
     """The runs of ``view`` (a numpy view into the C-contiguous ``base``) at ``base_offset``.
 
     Raises ``ValueError`` for an array that is not a view of ``base``
@@ -115,7 +116,7 @@ def region_of_view(base: np.ndarray, view: np.ndarray, base_offset: int) -> Regi
     shape = list(view.shape)
     strides = list(view.strides)
     # drop unit dimensions, then merge the innermost dims that are contiguous
-    dims = [(n, st) for n, st in zip(shape, strides) if n != 1]
+    dims = [(n, st) for n, st in zip(shape, strides, strict=True) if n != 1]
     run = item
     while dims and dims[-1][1] == run:
         n, _ = dims.pop()

@@ -24,7 +24,9 @@ from __future__ import annotations
 from math import ceil, floor
 
 import numpy as np
+from numpy.typing import NDArray
 
+Times = NDArray[np.floating]  # flit times (ns), never decreasing (float64; numpy's stubs widen arithmetic on it to floating)
 Segment = tuple[int, float, float, int, float]  # (first flit, time, gap in a group, group size, period)
 
 EPS = 1e-9  # ns: two times closer than this are the same instant
@@ -34,25 +36,25 @@ MAX_SEGMENTS = 16  # an array train with more runs than this stays an array
 class Train:
     """``n`` flit times: segments, or an array ``arr``; see the module docstring."""
 
-    __slots__ = ("n", "segs", "arr", "_k0s")
+    __slots__ = ("_k0s", "arr", "n", "segs")
 
-    def __init__(self, n: int, segs: list[Segment] | None = None, arr: np.ndarray | None = None) -> None:
+    def __init__(self, n: int, segs: list[Segment] | None = None, arr: Times | None = None) -> None:
         self.n = n
-        self.segs = segs
+        self.segs: list[Segment] = segs if segs is not None else []  # empty for an array train
         self.arr = arr
         self._k0s: list[int] | None = None
 
     @classmethod
-    def burst(cls, n: int, t: float) -> "Train":
+    def burst(cls, n: int, t: float) -> Train:
         """All ``n`` flits at ``t`` (a source with its whole payload ready)."""
         return cls(n, [(0, t, 0.0, 1, 0.0)])
 
     @classmethod
-    def even(cls, n: int, t: float, gap: float) -> "Train":
+    def even(cls, n: int, t: float, gap: float) -> Train:
         return cls(n, [(0, t, 0.0, 1, gap)])
 
     @classmethod
-    def from_times(cls, times: np.ndarray) -> "Train":
+    def from_times(cls, times: Times) -> Train:
         """A train from explicit times, as segments when they are few evenly spaced runs."""
         n = len(times)
         if n == 1:
@@ -108,12 +110,12 @@ class Train:
     def last(self) -> float:
         return self.at(self.n - 1)
 
-    def times(self, k: int = 0, stop: int | None = None) -> np.ndarray:
+    def times(self, k: int = 0, stop: int | None = None) -> Times:
         """Times of flits ``k … stop − 1`` (to the last) as an array."""
         stop = self.n if stop is None else stop
         if self.arr is not None:
             return self.arr[k:stop]
-        out = []
+        out: list[Times] = []
         segs = self.segs
         for i, (k0, a, g, p, T) in enumerate(segs):
             k1 = segs[i + 1][0] if i + 1 < len(segs) else self.n
@@ -171,14 +173,14 @@ class Train:
 
     # --- making new trains ---------------------------------------------------
 
-    def shift(self, d: float) -> "Train":
+    def shift(self, d: float) -> Train:
         if d == 0.0:
             return self
         if self.arr is not None:
             return Train(self.n, arr=self.arr + d)
         return Train(self.n, [(k0, a + d, g, p, T) for k0, a, g, p, T in self.segs])
 
-    def splice(self, k: int, tail: "Train") -> "Train":
+    def splice(self, k: int, tail: Train) -> Train:
         """Flits before ``k`` from this train, flits ``k`` onward from ``tail``."""
         if k <= 0:
             return tail
@@ -379,7 +381,7 @@ def _end(out: list[Segment], k1: int) -> float:
     return a + m * T + i * g
 
 
-def lindley(arrivals: np.ndarray, s: float, d_prev: float, k_from: int = 0, n: int | None = None) -> np.ndarray:
+def lindley(arrivals: Times, s: float, d_prev: float, k_from: int = 0, n: int | None = None) -> Times:
     """Departures from a FIFO of service ``s`` of flits arriving at ``arrivals`` (sorted)."""
     idx = np.arange(1, len(arrivals) + 1, dtype=np.float64) * s
     peak = np.maximum.accumulate(arrivals - (idx - s))

@@ -57,7 +57,7 @@ class Stop:
 class Journey:
     """Parts of one flit's journey, appended instant by instant from the transfer's start."""
 
-    __slots__ = ("t", "parts")
+    __slots__ = ("parts", "t")
 
     def __init__(self, t0: float) -> None:
         self.t = t0
@@ -95,7 +95,7 @@ class Journey:
 class FifoLog:
     """Who a FIFO served when: ``(start, end, seq, corr)`` per service, in service order (the oracle's log)."""
 
-    __slots__ = ("starts", "ends", "owners")
+    __slots__ = ("ends", "owners", "starts")
 
     def __init__(self) -> None:
         self.starts: list[float] = []
