@@ -72,9 +72,8 @@ class Comparison:
 
 
 def _side_source(label: str, text: str):
-    """A source for one side of ``compare`` (see :mod:`kernbench.runs`), checked before the app starts."""
-    from kernbench.runs import RunSide, SideError, check_side, parse_side
-
+    """A source for one side of ``compare`` (see :mod:`kernbench.commands.sides`), checked before the app starts."""
+    from kernbench.commands.sides import RunSide, SideError, check_side, parse_side
     from kernbench_tui.sources import TraceFileSource
 
     try:
@@ -123,7 +122,7 @@ def _launch(source) -> int:
         from kernbench_tui.app import KernbenchApp
 
         app = KernbenchApp(source)
-    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)  # noqa: E731 - the app restores the terminal
+    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)
     previous = signal.signal(signal.SIGTERM, quit_on)
     try:
         app.run()
@@ -202,7 +201,6 @@ def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
         )
     if args.command == "open":
         from kernbench.events.tracefile import open_trace
-
         from kernbench_tui.sources import TraceFileSource
 
         trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import io
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TypeVar
 
 from rich import box
@@ -22,12 +22,12 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.analysis.summary import RunSummary, summarize
+from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
 from kernbench.outputs import to_json
-from kernbench.runs import RunSide, Side, SideError, TraceSide, check_side, parse_side
 
-K = TypeVar("K", str, tuple[str, str])
+K = TypeVar("K", bound=Hashable)
 WIDTH = 110
 TOP_CHANGES = 10
 

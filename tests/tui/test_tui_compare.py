@@ -10,7 +10,7 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench.events.types import EventKind
-from kernbench.runs import RunSide, SideError, TraceSide, check_side, parse_side
+from kernbench.commands.sides import RunSide, SideError, TraceSide, check_side, parse_side
 from kernbench_tui import cli
 from kernbench_tui.compare_app import CompareApp
 from kernbench_tui.messages import PEsChosen
@@ -52,7 +52,7 @@ async def shown(app, pilot, keys=(), pes=None):
     return screen_text(app)
 
 
-# ------------------------------------------------------------ the side parser (kernbench.runs)
+# ------------------------------------------------------------ the side parser (kernbench.commands.sides)
 def test_a_side_is_a_trace_file_or_a_kernel_with_its_options():
     assert parse_side("runs/opt3.kbtrace") == TraceSide("runs/opt3.kbtrace")
     assert parse_side("opt3.kbtrace") == TraceSide("opt3.kbtrace")
