@@ -11,11 +11,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from test_critical_path import SHIPPED, shipped_run
 
 from kernbench.analysis.critical import Segment, attribute
 from kernbench.analysis.steps import path_steps
-
-from test_critical_path import SHIPPED, shipped_run
 
 
 def assert_steps_tile_the_path(path):
