@@ -154,3 +154,18 @@ async def test_a_live_run_offers_the_path_once_it_has_ended():
         assert not app.running
         await run_keys(app, pilot, ["c"])
         assert app.nav.why is not None and app.nav.overlay
+
+
+@sync
+async def test_the_loads_and_fifo_panels_mark_what_is_on_the_path():
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_keys(app, pilot, ["c", NEXT, ("goto", 20), "3"])  # the first step shows PE 7
+        text = screen_text(app)
+        marked = [line for line in text.splitlines() if f"{PATH_MARK} h0:load" in line]
+        assert len(marked) == 1 and "Q1.3" in marked[0]  # PE 7's load of Q, which the path waits for
+        assert "  h0:load Q0.0" in text  # PE 0's is listed, not marked
+        await run_keys(app, pilot, ["1"])
+        marked = [line for line in screen_text(app).splitlines() if f"{PATH_MARK} sip0.cube0" in line]
+        assert any("hbm.slice7->r3" in line for line in marked)
+        assert not any("hbm.slice0->r0" in line for line in marked)
