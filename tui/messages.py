@@ -7,6 +7,7 @@ from textual.message import Message
 from kernbench.events.store import ColumnBatch
 from kernbench.events.tracefile import Trace, TraceMetadata
 from kernbench.events.types import Event
+from kernbench_tui.why import WhyPath
 
 
 class EventsArrived(Message):
@@ -63,3 +64,11 @@ class PEsChosen(Message):
     def __init__(self, pes: list[str]) -> None:
         super().__init__()
         self.pes = pes
+
+
+class PathComputed(Message):
+    """The critical path of the recording (from the worker that walked it), or why there is none."""
+
+    def __init__(self, result: WhyPath | str) -> None:
+        super().__init__()
+        self.result = result

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
+from kernbench_tui.why import WhyPath, step_pe
 
 MIN_WINDOW_NS = 1.0
 ZOOM_FACTOR = 2.0
@@ -40,6 +41,9 @@ class ViewState:
     follow: bool
     channels: bool
     data: tuple[tuple[int, int], ...]  # (identity, version) of each store drawn: new events redraw
+    why: WhyPath | None = None  # the critical path, once computed (compared by identity)
+    overlay: bool = False  # the path drawn over the lanes and marked in the panels (``c``)
+    why_step: int = -1  # the path step the Why panel is on (``>`` / ``<``); -1: none
 
 
 @dataclass
@@ -56,6 +60,9 @@ class Navigator:
     selected: Event | None = None
     follow: bool = False
     channels: bool = False  # also show each shown PE's HBM pseudo-channels as lanes
+    why: WhyPath | None = None  # the recording's critical path, once computed (the screen computes it)
+    overlay: bool = False  # draw the path over the lanes, mark it in the panels (``c``)
+    why_step: int = -1  # the path step last jumped to (``>`` / ``<``); -1: none
 
     def toggle_channels(self) -> None:
         """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
@@ -64,7 +71,47 @@ class Navigator:
     def state(self) -> ViewState:
         """The view state now (compare with an earlier one to see whether anything moved)."""
         return ViewState(self.cursor_ns, self.t0, self.t1, self.dt_ns, tuple(self.pes), self.selected,
-                         self.follow, self.channels, data_key(self.model))
+                         self.follow, self.channels, data_key(self.model), self.why, self.overlay, self.why_step)
+
+    # ----------------------------------------------------------- critical path
+    def set_path(self, why: WhyPath, overlay: bool = True) -> None:
+        """The critical path is known: keep it, and (``overlay``) draw it."""
+        self.why = why
+        self.overlay = overlay
+
+    def toggle_overlay(self) -> None:
+        """Draw / stop drawing the critical path over the lanes (``c``, once it is known)."""
+        self.overlay = not self.overlay and self.why is not None
+
+    def path_step(self, direction: int) -> bool:
+        """Go to the next (previous) step of the critical path (``>`` / ``<``).
+
+        The cursor goes to the step's start, the window moves to show the step
+        (all of it if it fits), and the step's PE is shown if it was not.
+        """
+        why = self.why
+        target = None if why is None else why.next_step(self.why_step, self.cursor_ns, direction)
+        if why is None or target is None:
+            return False
+        step = why.steps[target]
+        self.why_step = target
+        self.follow = False
+        self.show_range(step.start_ns, step.end_ns)
+        self.cursor_ns = step.start_ns
+        pe = step_pe(step)
+        if pe is not None and pe not in self.pes:
+            self.pes.append(pe)
+        return True
+
+    def show_range(self, t0: float, t1: float) -> None:
+        """Move the window (same width) the least that shows ``[t0, t1]``; its start if it does not fit."""
+        w = self.width_ns
+        if t1 - t0 > w:
+            self.t0, self.t1 = t0 - 0.05 * w, t0 + 0.95 * w
+        elif t0 < self.t0:
+            self.t0, self.t1 = t0 - 0.05 * w, t0 + 0.95 * w
+        elif t1 > self.t1:
+            self.t0, self.t1 = t1 + 0.05 * w - w, t1 + 0.05 * w
 
     def lanes(self, pe: str) -> list[str]:
         """The lanes drawn for ``pe``: its engines, then (``h``) its slice's channels."""

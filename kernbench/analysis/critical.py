@@ -72,6 +72,7 @@ class Segment:
     label: str  # what the span was (command name, stage, transfer)
     via: str  # why it started then: what it followed on the path
     behind: int = -1  # queueing: the corr id it waited behind
+    span_component: str = ""  # the span it is part of: its own component, or (a transfer's part) the transfer's lane
 
     @property
     def ns(self) -> float:
@@ -114,6 +115,10 @@ class PathError(ValueError):
     """The recorded run has no connected critical path (recorded without causes, or cut short)."""
 
 
+class NoCausesError(PathError):
+    """The run was recorded without causes (no span names its ``pred``): a trace from before format v2."""
+
+
 def attribute(events: EventStore | Iterable[Event], latency_ns: float | None = None) -> Attribution:
     """The critical path of a recorded run and its attribution (see the module docstring)."""
     store = events if isinstance(events, EventStore) else EventStore.from_events(events)
@@ -150,7 +155,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
     if not on_path.any():
         return []
     if not (pred[on_path] >= 0).any():
-        raise PathError("the run was recorded without causes (a trace from before format v2?): no critical path")
+        raise NoCausesError("the run was recorded without causes (a trace from before format v2?): no critical path")
     last_end = end[on_path].max()
     if latency_ns is not None and abs(last_end - latency_ns) > TOLERANCE_NS:
         raise PathError(f"the last span ends at {last_end} ns, not at the run's latency {latency_ns} ns")
@@ -185,7 +190,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
         row = prow
     segments: list[Segment] = []
     for row, via in reversed(walk):
-        segments.extend(s for s in _segments(store, cols, row, via, children.get(row)) if s.end_ns > s.start_ns)
+        segments.extend(_segments(store, cols, row, via, children.get(row)))
     return segments
 
 
@@ -219,14 +224,18 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
     cause = "cpu work" if k == EventKind.CPU_WORK else LANE_CAUSE.get(lane, lane)
     kind = LANE_KIND.get(lane, "node")
     if not parts:
-        return [Segment(float(cols["t_ns"][row]), float(cols["end_ns"][row]), comp, cause, kind, corr, label, via)]
+        t0, t1 = float(cols["t_ns"][row]), float(cols["end_ns"][row])
+        return [Segment(t0, t1, comp, cause, kind, corr, label, via, span_component=comp)] if t1 > t0 else []
     out: list[Segment] = []
     for r in parts:
+        t0, t1 = float(cols["t_ns"][r]), float(cols["end_ns"][r])
+        if t1 <= t0:  # empty parts are left out before "via" is given: the first kept part carries it
+            continue
         part_comp = store.components[int(cols["component"][r])]
         out.append(Segment(
-            float(cols["t_ns"][r]), float(cols["end_ns"][r]), part_comp,
+            t0, t1, part_comp,
             TRANSIT_CAUSE.get(store.strings[int(cols["label"][r])], "transfer"), component_kind(part_comp),
-            corr, label, via if not out else "transfer", int(cols["value"][r]),
+            corr, label, via if not out else "transfer", int(cols["value"][r]), comp,
         ))
     return out
 
@@ -248,7 +257,8 @@ def compact(path: Iterable[Segment]) -> list[Segment]:
         if out and out[-1].component == s.component and out[-1].cause == s.cause and out[-1].behind == s.behind \
                 and abs(out[-1].end_ns - s.start_ns) <= TOLERANCE_NS:
             prev = out[-1]
-            out[-1] = Segment(prev.start_ns, s.end_ns, prev.component, prev.cause, prev.kind, prev.corr_id, prev.label, prev.via, prev.behind)
+            out[-1] = Segment(prev.start_ns, s.end_ns, prev.component, prev.cause, prev.kind, prev.corr_id, prev.label,
+                              prev.via, prev.behind, prev.span_component)
         else:
             out.append(s)
     return out

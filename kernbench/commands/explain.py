@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.analysis.critical import Attribution, Segment
+from kernbench.analysis.steps import Step, path_steps
 
 WIDTH = 110
 
@@ -48,53 +49,22 @@ def explain_text(a: Attribution, path_lines: int | None = None) -> str:
 
 
 def path_text(path: tuple[Segment, ...] | list[Segment]) -> list[str]:
-    """One line per span on the path (a transfer's parts folded into its line); consecutive spans of
-    one component for one cause (a run of dispatches, of MATH ops) share a line."""
+    """One line per step of the path (:func:`~kernbench.analysis.steps.path_steps`): a transfer's parts
+    folded into its line; consecutive spans of one component for one cause (a run of dispatches, of MATH
+    ops) share a line."""
     lines = []
-    groups = _spans(path)
-    i = 0
-    while i < len(groups):
-        first = groups[i][0]
-        if len(groups[i]) == 1 and first.kind not in _NETWORK:
-            j = i + 1
-            while j < len(groups) and len(groups[j]) == 1 and groups[j][0].component == first.component \
-                    and groups[j][0].cause == first.cause and groups[j][0].kind not in _NETWORK:
-                j += 1
-            run = [g[0] for g in groups[i:j]]
-            counts: dict[str, int] = {}
-            for s in run:
-                counts[s.label] = counts.get(s.label, 0) + 1
-            what = ", ".join(f"{label} ×{n}" if n > 1 else label for label, n in counts.items())
-            cause = first.cause if len(run) == 1 else f"{first.cause} ×{len(run)}"
-            lines.append(f"{_when(first, run[-1])}  {first.component}  {cause}: {what}  [{first.via}]")
-            i = j
-            continue
-        group = groups[i]
-        by: dict[str, float] = {}
-        for s in group:
-            key = s.cause if s.behind < 0 else f"{s.cause} behind corr {s.behind}"
-            by[key] = by.get(key, 0.0) + s.ns
-        parts = " · ".join(f"{k} {v:,.1f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1]))
-        lines.append(f"{_when(first, group[-1])}  {first.label} (corr {first.corr_id}): {parts}  [{first.via}]")
-        i += 1
+    for step in path_steps(path):
+        first = step.first
+        if step.transfer:
+            parts = " · ".join(f"{k} {v:,.1f}" for k, v in step.parts())
+            lines.append(f"{_when(step)}  {step.what}: {parts}  [{step.via}]")
+        else:
+            lines.append(f"{_when(step)}  {first.component}  {step.cause}: {step.what}  [{step.via}]")
     return lines
 
 
-_NETWORK = ("node", "edge", "hbm channel")
-
-
-def _when(first: Segment, last: Segment) -> str:
-    return f"{first.start_ns:>12,.1f} – {last.end_ns:>12,.1f}"
-
-
-def _spans(path: tuple[Segment, ...] | list[Segment]) -> list[list[Segment]]:
-    groups: list[list[Segment]] = []
-    for s in path:
-        if groups and s.via == "transfer":
-            groups[-1].append(s)
-        else:
-            groups.append([s])
-    return groups
+def _when(step: Step) -> str:
+    return f"{step.start_ns:>12,.1f} – {step.end_ns:>12,.1f}"
 
 
 def _pct(ns: float, total: float) -> float:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kernelkit import PE0, rng_array
 
 import kernbench.tl as tl
-from kernbench.analysis.critical import PathError, attribute, critical_path
+from kernbench.analysis.critical import NoCausesError, PathError, attribute, critical_path
 from kernbench.events.store import EventStore
 from kernbench.kernels import registry
 from kernbench.runtime.api import Runtime
@@ -207,7 +207,7 @@ def test_a_stream_without_causes_says_so():
     from dataclasses import replace
 
     result = shipped_run(*SHIPPED[0], "fast")
-    with pytest.raises(PathError, match="without causes"):
+    with pytest.raises(NoCausesError, match="without causes"):
         critical_path(EventStore.from_events([replace(e, pred=-1) for e in result.events]))
     with pytest.raises(PathError, match="not at the run's latency"):
         attribute(result.events, result.latency_ns + 5.0)

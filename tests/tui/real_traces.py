@@ -25,6 +25,8 @@ RUNS = {
     # A's K-chunks as column blocks of row-major A: every row 1 KiB apart, on 2 of a slice's 8 channels
     "gemm_naive": ["gemm-primitive", "--layout", "naive"],
     "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
+    # gqa_small recorded with causes (pred, TRANSIT): its critical path crosses PEs 7, 6 and 4
+    "gqa_small_why": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
 }
 
 

@@ -23,7 +23,8 @@ from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, Stall
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
-ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log"}  # live following, the probe, the event log
+ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step"}  # live following, the probe,
+# the event log, one run's critical path
 
 
 class CompareScreen(MainScreen):

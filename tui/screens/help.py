@@ -23,7 +23,9 @@ KEYS = [
     ("F", "follow the live simulation"),
     ("/", "filter the event log"),
     ("p", "search PEs by id (enter on a PE shows it, on a CUBE/SIP all of its PEs)"),
-    ("1-5", "FIFOs, stalls, loads, log, details panel"),
+    ("1-6", "FIFOs, stalls, loads, log, details, why panel"),
+    ("c", "critical path over the lanes (━), marked in the FIFOs and loads panels"),
+    ("> / <", "next / previous step of the critical path (why panel; shows its PE)"),
     ("tab", "next panel / widget"),
     ("click", "select the span under the mouse"),
     ("h", "show / hide the HBM pseudo-channel lanes of shown PEs"),
@@ -62,6 +64,7 @@ GLYPHS = [
     ("▚", "several spans narrower than a cell"),
     ("▼", "the cursor on the time axis"),
     ("▸", "lane of the selected span"),
+    ("━", "on the critical path (c); darker on the why panel's step"),
     ("util", "share of the run any engine but PE_CPU is busy (picker and lane title)"),
 ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 from textual import on
@@ -15,7 +16,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
 from kernbench.events.types import Event
-from kernbench_tui.messages import PEsChosen, SpanSelected
+from kernbench_tui import why
+from kernbench_tui.messages import PathComputed, PEsChosen, SpanSelected
 from kernbench_tui.navigator import ZOOM_FACTOR, Navigator, ViewState
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.goto import GotoTimeScreen
@@ -23,13 +25,14 @@ from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.widgets.event_log import EventLog
 from kernbench_tui.widgets.header import TraceHeader
 from kernbench_tui.widgets.lanes import LanesView
-from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
+from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel, WhyPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 T = TypeVar("T")
 PLAY_INTERVAL_S = 0.1
 PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel),
-          ("log", "Log", EventLog), ("details", "Details", DetailsPanel))
+          ("log", "Log", EventLog), ("details", "Details", DetailsPanel), ("why", "Why", WhyPanel))
+COMPUTING = "computing the critical path…"
 
 
 class MainScreen(Screen):
@@ -60,6 +63,10 @@ class MainScreen(Screen):
         Binding("3", "panel('loads')", show=False),
         Binding("4", "panel('log')", show=False),
         Binding("5", "panel('details')", show=False),
+        Binding("6", "panel('why')", show=False),
+        Binding("c", "critical_path", "path"),
+        Binding("greater_than_sign", "path_step(1)", "next step", show=False),
+        Binding("less_than_sign", "path_step(-1)", "prev step", show=False),
         Binding("P", "probe", "probe", show=False),
         Binding("h", "channels", "HBM", show=False),
     ]
@@ -70,10 +77,13 @@ class MainScreen(Screen):
     """The run behind the view (set by the app whenever its source reports)."""
     playing = var(False, init=False)
     """Space: the cursor advances by Δt every PLAY_INTERVAL_S while True."""
+    why_status = var("", init=False)
+    """Why the critical path is not shown yet: computing it, the run still going, none recorded."""
 
     def __init__(self) -> None:
         super().__init__()
         self._play_timer: Timer | None = None
+        self._after_path: list[Callable[[], None]] = []  # what to do once the path is computed
 
     @property
     def nav(self) -> Navigator:
@@ -89,7 +99,8 @@ class MainScreen(Screen):
                 with TabbedContent(id="panels", initial="tab-fifo"):
                     for key, title, cls in PANELS:
                         with TabPane(title, id=f"tab-{key}"):
-                            yield cls(nav, id=f"panel-{key}").data_bind(MainScreen.view)
+                            panel = cls(nav, id=f"panel-{key}").data_bind(MainScreen.view)
+                            yield panel.data_bind(status=MainScreen.why_status) if cls is WhyPanel else panel
         yield Footer()
 
     def on_mount(self) -> None:
@@ -110,6 +121,8 @@ class MainScreen(Screen):
 
     def watch_run(self, run: RunState) -> None:
         self.query_one(LanesView).placeholder = run.placeholder
+        if not run.running and self.why_status == why.STILL_RUNNING:
+            self.why_status = ""  # the run has ended: its path can be walked now
         self.view = self.nav.state()  # the app moves the navigator as data arrives (follow, fit)
 
     def watch_playing(self, playing: bool) -> None:
@@ -143,6 +156,23 @@ class MainScreen(Screen):
         self.remove_class("-picker")
         self.query_one(LanesView).scroll_to(y=0, animate=False)
         self.move(self.nav.show_pes, message.pes)
+
+    @on(TabbedContent.TabActivated, "#panels", pane="#tab-why")
+    def why_shown(self) -> None:
+        self.with_path(lambda: None)
+
+    @on(PathComputed)
+    def path_computed(self, message: PathComputed) -> None:
+        if isinstance(message.result, str):
+            self.why_status = message.result
+            self._after_path.clear()
+            self.notify(message.result, title="no critical path", severity="warning", timeout=6)
+            return
+        self.why_status = ""
+        self.move(self.nav.set_path, message.result, False)
+        pending, self._after_path = self._after_path, []
+        for then in pending:
+            then()
 
     @on(Input.Submitted, "#log-filter")
     def log_filter_submitted(self) -> None:
@@ -217,6 +247,48 @@ class MainScreen(Screen):
     def action_search_pe(self) -> None:
         self.add_class("-picker")
         self.call_after_refresh(self.query_one("#pe-search", Input).focus)
+
+    # ------------------------------------------------------------ critical path
+    def with_path(self, then: Callable[[], None]) -> None:
+        """Run ``then`` once the recording's critical path is known: at once, or after a worker walked it.
+
+        The path of a run still going would end where the simulation has got to,
+        not where the run ends, so it is computed only once the run has ended.
+        """
+        if self.nav.why is not None:
+            then()
+            return
+        if self.app.running:
+            self.why_status = why.STILL_RUNNING
+            self.notify(why.STILL_RUNNING, timeout=4)
+            return
+        if self.why_status not in ("", COMPUTING, why.STILL_RUNNING):  # no path in this recording: say so again
+            self.notify(self.why_status, title="no critical path", severity="warning", timeout=6)
+            return
+        self._after_path.append(then)
+        if self.why_status != COMPUTING:
+            self.why_status = COMPUTING
+            self.run_worker(partial(self._walk_path, self.app.store), thread=True, group="why", name="critical path")
+
+    def _walk_path(self, store) -> None:
+        """Worker body (a thread: a big recording's walk takes seconds)."""
+        self.post_message(PathComputed(why.compute(store)))
+
+    def action_critical_path(self) -> None:
+        if self.nav.why is None:
+            self.with_path(partial(self.move, self.nav.toggle_overlay))
+        else:
+            self.move(self.nav.toggle_overlay)
+
+    def action_path_step(self, direction: int) -> None:
+        self.with_path(partial(self._path_step, direction))
+
+    def _path_step(self, direction: int) -> None:
+        if not self.move(self.nav.path_step, direction):
+            self.notify("no further step on the critical path", timeout=2)
+            return
+        self.action_panel("why")
+        self.query_one(LanesView).show_lane(why.step_lane(self.nav.why.steps[self.nav.why_step]))
 
     def action_quit(self) -> None:
         self.app.exit()

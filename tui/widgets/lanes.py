@@ -22,6 +22,11 @@ Compared runs (``kernbench-tui compare``) are *sides*: per shown PE the
 title and lanes of run A, then of run B, under the one axis; a PE that a run
 lacks gets one line saying so.
 
+With ``c`` the critical path is drawn over the lanes: a cell the path
+covers shows ``━`` (or its command name, underlined) on a highlighted
+background, brighter on the step the Why panel is on; each PE's title says
+how much of the path it carries.
+
 A run of busy cells long enough shows its command name. With ``h`` each
 shown PE also gets one row per pseudo-channel of its own HBM slice (the
 channels' bursts, ``pcN``), so a channel that drains alone stands out.
@@ -48,6 +53,7 @@ from kernbench.events.types import Event, EventKind
 from kernbench_tui.messages import SpanSelected
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
+from kernbench_tui.why import PATH_MARK
 
 GUTTER = 9
 AXIS_ROWS = 2
@@ -71,11 +77,16 @@ KIND_COLORS = {
 }
 
 
+PATH_COLORS = {1: "yellow1", 2: "dark_orange"}  # on the critical path; on the Why panel's step
+
+
 @lru_cache(maxsize=256)
-def _style(color: str, text: bool, selected: bool) -> Style:
+def _style(color: str, text: bool, selected: bool, path: int = 0) -> Style:
     style = Style(color="black", bgcolor=color, bold=True) if text else Style(color=color)
     if selected:
         style += Style(underline=True, bold=True, bgcolor="grey35")
+    if path:
+        style += Style(color="black", bgcolor=PATH_COLORS[path], bold=True, underline=text)
     return style
 
 
@@ -170,6 +181,21 @@ class LanesView(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
         self._layout_rows()
+
+    def show_lane(self, lane: str) -> None:
+        """Scroll (once the rows are laid out) so that ``lane`` and its PE's title are in view."""
+
+        def scroll() -> None:
+            for i, row in enumerate(self._rows):
+                if row.lane == lane:
+                    title = next(j for j in range(i, -1, -1) if self._rows[j].lane is None)
+                    visible = self.scrollable_content_region.height - AXIS_ROWS
+                    top = int(self.scroll_offset.y)
+                    if not (top <= title and i < top + visible):
+                        self.scroll_to(y=min(title, i - visible + 1) if i - title >= visible else title, animate=False)
+                    return
+
+        self.call_after_refresh(scroll)
 
     def row_target(self, y: int) -> Row | None:
         """The row under widget row ``y`` (None on the axis or below the last row)."""
@@ -268,6 +294,9 @@ class LanesView(ScrollView, can_focus=True):
             what = f"  cpu {cpu.event.kind.name.lower()}: {cpu.event.label}"
         else:
             what = "  cpu idle"
+        why = self.nav.why
+        if self.nav.overlay and why is not None and len(self.sides) == 1:
+            what += f"  {PATH_MARK} path {format_ns(why.ns_on(row.pe))} here"
         text = f"▾ {pe}  util {util:4.0%}{what}"
         return Strip([Segment(text[:width].ljust(width), Style(bold=True))], width)
 
@@ -275,14 +304,27 @@ class LanesView(ScrollView, can_focus=True):
         nav, n = self.nav, self.n_cells
         sel = nav.selected
         sel_key = (sel.t_ns, sel.seq) if sel is not None and sel.component == lane else None
-        key = (lane, nav.t0, nav.t1, n, id(model.store), model.store.version, sel_key)
+        path = self._path_cells(lane)
+        key = (lane, nav.t0, nav.t1, n, id(model.store), model.store.version, sel_key, path)
         cached = self._cache.get(key)
         if cached is None:
             cells = model.lane_cells(lane, nav.t0, nav.t1, n)
-            cached = self._cache[key] = self._draw_cells(model, lane, cells, sel if sel_key else None)
+            cached = self._cache[key] = self._draw_cells(model, lane, cells, sel if sel_key else None, path)
         return cached
 
-    def _draw_cells(self, model: TimelineModel, lane: str, cells: LaneCells, selected: Event | None) -> list[Segment]:
+    def _path_cells(self, lane: str) -> tuple[int, ...] | None:
+        """Per cell 0 (off the path), 1 (on it) or 2 (on the Why panel's step); None without the overlay."""
+        nav, n = self.nav, self.n_cells
+        why = nav.why
+        if not nav.overlay or why is None or len(self.sides) > 1 or lane not in why.lanes:
+            return None
+        on = why.cells(lane, nav.t0, nav.t1, n)
+        cur = why.current(nav.why_step, nav.cursor_ns)
+        mine = why.step_cells(cur, lane, nav.t0, nav.t1, n) if cur >= 0 else [False] * n
+        return tuple(2 if m else int(o) for o, m in zip(on, mine, strict=True))
+
+    def _draw_cells(self, model: TimelineModel, lane: str, cells: LaneCells, selected: Event | None,
+                    path: tuple[int, ...] | None = None) -> list[Segment]:
         channel = pe_of(lane) is None  # a pseudo-channel lane: its label is the slice, the same on every span
         base = ENGINE_COLORS.get(engine_of(lane), CHANNEL_COLOR if channel else "white")
         strings = model.store.strings
@@ -311,11 +353,15 @@ class LanesView(ScrollView, can_focus=True):
             nav = self.nav
             sel_lo = int((max(selected.t_ns, nav.t0) - nav.t0) / nav.width_ns * n)
             sel_hi = max(sel_lo, int((min(selected.end_ns, nav.t1) - nav.t0) / nav.width_ns * n) - 1)
+        on_path = path or (0,) * n
+        for i in range(n):
+            if on_path[i] and not text_cell[i]:
+                chars[i] = PATH_MARK
         segments: list[Segment] = []
         run_key = None
         run_chars: list[str] = []
         for i in range(n):
-            key = (colors[i], text_cell[i], sel_lo <= i <= sel_hi and count[i] > 0)
+            key = (colors[i], text_cell[i], sel_lo <= i <= sel_hi and count[i] > 0, on_path[i])
             if key != run_key:
                 if run_chars:
                     segments.append(Segment("".join(run_chars), _style(*run_key)))

@@ -21,6 +21,7 @@ from kernbench.topology.ids import pe_of
 from kernbench.events.types import EventKind
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_ns
+from kernbench_tui.why import PATH_MARK, WhyPath, step_lane, top_causes
 from kernbench_tui.widgets.sparkline import sparkline
 
 
@@ -40,6 +41,15 @@ def short_edge(edge: str, width: int) -> str:
         if common:
             edge = f"{'.'.join(pa[:common])} {'.'.join(pa[common:])}->{'.'.join(pb[common:])}"
     return edge if len(edge) <= width else "…" + edge[len(edge) - width + 1 :]
+
+
+def path_marks(nav: Navigator) -> WhyPath | None:
+    """The critical path when the panels mark it (``c`` on), else None."""
+    return nav.why if nav.overlay else None
+
+
+def _mark(on_path: bool) -> str:
+    return f"{PATH_MARK} " if on_path else "  "
 
 
 def panel_area(widget) -> tuple[int, int]:
@@ -98,16 +108,22 @@ class FifoPanel(Panel):
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
         spark_w = max(8, min(40, width // 3))
         name_w = max(12, min(36, width - spark_w - 14))
+        why = path_marks(nav)
+        if why is not None:  # a column for the path's mark
+            name_w -= 2
         text = Text(no_wrap=True)
         if not over:
             self._show_links(nav, text, width, rows, spark_w, name_w)
             return text
         now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
         ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
-        text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
+        head = f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)"
+        text.append(_fit(("  " if why else "") + head, width) + "\n", style="bold")
         for f in ranked:
             series = model.fifo_series(f.edge, nav.t0, nav.t1, spark_w)
             depth = now.get(f.edge, 0.0)
+            if why is not None:
+                text.append(_mark(f.edge in why.edges), style="bold yellow")
             text.append(f"{short_edge(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
@@ -119,10 +135,14 @@ class FifoPanel(Panel):
         if not busiest:
             text.append("no FIFO holds flits and no link is busy in the visible window")
             return
-        text.append(_fit(f"{'busiest link (no queue depths)':<{name_w}} {'now':>5} {'busy':>5}  occupancy over window", width) + "\n", style="bold")
+        why = path_marks(nav)
+        head = f"{'busiest link (no queue depths)':<{name_w}} {'now':>5} {'busy':>5}  occupancy over window"
+        text.append(_fit(("  " if why else "") + head, width) + "\n", style="bold")
         for f in busiest:
             cells = model.lane_cells(f.edge, nav.t0, nav.t1, spark_w, kinds=[EventKind.EDGE_BUSY])
             active = model.active_spans(f.edge, nav.cursor_ns, kinds=[EventKind.EDGE_BUSY])
+            if why is not None:
+                text.append(_mark(f.edge in why.edges), style="bold yellow")
             text.append(f"{short_edge(f.edge, name_w):<{name_w}} {'busy' if active else '-':>5} {f.depth:>5.0%}  ")
             text.append(sparkline(cells.busy.tolist(), 1.0), style="yellow" if active else "dim")
             text.append("\n")
@@ -159,14 +179,19 @@ class LoadsPanel(Panel):
         pes = set(nav.pes)
         loads = [ld for ld in model.loads_in_flight(t) if not pes or pe_of(ld.component) in pes]
         hw = max(10, min(28, width - 62))
+        why = path_marks(nav)
+        mark_w = 2 if why is not None else 0  # a column for the path's mark
         text = Text(no_wrap=True)
-        text.append(_fit(f"{'handle':<{hw}} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
+        head = f"{'handle':<{hw}} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}"
+        text.append(_fit(" " * mark_w + head, width) + "\n", style="bold")
         for ld in loads[: max(1, height - 2)]:
             done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
             waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
             line = (f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
                     f"{format_ns(ld.issued_ns):>9} {done:>11} {waited:>10}")
-            text.append(_fit(line, width) + "\n")
+            if why is not None:
+                text.append(_mark(ld.corr_id in why.corr_ids), style="bold yellow")
+            text.append(_fit(line, width - mark_w) + "\n")
         if not loads:
             text.append("no lazy load in flight at the cursor\n")
         else:
@@ -225,6 +250,57 @@ class DetailsPanel(Panel):
                 seen[name] = seen.get(name, 0) + 1
             path = "  ".join(short_edge(name, 60) + (f" ×{n}" if n > 1 else "") for name, n in seen.items())
             text.append(_fit(f"{'path':>10}: {path}", width) + "\n", style="dim")
+
+
+class WhyPanel(Panel):
+    """The critical path, step by step: when, how long, where, why; the step at the cursor marked ``▸``.
+
+    Computed once per recording, when first asked for (``c``, ``>`` / ``<``, or
+    this tab); until then ``status`` says what is happening.
+    """
+
+    status = reactive("", repaint=False)
+    """Why there is no path to list yet (computing, still running, none in this recording)."""
+
+    def watch_status(self) -> None:
+        if self._shown:
+            self.refresh()
+
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        text = Text(no_wrap=True)
+        why = nav.why
+        if why is None:
+            text.append(self.status or "press c to compute the critical path", style="italic")
+            return text
+        totals = " · ".join(f"{cause} {share:.0%}" for cause, share in top_causes(why))
+        pes = ", ".join(pe.rsplit(".", 1)[-1] for pe in why.pes())
+        text.append(_fit(f"critical path {format_ns(why.latency_ns)} in {len(why.steps)} steps"
+                         f" (PEs {pes}): {totals}", width) + "\n", style="bold")
+        where_w = min(24, max(len(step_lane(s)) for s in why.steps))
+        text.append(_fit(f"  {'#':>3} {'start':>9} {'took':>9} {'share':>5}  {'where':<{where_w}} "
+                         f"what  [why then]", width) + "\n", style="bold")
+        rows = max(1, height - 3)
+        cur = why.current(nav.why_step, nav.cursor_ns)
+        first = min(max(0, cur - rows // 2), max(0, len(why.steps) - rows))
+        for i in range(first, min(len(why.steps), first + rows)):
+            text.append(_fit(why_row(why, i, where_w, i == cur), width) + "\n", style="bold reverse" if i == cur else "")
+        text.append(_fit(f"> / <: next / previous step · c: {'hide' if nav.overlay else 'show'} the path on the lanes",
+                         width), style="dim")
+        return text
+
+
+def why_row(why: WhyPath, i: int, where_w: int, current: bool) -> str:
+    """One step of the path as the Why panel lists it."""
+    step = why.steps[i]
+    share = step.ns / why.latency_ns if why.latency_ns else 0.0
+    if step.transfer:
+        what = f"{step.what}: " + " · ".join(f"{cause} {format_ns(ns)}" for cause, ns in step.parts())
+    else:
+        what = f"{step.cause}: {step.what}"
+    lane = step_lane(step)
+    where = lane if len(lane) <= where_w else "…" + lane[len(lane) - where_w + 1 :]
+    return (f"{'▸' if current else ' '} {i + 1:>3} {format_ns(step.start_ns):>9} {format_ns(step.ns):>9} {share:>5.1%}"
+            f"  {where:<{where_w}} {what}  [{step.via}]")
 
 
 class PairPanel(Panel):
