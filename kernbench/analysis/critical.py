@@ -234,10 +234,17 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
         part_comp = store.components[int(cols["component"][r])]
         out.append(Segment(
             t0, t1, part_comp,
-            TRANSIT_CAUSE.get(store.strings[int(cols["label"][r])], "transfer"), component_kind(part_comp),
+            *_cause_kind(store.strings[int(cols["label"][r])], part_comp),
             corr, label, via if not out else "transfer", int(cols["value"][r]), comp,
         ))
     return out
+
+
+def _cause_kind(label: str, component: str) -> tuple[str, str]:
+    """A transit part's cause and component kind: a drain is an HBM channel's, also when it is
+    named after the memory (its channels tied for the last burst)."""
+    cause = TRANSIT_CAUSE.get(label, "transfer")
+    return cause, "hbm channel" if label == "drain" else component_kind(component)
 
 
 def component_kind(component: str) -> str:

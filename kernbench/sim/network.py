@@ -352,7 +352,7 @@ class _FastTransfer(_Transfer):
     arrival, moved whenever that changes.
     """
 
-    __slots__ = ("ack_route", "ch", "crit", "ctl", "data", "data_in", "finish_at", "head_at", "hz", "mem_at", "mem_train", "route")
+    __slots__ = ("ack_route", "ch", "crit", "ctl", "data", "data_in", "finish_at", "head_at", "hz", "mem_at", "mem_train", "route", "tied")
 
     def start(self) -> None:
         now = self.env.now
@@ -441,6 +441,8 @@ class _FastTransfer(_Transfer):
             progs.append((start, cnt))
             if start + cnt * b >= self.crit[2]:
                 self.crit = (c, now, start + cnt * b)
+        if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
+            self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
         self.data_in = union(progs, b)
         self._plan_data()
 
@@ -589,11 +591,13 @@ class _FastTransfer(_Transfer):
         b = mem.burst_ns
         if self.op == "read":
             c, _r, d = self.crit
+            tied = self.tied
         else:
             c, p = self._write_crit()
             d = p.out.last()
+            tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
         f = mem.fifos[c]
-        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain")
+        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
 
     def _data(self, j: Journey, end: float | None) -> float:
         k = self.flits - 1 if self.op != "write" else self._memory()[1].last(self._write_crit()[0])
@@ -890,7 +894,12 @@ class _OracleTransfer(_Transfer):
         _a, d = self.at[(self.crit, -1)]
         b = mem.burst_ns
         shares = self.orc.shares((mem.node_id, c), arrive, d - b, self.seq)
-        j.fifo(mem.channel_name(c), Stop(arrive, d, b, shares), "drain")
+        # several channels send their last bursts at once: no one of them is critical
+        last = {ch: 0.0 for ch in self.per_burst_ch}
+        for k, ch in enumerate(self.per_burst_ch):
+            last[ch] = max(last[ch], self.at[(k, -1)][1])
+        tied = sum(1 for t in last.values() if d - t <= EPS) > 1
+        j.fifo(mem.channel_name(c), Stop(arrive, d, b, shares), "drain", mem.node_id if tied else mem.channel_name(c))
 
     def _data(self, j: Journey, end: float | None) -> float:
         k = self.crit

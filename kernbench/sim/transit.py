@@ -69,8 +69,9 @@ class Journey:
             self.parts.append(Part(self.t, t, component, cause, behind))
             self.t = t
 
-    def fifo(self, name: str, stop: Stop, own: str) -> None:
-        """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service."""
+    def fifo(self, name: str, stop: Stop, own: str, served_on: str | None = None) -> None:
+        """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service
+        (named ``served_on`` if given: a memory whose channels tie for the last burst)."""
         begin = self.t
         wait = stop.d - stop.s - begin
         if wait > 0.0:
@@ -80,7 +81,7 @@ class Journey:
             for corr, ns in stop.shares:
                 t += ns * scale
                 self.to(min(t, stop.d - stop.s), name, "queueing", corr)
-        self.to(stop.d, name, own)
+        self.to(stop.d, served_on or name, own)
 
     def leg(self, route: Route, stops: list[Stop], arrive: float, data: bool) -> None:
         """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""

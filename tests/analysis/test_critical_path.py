@@ -215,3 +215,50 @@ def test_a_stream_without_causes_says_so():
 
 def test_an_empty_run_has_an_empty_path():
     assert attribute([]).path == () and attribute([]).latency_ns == 0.0
+
+
+def _drain_parts(graph, mode, op, stride=None, size=32 * 1024):
+    """The drain parts of one transfer on an idle cube1 network (PE 0 ↔ its own slice)."""
+    import simpy
+
+    from kernbench.sim.network import Network
+
+    env = simpy.Environment()
+    net = Network(env, graph, mode=mode, explain=True)
+    pe, mem = "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice0"
+    ev = net.read(pe, mem, 0, size, stride_bytes=stride) if op == "read" else net.write(pe, mem, 0, size)
+    env.run(ev)
+    return [p for p in ev.value.parts if p.cause == "drain"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "oracle"])
+def test_a_contiguous_read_drains_on_the_memory_not_one_channel(cube1, mode):
+    """32 KiB contiguous: 16 bursts on each of the slice's 8 channels, all queued at once, the last
+    of each served at the same instant; no one channel is critical, so the drain is named after the slice."""
+    (drain,) = _drain_parts(cube1, mode, "read")
+    assert drain.component == "sip0.cube0.hbm.slice0"
+
+
+@pytest.mark.parametrize("mode", ["fast", "oracle"])
+def test_a_contiguous_write_drains_on_the_channel_of_its_last_burst(cube1, mode):
+    """A write's bursts reach the channels one after another (burst k on channel k mod 8): the
+    last burst, on the eighth channel, is written last; no tie."""
+    (drain,) = _drain_parts(cube1, mode, "write")
+    assert drain.component == "sip0.cube0.hbm.pc7"
+
+
+@pytest.mark.parametrize("mode", ["fast", "oracle"])
+def test_a_one_channel_read_drains_on_that_channel(cube1, mode):
+    """One burst every 8 bursts: all on one pseudo-channel, which is then named (a hot channel shows)."""
+    burst = 256
+    (drain,) = _drain_parts(cube1, mode, "read", stride=8 * burst, size=16 * burst)
+    assert drain.component.startswith("sip0.cube0.hbm.") and drain.component != "sip0.cube0.hbm.slice0"
+    assert drain.component.rsplit(".", 1)[1].startswith("pc")
+
+
+def test_a_drain_is_an_hbm_channel_whatever_it_is_named_after():
+    from kernbench.analysis.critical import _cause_kind
+
+    assert _cause_kind("drain", "sip0.cube0.hbm.slice3") == ("hbm channel drain", "hbm channel")
+    assert _cause_kind("drain", "sip0.cube0.hbm.pc5") == ("hbm channel drain", "hbm channel")
+    assert _cause_kind("overhead", "sip0.cube0.hbm.slice3") == ("node overhead", "node")
