@@ -58,3 +58,36 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
                    f"{yamldoc.MAX_NODES:,}", f"nesting {yamldoc.MAX_DEPTH} deep", f"{limits.DEFAULT_MAX_WALL_S:g} s",
                    f"{yamldoc.MAX_BYTES // 2**20} MiB"):
         assert number in section, number
+
+
+def _in_order(shown: list[str], out: list[str]) -> None:
+    """Every shown line, in order, is a line of ``out``; "…" stands for lines left out."""
+    i = 0
+    for line in shown:
+        if line == "…":
+            continue
+        while i < len(out) and out[i] != line:
+            i += 1
+        assert i < len(out), f"not printed (or out of order): {line!r}"
+        i += 1
+
+
+def _why_blocks() -> list[tuple[str, list[str]]]:
+    section = README.split("\n## Why is it slow?\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```text\n\$ (kernbench .+?)\n(.*?)\n```", section, re.S)
+    assert len(blocks) == 2
+    return [(command, shown.splitlines()) for command, shown in blocks]
+
+
+def test_the_why_section_shows_what_explain_and_compare_print(capsys):
+    """README's --explain and compare blocks are real output, with "…" where lines were left out."""
+    import shlex
+
+    from kernbench import cli
+
+    for command, shown in _why_blocks():
+        capsys.readouterr()
+        assert cli.main(shlex.split(command)[1:]) == 0
+        out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+        _in_order(shown, out)
+        assert sum(line != "…" for line in shown) > 40

@@ -114,10 +114,10 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
     t.add_row("dispatch cycles", f"{a.dispatch_cycles:,.1f}", f"{b.dispatch_cycles:,.1f}", _signed(b.dispatch_cycles - a.dispatch_cycles, a.dispatch_cycles))
     ua, ub = a.engine_util_pct(), b.engine_util_pct()
     for e in ua:
-        t.add_row(f"util % {e}", f"{ua[e]:.1f}", f"{ub[e]:.1f}", f"{ub[e] - ua[e]:+.1f}")
+        t.add_row(f"util % {e}", f"{ua[e]:.1f}", f"{ub[e]:.1f}", _delta(ub[e] - ua[e], 1))
     for reason in sorted(set(a.stall_ns) | set(b.stall_ns)):
         sa, sb = a.stall_ns.get(reason, 0.0), b.stall_ns.get(reason, 0.0)
-        t.add_row(f"stalled ns: {reason}", f"{sa:,.1f}", f"{sb:,.1f}", f"{sb - sa:+,.1f}")
+        t.add_row(f"stalled ns: {reason}", f"{sa:,.1f}", f"{sb:,.1f}", _delta(sb - sa, 1))
     console.print(t)
     if a.attribution is None or b.attribution is None:
         why = a.why_no_attribution or b.why_no_attribution
@@ -130,13 +130,13 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
         t = _table(title, ("A ns", "B ns", "B − A"))
         keys = sorted(set(da) | set(db), key=lambda k: -abs(db.get(k, 0.0) - da.get(k, 0.0)))
         for k in keys:
-            t.add_row(k, f"{da.get(k, 0.0):,.3f}", f"{db.get(k, 0.0):,.3f}", f"{db.get(k, 0.0) - da.get(k, 0.0):+,.3f}")
-        t.add_row("total", f"{sum(da.values()):,.3f}", f"{sum(db.values()):,.3f}", f"{sum(db.values()) - sum(da.values()):+,.3f}")
+            t.add_row(k, f"{da.get(k, 0.0):,.3f}", f"{db.get(k, 0.0):,.3f}", _delta(db.get(k, 0.0) - da.get(k, 0.0)))
+        t.add_row("total", f"{sum(da.values()):,.3f}", f"{sum(db.values()):,.3f}", _delta(sum(db.values()) - sum(da.values())))
         console.print(t)
     changes = _component_changes(a, b)
     t = _table(f"components that gained or lost the most on the path (top {TOP_CHANGES})", ("cause", "B − A ns"))
     for (comp, cause), ns in changes:
-        t.add_row(comp, cause, f"{ns:+,.3f}")
+        t.add_row(comp, cause, _delta(ns))
     if not changes:
         t.add_row("(none: the paths spend the same time everywhere)", "", "")
     console.print(t)
@@ -162,9 +162,13 @@ def _round(x: float, digits: int) -> float:
     return round(x, digits) + 0.0
 
 
+def _delta(d: float, digits: int = 3) -> str:
+    """A signed difference as shown: one that rounds to 0 at ``digits`` prints +0, never -0."""
+    return f"{_round(d, digits):+,.{digits}f}"
+
+
 def _signed(d: float, base: float) -> str:
-    d = _round(d, 6)
-    return f"{d:+,.3f} ({_pct(d, base):+.1f}%)" if base else f"{d:+,.3f}"
+    return f"{_delta(d)} ({_delta(_pct(d, base), 1)}%)" if base else _delta(d)
 
 
 def _pct(d: float, base: float) -> float:

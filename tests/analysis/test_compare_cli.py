@@ -73,4 +73,4 @@ def test_a_difference_that_rounds_away_prints_without_a_minus_sign():
 
     assert _sub({"propagation": 143.55}, {"propagation": 143.55 + 1e-13}, 3) == {"propagation": 0.0}
     assert str(_sub({"x": 1.0}, {"x": 1.0 + 1e-13}, 3)["x"]) == "0.0"
-    assert _signed(-1e-13, 100.0) == "+0.000 (+0.0%)"
+    assert _signed(-1e-13, 100.0) == "+0.000 (+0.0%)" and _signed(-4e-4, 100.0) == "+0.000 (+0.0%)"
