@@ -36,7 +36,6 @@ from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.main import MainScreen
 from kernbench_tui.sources import Source, WholeTraceSource
 
-
 MAX_PENDING_BATCHES = 2
 LIVE_REFRESH_S = 0.25
 PREPARING_TICK_S = 0.5  # how often the "preparing … 2.5 s" line counts up

@@ -47,9 +47,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kernbench.events.timeline import LaneCells, TimelineModel
-from kernbench.events.types import ENGINES
-from kernbench.topology.ids import pe_of
 from kernbench.events.types import Event, EventKind
+from kernbench.topology.ids import pe_of
 from kernbench_tui.messages import SpanSelected
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
@@ -240,7 +239,7 @@ class LanesView(ScrollView, can_focus=True):
         ticks = []
         t = first
         while t <= nav.t1:
-            col = int(round((t - nav.t0) / nav.width_ns * n))
+            col = round(float((t - nav.t0) / nav.width_ns * n))
             if 0 <= col < n:
                 ticks.append((col, t))
             t += step

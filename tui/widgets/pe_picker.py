@@ -17,7 +17,7 @@ from kernbench_tui.run_state import RunState
 
 
 def _split(pe: str) -> tuple[str, str, str]:
-    sip, cube, p = pe.split(".")
+    sip, cube, _pe = pe.split(".")
     return sip, f"{sip}.{cube}", pe
 
 
