@@ -293,9 +293,9 @@ class LanesView(ScrollView, can_focus=True):
             what = f"  cpu {cpu.event.kind.name.lower()}: {cpu.event.label}"
         else:
             what = "  cpu idle"
-        why = self.nav.why
-        if self.nav.overlay and why is not None and len(self.sides) == 1:
-            what += f"  {PATH_MARK} path {format_ns(why.ns_on(row.pe))} here"
+        path = self.nav.why
+        if self.nav.overlay and path is not None and len(self.sides) == 1:
+            what += f"  {PATH_MARK} path {format_ns(path.ns_on(row.pe))} here"
         text = f"▾ {pe}  util {util:4.0%}{what}"
         return Strip([Segment(text[:width].ljust(width), Style(bold=True))], width)
 
@@ -357,16 +357,16 @@ class LanesView(ScrollView, can_focus=True):
             if on_path[i] and not text_cell[i]:
                 chars[i] = PATH_MARK
         segments: list[Segment] = []
-        run_key = None
+        run_key: tuple[str, bool, bool, int] | None = None
         run_chars: list[str] = []
         for i in range(n):
             key = (colors[i], text_cell[i], sel_lo <= i <= sel_hi and count[i] > 0, on_path[i])
             if key != run_key:
-                if run_chars:
+                if run_key is not None:
                     segments.append(Segment("".join(run_chars), _style(*run_key)))
                 run_key, run_chars = key, []
             run_chars.append(chars[i])
-        if run_chars:
+        if run_key is not None:
             segments.append(Segment("".join(run_chars), _style(*run_key)))
         return segments
 
