@@ -73,9 +73,9 @@ GLYPHS = [
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "close"),
-        Binding("question_mark", "dismiss", "close"),
-        Binding("q", "dismiss", "close"),
+        Binding("escape", "close", "close"),
+        Binding("question_mark", "close", "close"),
+        Binding("q", "close", "close"),
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -107,5 +107,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static(glyphs)
             yield Static(Text("\nescape, ? or q closes", style="dim"))
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)
