@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual.app import App
 from textual.screen import Screen
@@ -33,9 +34,8 @@ from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.run_state import RunState
-from kernbench_tui.screens.main import MainScreen
+from kernbench_tui.screens.main import MainScreen, TimelineApp
 from kernbench_tui.sources import Source, WholeTraceSource
-
 
 MAX_PENDING_BATCHES = 2
 LIVE_REFRESH_S = 0.25
@@ -159,7 +159,7 @@ class KernbenchApp(App):
             if callable(opener):
                 self.post_message(TraceOpened(opener()))
                 return
-            meta = self.source.run(emit)
+            meta = cast(Source, self.source).run(emit)  # no open(): a source that runs
             self.post_message(SourceFinished(meta))
         except SourceCancelled:  # the app is closing; nothing will be shown
             self._source_done()
@@ -213,3 +213,7 @@ class KernbenchApp(App):
         self.error = message.error
         self.notify(message.error, title="simulation failed", severity="error", timeout=30)
         self._show_run()
+
+
+if TYPE_CHECKING:  # the app offers what its screen reads of it (MainScreen.debugger)
+    _offers: type[TimelineApp] = KernbenchApp

@@ -19,10 +19,14 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 # Only light imports above: Ctrl-C while the interpreter starts is handled once
 # main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
@@ -82,7 +86,7 @@ def _side_source(label: str, text: str):
         trace = check_side(side)
     except SideError as exc:
         raise KernbenchError(f"compare {label}: {exc}") from None
-    return source if source is not None else TraceFileSource(side.path, trace)
+    return source if isinstance(side, RunSide) else TraceFileSource(side.path, trace)
 
 
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float):
@@ -114,6 +118,7 @@ def terminal_problem() -> str | None:
 
 
 def _launch(source) -> int:
+    app: App[Any]
     if isinstance(source, Comparison):
         from kernbench_tui.compare_app import CompareApp
 

@@ -2,36 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from kernbench.errors import KernbenchError
 from kernbench.events.perfetto import save_perfetto
-from kernbench.events.tracefile import save_trace
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import TraceMetadata, save_trace
+
+if TYPE_CHECKING:
+    from kernbench_tui.screens.main import MainScreen, TimelineApp
+
+Entry = tuple[str, str, Callable[[], object]]  # (name, help, what it does)
+Writer = Callable[[Path, EventStore, TraceMetadata], None]
 
 
 class DebuggerCommands(Provider):
     """Timeline moves, plus saving the run as a trace or Perfetto JSON."""
 
-    def _commands(self):
+    @property
+    def debugger(self) -> TimelineApp:
+        """The app, as the debugger it is (``self.app`` is typed as any Textual app)."""
+        return cast("TimelineApp", self.app)
+
+    def _commands(self) -> list[Entry]:
         from kernbench_tui.screens.compare import CompareScreen
         from kernbench_tui.screens.main import MainScreen
 
         screen = self.screen
         if not isinstance(screen, MainScreen):
             return []
-        entries = self._entries()
+        entries = self._entries(screen)
         if isinstance(screen, CompareScreen):  # one run's commands (follow, probe, save) do not apply
             keep = {"Go to time…", "Next stall", "Previous stall", "Fit whole run", "Zoom in", "Zoom out",
                     "Play / pause", "HBM channel lanes", "Help"}
             return [entry for entry in entries if entry[0] in keep]
         return entries
 
-    def _entries(self):
-        screen = self.screen
-        app = self.app
+    def _entries(self, screen: MainScreen) -> list[Entry]:
+        app = self.debugger
         stem = (app.metadata.kernel or "run").replace("/", "_")
         return [
             ("Go to time…", "jump the cursor to a typed time", screen.action_goto),
@@ -56,10 +69,10 @@ class DebuggerCommands(Provider):
              partial(self._save, f"{stem}.json", save_perfetto)),
         ]
 
-    def _save(self, name: str, writer) -> None:
+    def _save(self, name: str, writer: Writer) -> None:
         path = Path.cwd() / name
         try:  # written whole or not at all (kernbench.outputs): a failure leaves an older file as it was
-            writer(path, self.app.store, self.app.metadata)
+            writer(path, self.debugger.store, self.debugger.metadata)
         except KernbenchError as exc:
             self.app.notify(str(exc), title="not saved", severity="error", timeout=10)
             return

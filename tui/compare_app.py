@@ -90,7 +90,7 @@ class CompareApp(App):
     def __init__(self, sides: list[tuple[str, object]]) -> None:
         """``sides``: (text as written, source) for A and B."""
         super().__init__()
-        self.sides = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides)]
+        self.sides = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)]
         self.pair = TimelinePair(*(side.model for side in self.sides))
         self.nav = Navigator(self.pair)
 

@@ -6,11 +6,17 @@ Every key of the main screen is one method here, so the moves are testable
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
+from kernbench_tui.pair import TimelinePair
 from kernbench_tui.why import WhyPath, step_pe
+
+# What a navigator moves over: one run's model, or two runs' as one (``kernbench-tui compare``).
+Model = TypeVar("Model", TimelineModel, TimelinePair)
 
 MIN_WINDOW_NS = 1.0
 ZOOM_FACTOR = 2.0
@@ -18,9 +24,9 @@ PAN_FRACTION = 0.25
 DT_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6)
 
 
-def data_key(model) -> tuple[tuple[int, int], ...]:
+def data_key(model: TimelineModel | TimelinePair) -> tuple[tuple[int, int], ...]:
     """(identity, version) of each store behind ``model`` (a TimelinePair has two): changes with new events."""
-    stores = getattr(model, "stores", None) or (model.store,)
+    stores = model.stores if isinstance(model, TimelinePair) else (model.store,)
     return tuple((id(s), s.version) for s in stores)
 
 
@@ -47,11 +53,11 @@ class ViewState:
 
 
 @dataclass
-class Navigator:
+class Navigator(Generic[Model]):
     """The view over a :class:`TimelineModel` (or a :class:`~kernbench_tui.pair.TimelinePair`
     of two runs): where the cursor is, what is visible."""
 
-    model: TimelineModel
+    model: Model
     pes: list[str] = field(default_factory=list)
     cursor_ns: float = 0.0
     t0: float = 0.0
@@ -156,7 +162,7 @@ class Navigator:
 
     def _scope_change(self, direction: int, kind: int | None = None, starts_only: bool = False) -> float | None:
         found: list[float] = []
-        scopes = self.pes or [None]
+        scopes: Sequence[str | None] = self.pes or [None]
         for pe in scopes:
             fn = self.model.next_change if direction > 0 else self.model.prev_change
             t = fn(self.cursor_ns, pe=pe, kind=kind, starts_only=starts_only)

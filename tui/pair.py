@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kernbench.events.store import EventStore
 from kernbench.events.timeline import TimelineModel, natural_key
 from kernbench.events.types import Event
 
@@ -19,7 +20,7 @@ class TimelinePair:
         self.sides = (a, b)
 
     @property
-    def stores(self) -> tuple:
+    def stores(self) -> tuple[EventStore, ...]:
         return tuple(m.store for m in self.sides)
 
     @property

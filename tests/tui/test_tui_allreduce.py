@@ -5,15 +5,15 @@ the sends on the IPCQ lane, the parents' inbound links queueing in the FIFO
 panel while two children's partial sums arrive at once, and a send's hop path.
 """
 
+import pytest
+from real_traces import load
+from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
+
 from kernbench.events.store import EventStore
 from kernbench.events.types import EventKind
 from kernbench_tui.app import KernbenchApp
 from kernbench_tui.messages import SpanSelected
 from kernbench_tui.sources import StoreSource
-
-import pytest
-from real_traces import load
-from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
 SIZE = (120, 36)
 ROOT_PE = "sip0.cube0.pe0"

@@ -44,7 +44,7 @@ def test_run_simulates_through_the_tui_simulation_hook_in_a_child_process():
 
 def test_run_without_the_simulator_hook_says_what_is_missing(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "kernbench.cli", types.ModuleType("kernbench.cli"))
-    launched, launch = capture()
+    _launched, launch = capture()
     assert cli.main(["run", "gemm"], launch=launch) == 2
     assert "tui_simulation is not available" in capsys.readouterr().err
 

@@ -5,21 +5,20 @@ test runs both sides through the simulator and checks structure, not text.
 """
 
 import pytest
+from real_traces import load
+from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
+from kernbench.commands.sides import RunSide, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench.events.types import EventKind
-from kernbench.commands.sides import RunSide, SideError, TraceSide, check_side, parse_side
 from kernbench_tui import cli
 from kernbench_tui.compare_app import CompareApp
 from kernbench_tui.messages import PEsChosen
 from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.sources import ProcessSource, StoreSource, TraceFileSource
 from kernbench_tui.widgets.compare_header import difference_text
-
-from real_traces import load
-from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
 SIZE = (120, 36)
 OPT3 = "gqa-decode --variant opt3"
@@ -89,7 +88,7 @@ def test_compare_opens_a_trace_and_a_live_run(tmp_path):
     save_trace(path, EventStore())
     seen, launch = launched_with()
     assert cli.main(["compare", str(path), "gemm-primitive --layout naive"], launch=launch) == 0
-    (a_text, a), (b_text, b) = seen[0].sides
+    (a_text, a), (_b_text, b) = seen[0].sides
     assert isinstance(a, TraceFileSource) and a_text == str(path)
     assert isinstance(b, ProcessSource) and b.args == (["gemm-primitive", "--layout", "naive"],)
 

@@ -1,14 +1,13 @@
 """Pilot tests: each key moves the cursor (or the window) to the right time."""
 
 import pytest
+from tui_harness import demo_app, settle, sync
 
 from kernbench.events.types import EventKind
 from kernbench_tui.navigator import DT_STEPS
 from kernbench_tui.screens.goto import GotoTimeScreen
 from kernbench_tui.screens.help import HelpScreen
-from kernbench_tui.widgets.lanes import GUTTER, AXIS_ROWS, LanesView
-
-from tui_harness import demo_app, settle, sync
+from kernbench_tui.widgets.lanes import AXIS_ROWS, GUTTER, LanesView
 
 SIZE = (120, 36)
 

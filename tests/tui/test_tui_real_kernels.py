@@ -6,15 +6,14 @@ simulator through `kernbench-tui run`'s path and check structure, not text.
 """
 
 import pytest
+from real_traces import RUNS, load
+from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
 from kernbench.events.store import EventStore
 from kernbench.events.types import EventKind
 from kernbench_tui import cli
 from kernbench_tui.app import KernbenchApp
 from kernbench_tui.sources import StoreSource
-
-from real_traces import RUNS, load
-from tui_harness import SNAPSHOT_DIR, press, screen_text, settle, sync
 
 SIZE = (120, 36)
 

@@ -5,10 +5,9 @@ the source worker finished; nothing depends on the wall clock.
 """
 
 import pytest
+from tui_harness import SNAPSHOT_DIR, demo_app, press, screen_text, settle, sync
 
 from kernbench_tui.messages import PEsChosen
-
-from tui_harness import SNAPSHOT_DIR, press, demo_app, screen_text, settle, sync
 
 SIZE = (120, 36)
 

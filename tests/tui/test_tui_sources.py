@@ -3,6 +3,7 @@
 import threading
 
 import pytest
+from tui_harness import screen_text, settle, sync
 
 from kernbench.errors import KernbenchError
 from kernbench.events.store import EventStore
@@ -11,8 +12,6 @@ from kernbench.events.types import EventKind
 from kernbench_tui.app import KernbenchApp
 from kernbench_tui.demo import DemoParams, demo_events, run_demo
 from kernbench_tui.sources import CallableSource, StoreSource, TraceFileSource
-
-from tui_harness import screen_text, settle, sync
 
 SIZE = (120, 36)
 

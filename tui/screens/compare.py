@@ -8,6 +8,8 @@ moves the cursor, the window or the PE choice acts on both runs at once.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
@@ -22,17 +24,26 @@ from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, StallsPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
 
+if TYPE_CHECKING:
+    from kernbench_tui.compare_app import CompareApp
+
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
 ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step"}  # live following, the probe,
 # the event log, one run's critical path
 
 
 class CompareScreen(MainScreen):
-    run: var[tuple[RunState, ...] | None] = var(None, init=False)
+    # The keys are MainScreen's; the run is not one RunState but one per side (CompareApp.run_state),
+    # so ``run`` and ``watch_run`` narrow MainScreen's on purpose: only CompareApp sets them.
+    run: var[tuple[RunState, ...] | None] = var(None, init=False)  # type: ignore[assignment]
     """Each side's run (set by the app whenever a side reports)."""
 
+    @property
+    def compare_app(self) -> CompareApp:
+        return cast("CompareApp", self.app)
+
     def compose(self) -> ComposeResult:
-        nav, app = self.nav, self.app
+        nav, app = self.nav, self.compare_app
         lanes_sides = [(side.label, side.model) for side in app.sides]
         panel_sides = [(f"{side.label}  {side.text}", side.model) for side in app.sides]
         yield CompareHeader(nav, app.sides, id="header").data_bind(CompareScreen.view, CompareScreen.run,
@@ -54,7 +65,7 @@ class CompareScreen(MainScreen):
             return False
         return True
 
-    def watch_run(self, runs: tuple[RunState, ...]) -> None:
+    def watch_run(self, runs: tuple[RunState, ...]) -> None:  # type: ignore[override]
         lanes = self.query_one(LanesView)
         lanes.side_notes = tuple(run.placeholder for run in runs)
         lanes.placeholder = "  ".join(run.placeholder for run in runs if run.placeholder)

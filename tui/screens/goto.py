@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -15,7 +17,7 @@ from kernbench_tui.timefmt import TimeParseError, format_ns, parse_time
 class GotoTimeScreen(ModalScreen[float | None]):
     """Returns the time in ns, or None if cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
     DEFAULT_CSS = """
     GotoTimeScreen { align: center middle; }
     GotoTimeScreen > Vertical {

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -70,10 +72,10 @@ GLYPHS = [
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "dismiss", "close"),
-        Binding("question_mark", "dismiss", "close"),
-        Binding("q", "dismiss", "close"),
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close"),
+        Binding("question_mark", "close", "close"),
+        Binding("q", "close", "close"),
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -105,5 +107,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static(glyphs)
             yield Static(Text("\nescape, ? or q closes", style="dim"))
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)

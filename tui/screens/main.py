@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import Event
 from kernbench_tui import why
 from kernbench_tui.messages import PathComputed, PEsChosen, SpanSelected
@@ -35,8 +37,28 @@ PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loa
 COMPUTING = "computing the critical path…"
 
 
-class MainScreen(Screen):
-    BINDINGS = [
+class TimelineApp(Protocol):
+    """What the timeline screens read of their app (KernbenchApp; CompareApp for the compare screen)."""
+
+    @property
+    def nav(self) -> Navigator[Any]: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def metadata(self) -> TraceMetadata: ...
+
+    @property
+    def store(self) -> EventStore: ...
+
+    def start_source(self) -> None: ...
+
+    def run_state(self) -> RunState: ...
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
         # First, so the footer shows them at any width.
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
@@ -86,8 +108,13 @@ class MainScreen(Screen):
         self._after_path: list[Callable[[], None]] = []  # what to do once the path is computed
 
     @property
-    def nav(self) -> Navigator:
-        return self.app.nav
+    def debugger(self) -> TimelineApp:
+        """The app, as the debugger it is (``self.app`` is typed as any Textual app)."""
+        return cast(TimelineApp, self.app)
+
+    @property
+    def nav(self) -> Navigator[Any]:
+        return self.debugger.nav
 
     def compose(self) -> ComposeResult:
         nav = self.nav
@@ -105,8 +132,8 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(LanesView).focus()
-        self.run = self.app.run_state()
-        self.app.start_source()
+        self.run = self.debugger.run_state()
+        self.debugger.start_source()
 
     # ------------------------------------------------------------ state
     def move(self, step: Callable[..., T], *args: object) -> T:
@@ -134,7 +161,7 @@ class MainScreen(Screen):
             self._play_timer = None
 
     def _play_tick(self) -> None:
-        if not self.move(self.nav.play_tick) and not self.app.running:
+        if not self.move(self.nav.play_tick) and not self.debugger.running:
             self.playing = False
 
     def on_resize(self) -> None:
@@ -232,7 +259,7 @@ class MainScreen(Screen):
     def action_probe(self) -> None:
         from kernbench_tui.screens.probe import ProbeScreen
 
-        self.app.push_screen(ProbeScreen(self.app.metadata.topology or None))
+        self.app.push_screen(ProbeScreen(self.debugger.metadata.topology or None))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
@@ -258,7 +285,7 @@ class MainScreen(Screen):
         if self.nav.why is not None:
             then()
             return
-        if self.app.running:
+        if self.debugger.running:
             self.why_status = why.STILL_RUNNING
             self.notify(why.STILL_RUNNING, timeout=4)
             return
@@ -268,9 +295,9 @@ class MainScreen(Screen):
         self._after_path.append(then)
         if self.why_status != COMPUTING:
             self.why_status = COMPUTING
-            self.run_worker(partial(self._walk_path, self.app.store), thread=True, group="why", name="critical path")
+            self.run_worker(partial(self._walk_path, self.debugger.store), thread=True, group="why", name="critical path")
 
-    def _walk_path(self, store) -> None:
+    def _walk_path(self, store: EventStore) -> None:
         """Worker body (a thread: a big recording's walk takes seconds)."""
         self.post_message(PathComputed(why.compute(store)))
 
@@ -287,8 +314,10 @@ class MainScreen(Screen):
         if not self.move(self.nav.path_step, direction):
             self.notify("no further step on the critical path", timeout=2)
             return
+        path = self.nav.why
+        assert path is not None  # path_step moved, so the path is known
         self.action_panel("why")
-        self.query_one(LanesView).show_lane(why.step_lane(self.nav.why.steps[self.nav.why_step]))
+        self.query_one(LanesView).show_lane(why.step_lane(path.steps[self.nav.why_step]))
 
     def action_quit(self) -> None:
         self.app.exit()

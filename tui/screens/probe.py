@@ -7,8 +7,10 @@ names a known one, else on the paper topology, and shows the same text
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -18,9 +20,9 @@ from kernbench.errors import KernbenchError
 
 def probe_text(topology: str | None) -> str:
     """The probe report for ``topology`` (None or unknown: the paper's)."""
+    from kernbench.topology.compile import load_topology
     from kernbench_probes.dma import breakdowns, run_probe
     from kernbench_probes.render import render_text
-    from kernbench.topology.compile import load_topology
 
     note = ""
     try:
@@ -33,7 +35,7 @@ def probe_text(topology: str | None) -> str:
 
 
 class ProbeScreen(Screen):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back"),
         Binding("P", "app.pop_screen", "back", show=False),
         Binding("q", "app.pop_screen", "back", show=False),

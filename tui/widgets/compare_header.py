@@ -55,7 +55,7 @@ class CompareHeader(Widget):
         if view is None or runs is None:
             return text
         name_w = min(40, max(len(side.text) for side in self.sides))
-        for side, run in zip(self.sides, runs):
+        for side, run in zip(self.sides, runs, strict=True):
             latency = side.latency_ns
             shown = run.status if latency is None or run.error else format_ns(latency)
             text.append(f"{side.label}  ", style="bold")

@@ -47,9 +47,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kernbench.events.timeline import LaneCells, TimelineModel
-from kernbench.events.types import ENGINES
-from kernbench.topology.ids import pe_of
 from kernbench.events.types import Event, EventKind
+from kernbench.topology.ids import pe_of
 from kernbench_tui.messages import SpanSelected
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
@@ -240,7 +239,7 @@ class LanesView(ScrollView, can_focus=True):
         ticks = []
         t = first
         while t <= nav.t1:
-            col = int(round((t - nav.t0) / nav.width_ns * n))
+            col = round(float((t - nav.t0) / nav.width_ns * n))
             if 0 <= col < n:
                 ticks.append((col, t))
             t += step
@@ -294,9 +293,9 @@ class LanesView(ScrollView, can_focus=True):
             what = f"  cpu {cpu.event.kind.name.lower()}: {cpu.event.label}"
         else:
             what = "  cpu idle"
-        why = self.nav.why
-        if self.nav.overlay and why is not None and len(self.sides) == 1:
-            what += f"  {PATH_MARK} path {format_ns(why.ns_on(row.pe))} here"
+        path = self.nav.why
+        if self.nav.overlay and path is not None and len(self.sides) == 1:
+            what += f"  {PATH_MARK} path {format_ns(path.ns_on(row.pe))} here"
         text = f"▾ {pe}  util {util:4.0%}{what}"
         return Strip([Segment(text[:width].ljust(width), Style(bold=True))], width)
 
@@ -358,16 +357,16 @@ class LanesView(ScrollView, can_focus=True):
             if on_path[i] and not text_cell[i]:
                 chars[i] = PATH_MARK
         segments: list[Segment] = []
-        run_key = None
+        run_key: tuple[str, bool, bool, int] | None = None
         run_chars: list[str] = []
         for i in range(n):
             key = (colors[i], text_cell[i], sel_lo <= i <= sel_hi and count[i] > 0, on_path[i])
             if key != run_key:
-                if run_chars:
+                if run_key is not None:
                     segments.append(Segment("".join(run_chars), _style(*run_key)))
                 run_key, run_chars = key, []
             run_chars.append(chars[i])
-        if run_chars:
+        if run_key is not None:
             segments.append(Segment("".join(run_chars), _style(*run_key)))
         return segments
 

@@ -17,8 +17,8 @@ from textual.widget import Widget
 from textual.widgets import TabbedContent
 
 from kernbench.events.timeline import TimelineModel
-from kernbench.topology.ids import pe_of
 from kernbench.events.types import EventKind
+from kernbench.topology.ids import pe_of
 from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_ns
 from kernbench_tui.why import PATH_MARK, WhyPath, step_lane, top_causes
@@ -236,7 +236,7 @@ class DetailsPanel(Panel):
         store = nav.model.store
         kinds = store.col("kind")[rows]
         counts = ", ".join(
-            f"{int(n)} {EventKind(int(k)).name.lower()}" for k, n in zip(*np.unique(kinds, return_counts=True))
+            f"{int(n)} {EventKind(int(k)).name.lower()}" for k, n in zip(*np.unique(kinds, return_counts=True), strict=True)
         )
         t0 = float(store.col("t_ns")[rows].min())
         t1 = float(store.col("end_ns")[rows].max())

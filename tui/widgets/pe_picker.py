@@ -9,15 +9,17 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Tree
+from textual.widgets.tree import TreeNode
 
 from kernbench.events.timeline import TimelineModel, natural_key
 from kernbench_tui.messages import PEsChosen
 from kernbench_tui.navigator import data_key
+from kernbench_tui.pair import TimelinePair
 from kernbench_tui.run_state import RunState
 
 
 def _split(pe: str) -> tuple[str, str, str]:
-    sip, cube, p = pe.split(".")
+    sip, cube, _pe = pe.split(".")
     return sip, f"{sip}.{cube}", pe
 
 
@@ -34,12 +36,15 @@ class PEPicker(Vertical):
     run: reactive[RunState | tuple[RunState, ...] | None] = reactive(None, repaint=False, init=False)
     """The run (or both compared runs) whose PEs are listed, bound to the screen's: refilled when it changes."""
 
-    def __init__(self, model: TimelineModel, *, utilization: Callable[[str], str] | None = None,
+    def __init__(self, model: TimelineModel | TimelinePair, *, utilization: Callable[[str], str] | None = None,
                  id: str | None = None) -> None:
-        """``utilization(pe)``: the text after each PE (default: the model's utilization, ``82%``)."""
+        """``utilization(pe)``: the text after each PE (default, for one run's model: its utilization, ``82%``)."""
         super().__init__(id=id)
         self.model = model
-        self.utilization = utilization or (lambda pe: f"{model.pe_utilization(pe):4.0%}")
+        if utilization is None:
+            assert isinstance(model, TimelineModel), "a TimelinePair's picker is given its utilization text"
+            utilization = lambda pe: f"{model.pe_utilization(pe):4.0%}"
+        self.utilization = utilization
         self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
@@ -68,8 +73,8 @@ class PEPicker(Vertical):
         self._shown = key
         tree = self.query_one("#pe-tree", Tree)
         tree.clear()
-        sips: dict[str, object] = {}
-        cubes: dict[str, object] = {}
+        sips: dict[str, TreeNode[list[str]]] = {}
+        cubes: dict[str, TreeNode[list[str]]] = {}
         members: dict[str, list[str]] = {}
         for pe in pes:
             if needle and needle not in pe.lower():
