@@ -30,6 +30,7 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
+from kernbench.events.types import Event
 from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
 from kernbench_tui.navigator import Navigator
@@ -47,7 +48,7 @@ class SourceCancelled(Exception):
     """Raised into a running simulation when the app closes, to end it early."""
 
 
-class KernbenchApp(App):
+class KernbenchApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kernbench"
     COMMANDS = App.COMMANDS | {DebuggerCommands}
@@ -69,7 +70,7 @@ class KernbenchApp(App):
         self._live_refresh: Timer | None = None
         self._switch_interval: float | None = None
 
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[None]:
         return MainScreen()
 
     @property
@@ -136,7 +137,7 @@ class KernbenchApp(App):
     def _run_source(self) -> None:
         worker = get_current_worker()
 
-        def emit(batch: list | ColumnBatch) -> None:
+        def emit(batch: list[Event] | ColumnBatch) -> None:
             if len(batch) == 0:  # a heartbeat: only check whether to stop
                 if worker.is_cancelled:
                     raise SourceCancelled()

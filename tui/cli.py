@@ -19,14 +19,16 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.compare_app import CompareApp
+    from kernbench_tui.sources import ProcessSource, Source, WholeTraceSource
 
 # Only light imports above: Ctrl-C while the interpreter starts is handled once
 # main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
@@ -39,7 +41,7 @@ class SimulatorNotWired(KernbenchError):
     """``kernbench.cli`` does not (yet) offer ``tui_simulation``."""
 
 
-def _simulation_source(run_argv: Sequence[str]):
+def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
     """A live source for ``kernbench run <run_argv>``, simulated in a child process.
 
     Contract with the simulator: ``kernbench.cli.tui_simulation(argv)`` parses
@@ -72,24 +74,31 @@ def check_run_options(run_argv: Sequence[str]) -> None:
 class Comparison:
     """What ``kernbench-tui compare`` opens: per side, the text as written and its source."""
 
-    sides: tuple[tuple[str, object], ...]
+    sides: tuple[tuple[str, Source | WholeTraceSource], ...]
 
 
-def _side_source(label: str, text: str):
+if TYPE_CHECKING:
+    #: what the app opens: a source, or two for compare
+    Launchable = Source | WholeTraceSource | Comparison
+
+
+def _side_source(label: str, text: str) -> Source | WholeTraceSource:
     """A source for one side of ``compare`` (see :mod:`kernbench.commands.sides`), checked before the app starts."""
     from kernbench.commands.sides import RunSide, SideError, check_side, parse_side
     from kernbench_tui.sources import TraceFileSource
 
     try:
         side = parse_side(text)
-        source = _simulation_source(list(side.argv)) if isinstance(side, RunSide) else None
-        trace = check_side(side)
+        if isinstance(side, RunSide):
+            source = _simulation_source(list(side.argv))
+            check_side(side)
+            return source
+        return TraceFileSource(side.path, check_side(side))
     except SideError as exc:
         raise KernbenchError(f"compare {label}: {exc}") from None
-    return source if isinstance(side, RunSide) else TraceFileSource(side.path, trace)
 
 
-def _demo_source(pes: int, tiles: int, pace_s_per_us: float):
+def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
     from kernbench_tui.demo import DemoParams
     from kernbench_tui.sources import ProcessSource
 
@@ -117,8 +126,8 @@ def terminal_problem() -> str | None:
     return None
 
 
-def _launch(source) -> int:
-    app: App[Any]
+def _launch(source: Launchable) -> int:
+    app: KernbenchApp | CompareApp
     if isinstance(source, Comparison):
         from kernbench_tui.compare_app import CompareApp
 
@@ -136,7 +145,7 @@ def _launch(source) -> int:
     return exit_status(app)
 
 
-def exit_status(app) -> int:
+def exit_status(app: KernbenchApp | CompareApp) -> int:
     """After the app closed: 128+signal if a signal closed it; a failed run's message (exit 2); else 0."""
     if app.return_code and app.return_code >= 128:
         print(f"kernbench-tui: interrupted ({signal.Signals(app.return_code - 128).name})", file=sys.stderr)
@@ -189,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, launch: Callable[[object], int] = _launch) -> int:
+def main(argv: Sequence[str] | None = None, launch: Callable[[Launchable], int] = _launch) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
         return guarded(lambda: _probe_command(argv[1:]), "error: ")
@@ -197,7 +206,7 @@ def main(argv: Sequence[str] | None = None, launch: Callable[[object], int] = _l
     return guarded(lambda: _start(args, launch), "kernbench-tui: ")
 
 
-def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
+def _start(args: argparse.Namespace, launch: Callable[[Launchable], int]) -> int:
     """Check everything that can be checked, then open the app on the source."""
     if launch is _launch and (why := terminal_problem()):
         raise KernbenchError(

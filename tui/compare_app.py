@@ -20,11 +20,13 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import ColumnBatch, EventStore
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import Trace, TraceMetadata
+from kernbench.events.types import Event
 from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.pair import TimelinePair
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.compare import CompareScreen
+from kernbench_tui.sources import Source, WholeTraceSource
 
 LABELS = ("A", "B")
 
@@ -54,7 +56,7 @@ class SideFailed(Message):
 class SideRun:
     """One side: what the user named, its source, its events once loaded, how it went."""
 
-    def __init__(self, label: str, text: str, source) -> None:
+    def __init__(self, label: str, text: str, source: Source | WholeTraceSource) -> None:
         self.label = label
         self.text = text  # as written: the file or "KERNEL [options]"
         self.source = source
@@ -82,12 +84,12 @@ class SideRun:
         return RunState(self.metadata, self.running, self.error, len(self.model.store), note)
 
 
-class CompareApp(App):
+class CompareApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "kernbench compare"
     COMMANDS = App.COMMANDS | {DebuggerCommands}
 
-    def __init__(self, sides: list[tuple[str, object]]) -> None:
+    def __init__(self, sides: list[tuple[str, Source | WholeTraceSource]]) -> None:
         """``sides``: (text as written, source) for A and B."""
         super().__init__()
         self.sides = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)]
@@ -113,7 +115,7 @@ class CompareApp(App):
     def store(self) -> EventStore:
         return self.sides[0].model.store
 
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[None]:
         return CompareScreen()
 
     def run_state(self) -> tuple[RunState, ...]:
@@ -129,7 +131,7 @@ class CompareApp(App):
         source = self.sides[index].source
         store = EventStore()
 
-        def emit(batch) -> None:
+        def emit(batch: list[Event] | ColumnBatch) -> None:
             if worker.is_cancelled:
                 raise SideCancelled()
             if len(batch):
@@ -138,8 +140,7 @@ class CompareApp(App):
         if hasattr(source, "on_status"):
             source.on_status = lambda text, meta=None: self.post_message(SideStatus(index, text, meta))
         try:
-            opener = getattr(source, "open", None)
-            trace = opener() if callable(opener) else Trace(store, source.run(emit))
+            trace = source.open() if isinstance(source, WholeTraceSource) else Trace(store, source.run(emit))
             self.post_message(SideLoaded(index, trace))
         except SideCancelled:
             return

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import simpy
+from simpy.events import ProcessGenerator
 
 from kernbench.events.bus import Bus
 from kernbench.events.tracefile import TraceMetadata
-from kernbench.events.types import EventKind, StallReason
+from kernbench.events.types import Event, EventKind, StallReason
 
 FLIT_BYTES = 256
 SCHED_QUEUE_SLOTS = 2
@@ -50,10 +52,11 @@ class _Demo:
         self.queued_flits: dict[str, int] = {}
 
     # -- publishing helpers
-    def span(self, kind, comp, t0, label="", value=0.0, detail="", corr=-1) -> None:
+    def span(self, kind: EventKind, comp: str, t0: float, label: str = "", value: float = 0.0, detail: str = "",
+             corr: int = -1) -> None:
         self.bus.emit(t0, kind, comp, self.env.now, corr, label, value, detail)
 
-    def instant(self, kind, comp, label="", value=0.0, detail="", corr=-1) -> None:
+    def instant(self, kind: EventKind, comp: str, label: str = "", value: float = 0.0, detail: str = "", corr: int = -1) -> None:
         self.bus.emit(self.env.now, kind, comp, -1.0, corr, label, value, detail)
 
     def link(self, edge: str) -> simpy.Resource:
@@ -68,7 +71,7 @@ class _Demo:
         return self.corr
 
     def transfer(self, pe: str, cube: str, channel: str, size: int, write: bool, corr: int,
-                 done: simpy.Event | None = None, handle: str = ""):
+                 done: simpy.Event | None = None, handle: str = "") -> ProcessGenerator:
         env, p = self.env, self.p
         router = f"{cube}.r{1 + int(pe.rsplit('pe', 1)[1]) % 3}"
         hbm = f"{cube}.hbm.pc{channel}"
@@ -109,14 +112,14 @@ class _Demo:
             self.instant(EventKind.LOAD_COMPLETE, cpu, handle, size, corr=corr)
             done.succeed()
 
-    def engine_op(self, lane: str, name: str, ns: float, value: float):
+    def engine_op(self, lane: str, name: str, ns: float, value: float) -> ProcessGenerator:
         with self.engines[lane].request() as req:
             yield req
             t0 = self.env.now
             yield self.env.timeout(ns)
             self.span(EventKind.ENGINE_BUSY, lane, t0, name, value)
 
-    def composite(self, pe: str, cube: str, k: int, slot: simpy.Resource, slot_req):
+    def composite(self, pe: str, cube: str, k: int, slot: simpy.Resource, slot_req: simpy.resources.resource.Request) -> ProcessGenerator:
         env, rng = self.env, self.rng
         t0 = env.now
         yield env.timeout(4.0)
@@ -129,7 +132,7 @@ class _Demo:
         slot.release(slot_req)
         yield from self.transfer(pe, cube, str(k % 2), self.p.tile_bytes // 2, True, self.new_corr())
 
-    def cpu(self, pe: str, cube: str):
+    def cpu(self, pe: str, cube: str) -> ProcessGenerator:
         env, rng, p = self.env, self.rng, self.p
         cpu = f"{pe}.cpu"
         slot = simpy.Resource(env, capacity=SCHED_QUEUE_SLOTS)
@@ -198,13 +201,13 @@ def run_demo(bus: Bus, params: DemoParams | None = None) -> TraceMetadata:
     return _Demo(bus, params or DemoParams()).run()
 
 
-def demo_simulation(params: DemoParams | None = None):
+def demo_simulation(params: DemoParams | None = None) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
     """``(fn, metadata)`` like ``kernbench.cli.tui_simulation``, for a child process."""
     params = params or DemoParams()
     return (lambda bus: run_demo(bus, params)), TraceMetadata(kernel="demo_gemm", variant="demo")
 
 
-def demo_events(params: DemoParams | None = None):
+def demo_events(params: DemoParams | None = None) -> tuple[list[Event], TraceMetadata]:
     """The demo's events in time order, plus its metadata."""
     from kernbench.events.bus import Recorder
 

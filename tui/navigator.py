@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
@@ -269,3 +269,10 @@ class Navigator(Generic[Model]):
         """A Δt of about one cell at the fitted zoom of an 100-cell view."""
         span = self.end_ns - self.start_ns
         self.dt_ns = min(DT_STEPS, key=lambda d: abs(d - span / 100))
+
+
+#: A navigator over either model, as the widgets shown on both screens (main, compare) take it.
+#: Not the union of the two: the compare screen hands each side's panel its own model with
+#: ``dataclasses.replace(nav, model=…)``, a change of type parameter mypy cannot follow; each
+#: widget asks only what its model answers (tests/tui drives both screens).
+AnyNavigator = Navigator[Any]

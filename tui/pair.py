@@ -9,6 +9,7 @@ draw is still asked of each run's own model (``pair.sides``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from kernbench.events.store import EventStore
 from kernbench.events.timeline import TimelineModel, natural_key
@@ -44,11 +45,11 @@ class TimelinePair:
         found = {lane for m in self.sides for lane in m.channels_of(pe)}
         return sorted(found, key=natural_key)
 
-    def next_change(self, t_ns: float, **scope) -> float | None:
+    def next_change(self, t_ns: float, **scope: Any) -> float | None:
         found = [t for m in self.sides if (t := m.next_change(t_ns, **scope)) is not None]
         return min(found, default=None)
 
-    def prev_change(self, t_ns: float, **scope) -> float | None:
+    def prev_change(self, t_ns: float, **scope: Any) -> float | None:
         found = [t for m in self.sides if (t := m.prev_change(t_ns, **scope)) is not None]
         return max(found, default=None)
 

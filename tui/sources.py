@@ -43,11 +43,12 @@ from typing import Protocol, runtime_checkable
 
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.store import EventStore, columnize
+from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 
-EmitBatch = Callable[[list[Event]], None]
+#: what a source hands the app: events, or (from a child process) events already in columns
+EmitBatch = Callable[[list[Event] | ColumnBatch], None]
 
 
 @runtime_checkable
@@ -132,7 +133,7 @@ class ProcessSource:
     def __init__(
         self,
         target: str,
-        args: tuple = (),
+        args: tuple[object, ...] = (),
         *,
         description: str = "live simulation (child process)",
         batch_events: int = 8192,
@@ -148,7 +149,7 @@ class ProcessSource:
 
     on_status: Callable[..., None] | None = None
 
-    def run(self, emit_batch: Callable[[object], None]) -> TraceMetadata:
+    def run(self, emit_batch: EmitBatch) -> TraceMetadata:
         self._status(f"starting the simulation process ({self.description})")
         _ensure_resource_tracker()
         ctx = multiprocessing.get_context("spawn")
@@ -178,7 +179,8 @@ class ProcessSource:
                 elif tag == "status":
                     self._status(*payload)
                 elif tag == "done":
-                    return payload
+                    meta: TraceMetadata = payload
+                    return meta
                 else:
                     raise KernbenchError(payload)
         finally:
@@ -216,7 +218,8 @@ def _ensure_resource_tracker() -> None:
         sys.stderr = saved
 
 
-def _child_main(target: str, args: tuple, conn, batch_events: int, batch_s: float) -> None:
+def _child_main(target: str, args: tuple[object, ...], conn: multiprocessing.connection.Connection, batch_events: int,
+                batch_s: float) -> None:
     """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result.
 
     The child belongs to its parent: Ctrl-C in the terminal is the app's to
@@ -229,7 +232,7 @@ def _child_main(target: str, args: tuple, conn, batch_events: int, batch_s: floa
     buf: list[Event] = []
     last = time.monotonic()
 
-    def send(message: tuple) -> None:
+    def send(message: tuple[str, object]) -> None:
         try:
             conn.send(message)
         except (BrokenPipeError, EOFError, OSError):
@@ -283,7 +286,7 @@ def _exit_with_parent() -> None:
 class TraceFileSource:
     """A saved ``.kbtrace`` file (``trace``: already opened, e.g. checked before the app started)."""
 
-    def __init__(self, path: str | os.PathLike, trace: Trace | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], trace: Trace | None = None) -> None:
         self.path = os.fspath(path)
         self.description = os.path.basename(self.path)
         self._trace = trace

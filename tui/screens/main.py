@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar, Protocol, TypeVar, cast
+from typing import ClassVar, Protocol, TypeVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,7 +20,7 @@ from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import Event
 from kernbench_tui import why
 from kernbench_tui.messages import PathComputed, PEsChosen, SpanSelected
-from kernbench_tui.navigator import ZOOM_FACTOR, Navigator, ViewState
+from kernbench_tui.navigator import ZOOM_FACTOR, AnyNavigator, ViewState
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.goto import GotoTimeScreen
 from kernbench_tui.screens.help import HelpScreen
@@ -41,7 +41,7 @@ class TimelineApp(Protocol):
     """What the timeline screens read of their app (KernbenchApp; CompareApp for the compare screen)."""
 
     @property
-    def nav(self) -> Navigator[Any]: ...
+    def nav(self) -> AnyNavigator: ...
 
     @property
     def running(self) -> bool: ...
@@ -113,7 +113,7 @@ class MainScreen(Screen[None]):
         return cast(TimelineApp, self.app)
 
     @property
-    def nav(self) -> Navigator[Any]:
+    def nav(self) -> AnyNavigator:
         return self.debugger.nav
 
     def compose(self) -> ComposeResult:

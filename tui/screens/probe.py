@@ -34,7 +34,7 @@ def probe_text(topology: str | None) -> str:
     return note + render_text(result, breakdowns(graph, result))
 
 
-class ProbeScreen(Screen):
+class ProbeScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back"),
         Binding("P", "app.pop_screen", "back", show=False),

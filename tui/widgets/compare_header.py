@@ -9,14 +9,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kernbench_tui.navigator import Navigator, ViewState
+from kernbench_tui.navigator import AnyNavigator, ViewState
 from kernbench_tui.run_state import RunState
 from kernbench_tui.timefmt import format_ns
+
+if TYPE_CHECKING:  # the app module imports this widget
+    from kernbench_tui.compare_app import SideRun
 
 
 def difference_text(a_ns: float | None, b_ns: float | None) -> str:
@@ -43,7 +47,7 @@ class CompareHeader(Widget):
     run: reactive[tuple[RunState, ...] | None] = reactive(None)
     playing = reactive(False)
 
-    def __init__(self, nav: Navigator, sides: Sequence, *, id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, sides: Sequence[SideRun], *, id: str | None = None) -> None:
         """``sides``: the app's SideRun of A and B (label, text as written, latency)."""
         super().__init__(id=id)
         self.nav = nav

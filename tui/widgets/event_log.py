@@ -15,7 +15,7 @@ from textual.reactive import reactive
 from textual.widgets import Input
 
 from kernbench.events.types import EventKind
-from kernbench_tui.navigator import Navigator, ViewState
+from kernbench_tui.navigator import AnyNavigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, unit_for
 from kernbench_tui.widgets.panels import Panel
 
@@ -45,7 +45,7 @@ class EventLines(Panel):
 
     filter_text = reactive("")
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         text = Text(no_wrap=True)
         kinds, needle = parse_filter(self.filter_text)
         height = max(2, height - 1)  # under the filter
@@ -76,7 +76,7 @@ class EventLog(Vertical):
 
     view: reactive[ViewState | None] = reactive(None, repaint=False)  # handed on to the lines
 
-    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
 

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from kernbench_tui.navigator import Navigator, ViewState
+from kernbench_tui.navigator import AnyNavigator, ViewState
 from kernbench_tui.run_state import RunState
 from kernbench_tui.timefmt import format_ns
 
@@ -25,7 +25,7 @@ class TraceHeader(Widget):
     run: reactive[RunState | None] = reactive(None)
     playing = reactive(False)
 
-    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
 

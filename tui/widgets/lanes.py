@@ -50,7 +50,7 @@ from kernbench.events.timeline import LaneCells, TimelineModel
 from kernbench.events.types import Event, EventKind
 from kernbench.topology.ids import pe_of
 from kernbench_tui.messages import SpanSelected
-from kernbench_tui.navigator import Navigator, ViewState
+from kernbench_tui.navigator import AnyNavigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 from kernbench_tui.why import PATH_MARK
 
@@ -138,12 +138,12 @@ class LanesView(ScrollView, can_focus=True):
     side_notes: reactive[tuple[str, ...]] = reactive(())
     """Per side, why a shown PE has no lanes there (default: it is not in that run)."""
 
-    def __init__(self, nav: Navigator, *, sides: Sequence[tuple[str, TimelineModel]] = (), id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, *, sides: Sequence[tuple[str, TimelineModel]] = (), id: str | None = None) -> None:
         """``sides``: (label, model) of each run drawn under the one axis; default the navigator's model alone."""
         super().__init__(id=id)
         self.nav = nav
         self.sides = list(sides) or [("", nav.model)]
-        self._cache: dict[tuple, list[Segment]] = {}
+        self._cache: dict[tuple[object, ...], list[Segment]] = {}
         self._rows: list[Row] = []
 
     # ------------------------------------------------------------ layout

@@ -12,14 +12,15 @@ from dataclasses import replace
 
 import numpy as np
 from rich.text import Text
+from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import TabbedContent
 
 from kernbench.events.timeline import TimelineModel
-from kernbench.events.types import EventKind
+from kernbench.events.types import Event, EventKind
 from kernbench.topology.ids import pe_of
-from kernbench_tui.navigator import Navigator, ViewState
+from kernbench_tui.navigator import AnyNavigator, ViewState
 from kernbench_tui.timefmt import format_ns
 from kernbench_tui.why import PATH_MARK, WhyPath, step_lane, top_causes
 from kernbench_tui.widgets.sparkline import sparkline
@@ -43,7 +44,7 @@ def short_edge(edge: str, width: int) -> str:
     return edge if len(edge) <= width else "…" + edge[len(edge) - width + 1 :]
 
 
-def path_marks(nav: Navigator) -> WhyPath | None:
+def path_marks(nav: AnyNavigator) -> WhyPath | None:
     """The critical path when the panels mark it (``c`` on), else None."""
     return nav.why if nav.overlay else None
 
@@ -52,9 +53,9 @@ def _mark(on_path: bool) -> str:
     return f"{PATH_MARK} " if on_path else "  "
 
 
-def panel_area(widget) -> tuple[int, int]:
+def panel_area(widget: Widget) -> tuple[int, int]:
     """(width, height) a panel may fill: its tab pane, less tabs and padding."""
-    node = widget
+    node: DOMNode | None = widget
     while node is not None and not isinstance(node, TabbedContent):
         node = node.parent
     if node is None or not node.size.height:
@@ -69,7 +70,7 @@ class Panel(Widget):
 
     view: reactive[ViewState | None] = reactive(None, repaint=False)
 
-    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.nav = nav
         self._shown = False
@@ -90,7 +91,7 @@ class Panel(Widget):
     def render(self) -> Text:
         return Text(no_wrap=True) if self.view is None else self.text(self.nav, *panel_area(self))
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         """The panel's lines for ``nav``'s cursor and window, fitted to ``width`` × ``height``."""
         raise NotImplementedError
 
@@ -102,7 +103,7 @@ class FifoPanel(Panel):
     the busiest links over the window, with their occupancy along it.
     """
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         model, rows = nav.model, height - 1
         t = nav.cursor_ns
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
@@ -129,7 +130,7 @@ class FifoPanel(Panel):
             text.append("\n")
         return text
 
-    def _show_links(self, nav: Navigator, text: Text, width: int, rows: int, spark_w: int, name_w: int) -> None:
+    def _show_links(self, nav: AnyNavigator, text: Text, width: int, rows: int, spark_w: int, name_w: int) -> None:
         model = nav.model
         busiest = model.busiest_over(EventKind.EDGE_BUSY, nav.t0, nav.t1, k=max(rows, 0))
         if not busiest:
@@ -151,7 +152,7 @@ class FifoPanel(Panel):
 class StallsPanel(Panel):
     """Dispatch stalls of the shown PEs at the cursor: reason, duration, what on."""
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         model = nav.model
         t = nav.cursor_ns
         stalls = model.stalls_at(t, nav.pes or None)
@@ -173,7 +174,7 @@ class StallsPanel(Panel):
 class LoadsPanel(Panel):
     """Lazy loads in flight at the cursor."""
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         model = nav.model
         t = nav.cursor_ns
         pes = set(nav.pes)
@@ -202,7 +203,7 @@ class LoadsPanel(Panel):
 class DetailsPanel(Panel):
     """Everything about the selected span (click one, or n / N to a stall)."""
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         e = nav.selected
         text = Text(no_wrap=True)
         if e is None:
@@ -228,7 +229,7 @@ class DetailsPanel(Panel):
         self._related(nav, e, text, width)
         return text
 
-    def _related(self, nav: Navigator, e, text: Text, width: int) -> None:
+    def _related(self, nav: AnyNavigator, e: Event, text: Text, width: int) -> None:
         """What else the same request (corr_id) caused: kinds, span, the hops' path."""
         rows = nav.model.rows_with_corr(e.corr_id)
         if len(rows) <= 1:
@@ -266,7 +267,7 @@ class WhyPanel(Panel):
         if self._shown:
             self.refresh()
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         text = Text(no_wrap=True)
         why = nav.why
         if why is None:
@@ -306,13 +307,13 @@ def why_row(why: WhyPath, i: int, where_w: int, current: bool) -> str:
 class PairPanel(Panel):
     """A panel for each of two runs, stacked under their labels, at the one shared cursor."""
 
-    def __init__(self, nav: Navigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *,
+    def __init__(self, nav: AnyNavigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *,
                  id: str | None = None) -> None:
         super().__init__(nav, id=id)
         self._inner = inner(nav)  # never mounted: only its text() is used, once per side
         self.sides = sides
 
-    def text(self, nav: Navigator, width: int, height: int) -> Text:
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
         out = Text(no_wrap=True)
         each = max(2, height // len(self.sides) - 1)
         for label, model in self.sides:

@@ -45,7 +45,7 @@ class PEPicker(Vertical):
             assert isinstance(model, TimelineModel), "a TimelinePair's picker is given its utilization text"
             utilization = lambda pe: f"{model.pe_utilization(pe):4.0%}"
         self.utilization = utilization
-        self._shown: tuple | None = None
+        self._shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="p: search PE", id="pe-search")
@@ -108,7 +108,7 @@ class PEPicker(Vertical):
         self.query_one("#pe-tree", Tree).focus()
 
     @on(Tree.NodeSelected, "#pe-tree")
-    def node_selected(self, event: Tree.NodeSelected) -> None:
+    def node_selected(self, event: Tree.NodeSelected[list[str]]) -> None:
         event.stop()
         if event.node.data:
             self.post_message(PEsChosen(list(event.node.data)))
