@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import DTypeLike
 
-from kernbench.sim.region import Region, region_of_view
+from kernbench.sim.region import Region, byte_distance, region_of_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +122,7 @@ class Ptr:
     @property
     def offset(self) -> int:
         """Byte address of the region's first element in its memory."""
-        base = self.tensor.array
-        first = self._view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-        return self.tensor.offset + int(first)
+        return self.tensor.offset + byte_distance(self.tensor.array, self._view)
 
     @property
     def region(self) -> Region:

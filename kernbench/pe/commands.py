@@ -172,8 +172,8 @@ class OpSpec:
     scope: str = "tile"
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @cached_property
-    def logical_bytes(self) -> int:
+    @property
+    def logical_bytes(self) -> int:  # read once, by its CompositeCmd's (cached) sum
         return (
             OPCODE
             + ENUM

@@ -73,15 +73,16 @@ class Plan:
 
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
-    key = tuple(
+    # list comprehensions, not generators: this runs for every composite issued
+    key = tuple([
         (
             op.kind,
-            tuple((r.shape, r.nbytes, r.space) for r in op.operands.values()),
+            tuple([(r.shape, r.nbytes, r.space) for r in op.operands.values()]),
             None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
-            tuple(sorted(op.extra.items())),
+            tuple(sorted(op.extra.items())) if op.extra else (),
         )
         for op in ops
-    )
+    ])
     cache = pe.composite_plans
     try:
         hit = cache.get(key)

@@ -26,6 +26,8 @@ class OpKind:
     params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
 
     def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any]) -> F32:
+        if not self.params:
+            return self.fn(*operands)
         return self.fn(*operands, **{k: v for k, v in extra.items() if k in self.params})
 
 
@@ -40,12 +42,13 @@ def _gemm(a: ArrayLike, b: ArrayLike, acc: ArrayLike | None = None, transpose_b:
 
 
 def _rowmax(x: ArrayLike) -> F32:
-    r: F32 = _f32(x).max(axis=-1, keepdims=True)  # (numpy's stubs: Any for a reduction with axis)
+    # the ufunc's reduce is what ndarray.max calls, without its Python wrapper
+    r: F32 = np.maximum.reduce(_f32(x), axis=-1, keepdims=True)  # (numpy's stubs: Any for a reduction with axis)
     return r
 
 
 def _rowsum(x: ArrayLike) -> F32:
-    r: F32 = _f32(x).sum(axis=-1, keepdims=True)
+    r: F32 = np.add.reduce(_f32(x), axis=-1, keepdims=True)
     return r
 
 

@@ -425,10 +425,10 @@ class _FastTransfer(_Transfer):
         b = mem.burst_ns
         progs = []
         self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
-        for c in range(mem.channels):
-            cnt = bursts.count(c)
-            if not cnt:
+        for c, flits in enumerate(bursts.per_channel):
+            if flits is None:
                 continue
+            cnt = bursts.count(c)
             f = mem.fifos[c]
             start = f.reserve(now, cnt, self.seq, self.corr)
             if start is None:  # the channel is still receiving: merge flit by flit

@@ -101,6 +101,12 @@ def _from_pieces(pieces: list[tuple[int, int]]) -> Region:
     return Region(starts, g)
 
 
+def byte_distance(base: NDArray[np.generic], view: NDArray[np.generic]) -> int:
+    """Bytes from ``base``'s first element to ``view``'s (``ctypes.data`` is the data
+    pointer, read without building ``__array_interface__``'s dict)."""
+    return view.ctypes.data - base.ctypes.data
+
+
 def region_of_view(base: NDArray[np.generic], view: NDArray[np.generic], base_offset: int) -> Region:
     """The runs of ``view`` (a numpy view into the C-contiguous ``base``) at ``base_offset``.
 
@@ -109,7 +115,7 @@ def region_of_view(base: NDArray[np.generic], view: NDArray[np.generic], base_of
     """
     if view.base is None and view is not base:
         raise ValueError("not a view of the tensor (fancy indexing copies): use slices")
-    first = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    first = byte_distance(base, view)
     if view.flags.c_contiguous:
         return Region.contiguous(base_offset + first, view.nbytes)
     item = view.itemsize

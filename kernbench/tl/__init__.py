@@ -255,8 +255,9 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
         tuple(h.ref for h in rw),
     )
     ctx.cost.check_composite(cmd)
-    needed = [h for op in ops for h in op.operands.values() if isinstance(h, TensorHandle)]
-    needed += [op.out for op in ops if isinstance(op.out, TensorHandle)]
+    # every operand and out is a handle by now (_spec_refs checked)
+    needed = [h for op in ops for h in op.operands.values()]
+    needed += [op.out for op in ops if op.out is not None]
     needed += rw
     ctx.need(tuple(h for h in needed if h.ref.space == "tcm"))
     for op in ops:
@@ -293,9 +294,7 @@ def _value(h: TensorHandle) -> np.ndarray:
 
 
 def _run_spec(op: OpSpec) -> None:
-    k = op_kind(op.kind)
-    args = [_value(op.operands[name]) for name in op.operands]
-    r = k.compute(args, op.extra)
+    r = op_kind(op.kind).compute([_value(h) for h in op.operands.values()], op.extra)
     out = op.out
     if out is None:
         return

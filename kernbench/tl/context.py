@@ -75,7 +75,7 @@ class KernelContext:
         hid = self._next_id
         self._next_id += 1
         where = (ptr.memory, ptr.offset, ptr.region) if ptr is not None else ("", 0, None)
-        ref = HandleRef(hid, f"h{hid}:{label}", tuple(int(s) for s in shape), dtype_name(dtype), space, *where)
+        ref = HandleRef(hid, f"h{hid}:{label}", tuple([int(s) for s in shape]), dtype_name(dtype), space, *where)
         if space == "tcm":
             need = ref.nbytes
             if self._scratch_used + need > self.scratch_bytes and self._dropped_in_flight:
