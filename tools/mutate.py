@@ -11,7 +11,7 @@ survives refactors). For each mutant this script
 2. writes the mutated file into the copy — or reports the mutant *not
    applicable* when its snippet no longer occurs exactly once;
 3. runs the mutant's own test selection (``-x``), and, if that passes, the
-   whole suite; both without the self-generated comparisons (the goldens,
+   whole suite (less ``FULL_SKIP`` unless ``--everything``); both without the self-generated comparisons (the goldens,
    the README tables and the text snapshots, whose expected values the code
    itself produced) and without the known timing-flaky signal tests;
 4. restores the file in the copy and records killed / survived / timeout.
@@ -67,6 +67,12 @@ FLAKY = (
     "tests/hardening/test_signals.py",
     "tests/hardening/test_outputs.py::test_a_signal_at_any_moment_leaves_either_the_old_file_or_a_complete_new_one",
 )
+
+#: Left out of the second (whole-suite) pass unless --everything: the
+#: debugger's rendering and keys, and hostile input, signals and run limits
+#: with wall-clock bounds. None of them checks a latency, and they are the
+#: slowest part of the suite.
+FULL_SKIP = ("tests/tui", "tests/hardening")
 
 #: The first-pass selection per source folder (longest prefix wins); the
 #: oracles are always included.
@@ -187,7 +193,9 @@ def run_stage(tests: list[str], tree: Path, timeout: float, target: Path, origin
     return "error", f"flaky: {', '.join(skip)}", skip
 
 
-def run_mutant(m: Mutant, tree: Path, timeout: float, full: bool, override: list[str] | None, skip: tuple[str, ...] = ()) -> Record:
+def run_mutant(
+    m: Mutant, tree: Path, timeout: float, full: bool, override: list[str] | None, skip: tuple[str, ...] = (), full_skip: tuple[str, ...] = FULL_SKIP
+) -> Record:
     t0 = time.monotonic()
     why = applicability(m)
     if why is not None:
@@ -201,7 +209,7 @@ def run_mutant(m: Mutant, tree: Path, timeout: float, full: bool, override: list
         status, killer, skip = run_stage(first, tree, timeout, target, original, mutated, skip)
         stage = "subset"
         if status == "survived" and full and not override:
-            status, killer, skip = run_stage(["tests"], tree, timeout * 4, target, original, mutated, skip)
+            status, killer, skip = run_stage(["tests"], tree, timeout * 4, target, original, mutated, skip + full_skip)
             stage = "full"
     finally:
         target.write_text(original)
@@ -241,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="mutants run in parallel (one scratch copy each)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per first-pass run (the full suite gets 4x)")
     ap.add_argument("--no-full", action="store_true", help="do not run the whole suite on first-pass survivors")
+    ap.add_argument("--everything", action="store_true", help="the whole-suite pass includes tests/tui and tests/hardening too")
     ap.add_argument("--check", action="store_true", help="only report which mutants still apply")
     ap.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     ap.add_argument("--without", nargs="+", default=[], metavar="PATH",
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         def work(m: Mutant) -> Record:
             tree = free.pop()
             try:
-                return run_mutant(m, tree, args.timeout, not args.no_full, args.tests, tuple(args.without))
+                return run_mutant(m, tree, args.timeout, not args.no_full, args.tests, tuple(args.without), () if args.everything else FULL_SKIP)
             finally:
                 free.append(tree)
 
