@@ -120,9 +120,13 @@ def applicability(m: Mutant, root: Path = ROOT) -> str | None:
     return "snippet not found" if n == 0 else f"snippet occurs {n} times"
 
 
-def make_scratch(base: Path) -> Path:
+def make_scratch(base: Path, tests_from: str | None = None) -> Path:
     dst = base / "tree"
     shutil.copytree(ROOT, dst, ignore=COPY_IGNORE, symlinks=True)
+    if tests_from:  # the suite as it was at a commit (e.g. main: the survival rate before)
+        shutil.rmtree(dst / "tests")
+        archive = subprocess.run(["git", "archive", tests_from, "tests"], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x"], cwd=dst, input=archive, check=True)
     for name, target in PACKAGE_LINKS.items():
         (dst / name).symlink_to(target, target_is_directory=True)
     check = subprocess.run(
@@ -209,7 +213,9 @@ def run_mutant(
         status, killer, skip = run_stage(first, tree, timeout, target, original, mutated, skip)
         stage = "subset"
         if status == "survived" and full and not override:
-            status, killer, skip = run_stage(["tests"], tree, timeout * 4, target, original, mutated, skip + full_skip)
+            # the rest of the suite: what the first pass ran has passed already
+            rest = skip + full_skip + tuple(first)
+            status, killer, skip = run_stage(["tests"], tree, timeout * 4, target, original, mutated, rest)
             stage = "full"
     finally:
         target.write_text(original)
@@ -252,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--everything", action="store_true", help="the whole-suite pass includes tests/tui and tests/hardening too")
     ap.add_argument("--check", action="store_true", help="only report which mutants still apply")
     ap.add_argument("--json", metavar="PATH", help="also write the records as JSON")
+    ap.add_argument("--tests-from", metavar="REF", help="run the tests/ folder of this git commit (e.g. main, for the rate before)")
     ap.add_argument("--without", nargs="+", default=[], metavar="PATH",
                     help="leave these tests out (e.g. --without tests/oracles: the suite before the oracles were added)")
     args = ap.parse_args(argv)
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jobs = max(1, args.jobs)
     with tempfile.TemporaryDirectory(prefix="kernbench-mut-") as tmp:
-        trees = [make_scratch(Path(tmp) / f"job{i}") for i in range(jobs)]
+        trees = [make_scratch(Path(tmp) / f"job{i}", args.tests_from) for i in range(jobs)]
         free = list(trees)
         records: dict[str, Record] = {}
 
