@@ -30,7 +30,7 @@ def per_event_ns(bus: Bus | None) -> float:
     def loop() -> float:
         t0 = time.perf_counter()
         if bus is None:
-            for i in range(N):
+            for _ in range(N):
                 pass
         else:
             b = bus

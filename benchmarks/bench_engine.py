@@ -135,7 +135,7 @@ def main() -> None:
 
     wall_f, lat_f, _ = contended_mix(cube1, "fast")
     wall_o, lat_o, _ = contended_mix(cube1, "oracle")
-    worst = max(abs(a - b) for a, b in zip(lat_f, lat_o))
+    worst = max(abs(a - b) for a, b in zip(lat_f, lat_o, strict=True))
     print(f"contended mix (cube1, 12 streams): fast {wall_f * 1e3:7.1f} ms, oracle {wall_o * 1e3:7.1f} ms wall "
           f"(oracle / fast = {wall_o / wall_f:.1f}x); largest latency difference {worst:.2e} ns")
 

@@ -135,16 +135,16 @@ def main() -> None:
 
     bare_n = 200_000
     ev_bare, _ = count_events(lambda: bare_simpy(bare_n))
-    t_bare, m_bare = best(lambda: bare_simpy(bare_n), args.repeats)
+    t_bare, _ = best(lambda: bare_simpy(bare_n), args.repeats)
     bare_eps = ev_bare / t_bare
     print(f"bare SimPy timeout loop: {bare_n / t_bare:10,.0f} timeouts/s = {bare_eps:10,.0f} events/s")
     for kernel in (many_small, compute_only):
         rt, live = live_run(kernel)
         cmds = live.total_commands
-        ev_live, _ = count_events(lambda: live_run(kernel))
-        modeled = count_modeled(lambda bus: rt.replay(live, bus=bus))
-        t_live, m_live = best(lambda: live_run(kernel), args.repeats)
-        t_rep, m_rep = best(lambda: rt.replay(live), args.repeats)
+        ev_live, _ = count_events(lambda kernel=kernel: live_run(kernel))
+        modeled = count_modeled(lambda bus, rt=rt, live=live: rt.replay(live, bus=bus))
+        t_live, m_live = best(lambda kernel=kernel: live_run(kernel), args.repeats)
+        t_rep, m_rep = best(lambda rt=rt, live=live: rt.replay(live), args.repeats)
         print(f"\n{kernel.__name__}: {(kernel.__doc__ or '').strip()}")
         print(f"  {cmds} commands on one PE of cube1, simulated latency {live.latency_ns:.0f} ns, "
               f"{modeled / cmds:.2f} modeled events and {ev_live / cmds:.2f} SimPy events per command")

@@ -17,8 +17,8 @@ import time
 from contextlib import redirect_stdout
 
 from kernbench.topology.compile import load_topology
-from kernbench_probes.dma import main as probe_main
 from kernbench_probes.cases import simulate
+from kernbench_probes.dma import main as probe_main
 from kernbench_probes.dma import run_probe
 
 

@@ -44,7 +44,7 @@ def build_trace(n_events: int) -> tuple[EventStore, object]:
 
 def percentile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 async def key_latencies(path: Path, size: tuple[int, int], pes: int) -> dict[str, list[float]]:
@@ -126,7 +126,7 @@ async def live_latencies(size: tuple[int, int], n_pes: int, tiles: int) -> tuple
 
     lat: list[float] = []
     t_start = time.perf_counter()
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=size):
         app._display = timed_display
         keys = ["comma", "full_stop", "w", "s", "right_square_bracket"]
         i = 0
@@ -138,7 +138,7 @@ async def live_latencies(size: tuple[int, int], n_pes: int, tiles: int) -> tuple
             try:
                 await asyncio.wait_for(frame.wait(), timeout=5)
                 lat.append((frames[-1] - t0) * 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 lat.append(5000.0)
             i += 1
         wall = time.perf_counter() - t_start

@@ -1,5 +1,7 @@
 import numpy as np
+
 from kernbench import Runtime, tl
+
 
 def scale_rows(x, out):                       # a kernel: plain Python against tl
     t = tl.load(x)                            # lazy DMA read (ADR-0062)

@@ -4,6 +4,11 @@
 """
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what __getattr__ below loads on first use
+    from kernbench import tl as tl
+    from kernbench.runtime.api import Runtime as Runtime
 
 __version__ = "0.1.0"
 
@@ -16,7 +21,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 del _var
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # Lazy so that ``import kernbench`` stays cheap for the CLI and the TUI.
     if name == "Runtime":
         from kernbench.runtime.api import Runtime

@@ -12,18 +12,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kernbench import __version__
 from kernbench.exit_codes import guarded
+
+if TYPE_CHECKING:
+    from kernbench.events.bus import Bus
+    from kernbench.events.tracefile import TraceMetadata
 
 COMMANDS: tuple[str, ...] = (
     "kernbench.commands.topo",
     "kernbench.commands.run",
     "kernbench.commands.bench",
+    "kernbench.commands.compare",
 )
 
 
-def tui_simulation(argv: list[str]):
+def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
     """``kernbench-tui run``'s hook: ``(fn(bus), metadata)`` for a kernel's live run."""
     from kernbench.commands.run import tui_simulation as build
 

@@ -26,7 +26,7 @@ from kernbench.errors import OutputPathError
 PART_SUFFIX = ".part"
 
 
-def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike | None]], inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]], inputs: Iterable[str | os.PathLike[str] | None] = ()) -> None:
     """``outputs`` as ``(flag, path)`` pairs (``None`` paths are skipped); raise on the first bad one."""
     seen: dict[Path, str] = {}
     ins = {_identity(Path(p)) for p in inputs if p is not None and Path(p).is_file()}
@@ -63,7 +63,7 @@ def _check_one(flag: str, path: Path) -> None:
         raise OutputPathError(f"{where}: folder {folder} is not writable")
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> None:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
     """Call ``write(f)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     On any failure (including KeyboardInterrupt) the temporary file is
@@ -73,7 +73,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
     write_all_atomic([(path, write)])
 
 
-def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike, Callable[[IO[bytes]], Any]]]) -> None:
+def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[IO[bytes]], Any]]]) -> None:
     """Several outputs of one command, all or none: each is written to its
     temporary file first; only when every one is complete are they renamed."""
     done: list[tuple[Path, Path]] = []
@@ -92,6 +92,7 @@ def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike, Callable[[IO[byt
             os.replace(tmp, path)
         done.clear()
     except OSError as exc:
+        assert current is not None  # set before anything that can raise OSError
         raise OutputPathError(f"cannot write {current}: {exc.strerror or exc}; {_kept(current)}") from None
     finally:
         for tmp, _ in done:
@@ -115,7 +116,7 @@ def _kept(path: Path) -> str:
     return f"{path} was left as it was" if path.exists() else f"{path} was not created"
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 

@@ -1,4 +1,10 @@
-"""What the model charged along the critical path of one isolated transfer.
+"""Where one isolated transfer's time went: simulated, and charged from the graph alone.
+
+A case's breakdown is the simulated transfer's critical-flit journey — the
+same parts ``kernbench run --explain`` attributes a kernel's transfers with
+(:mod:`kernbench.sim.transit`, causes named as in
+:mod:`kernbench.analysis.critical`) — checked against what the graph
+charges independently of the engine (:func:`charges`, below).
 
 The engine pays a transfer's latency on nodes and edges of its routes only
 (see :mod:`kernbench.sim.network`). On an idle machine that latency is the
@@ -26,10 +32,46 @@ from dataclasses import dataclass
 
 import simpy
 
+from kernbench.analysis.critical import TRANSIT_CAUSE
 from kernbench.sim.network import Network
+from kernbench.sim.transit import Part
 from kernbench.topology.graph import Graph, Route
-
 from kernbench_probes.cases import Case
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One case at one size: the simulated parts and the graph's own charges (closed by queueing)."""
+
+    latency_ns: float
+    parts: tuple[Part, ...]
+    charges: list[Charge]
+
+    def rows(self) -> list[tuple[str, str, float]]:
+        """(component, cause, ns) along the journey, consecutive equal pairs joined."""
+        out: list[tuple[str, str, float]] = []
+        for p in self.parts:
+            cause = TRANSIT_CAUSE.get(p.cause, p.cause)
+            if out and out[-1][0] == p.component and out[-1][1] == cause:
+                out[-1] = (p.component, cause, out[-1][2] + p.ns)
+            else:
+                out.append((p.component, cause, p.ns))
+        return out
+
+    def by_cause(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for p in self.parts:
+            cause = TRANSIT_CAUSE.get(p.cause, p.cause)
+            out[cause] = out.get(cause, 0.0) + p.ns
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "by_cause": {k: round(v, 9) for k, v in self.by_cause().items()},
+            "parts": [{"component": c, "cause": cause, "ns": round(ns, 9)} for c, cause, ns in self.rows()],
+            "graph_charges_ns": round(sum(c.ns for c in self.charges if c.what != "queueing"), 9),
+            "queueing_ns": round(self.charges[-1].ns, 9),
+        }
 
 
 @dataclass(frozen=True, slots=True)

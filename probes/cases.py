@@ -19,7 +19,7 @@ from typing import Literal
 import simpy
 
 from kernbench.errors import RouteError
-from kernbench.sim.network import Network
+from kernbench.sim.network import Mode, Network, TransferResult
 from kernbench.topology.graph import Graph, Node, Route
 
 Op = Literal["read", "write"]
@@ -47,17 +47,25 @@ CASE_LABELS: dict[str, str] = {
 HOP_ORDER = ("local", "same-half", "cross-half", "cross-cube-best", "cross-cube-worst")
 
 
-def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: str = "fast") -> float:
+def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast") -> float:
     """Latency of one transfer on a fresh, idle machine."""
+    latency: float = transfer(graph, op, initiator, memory, size_bytes, mode).latency_ns
+    return latency
+
+
+def transfer(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast", explain: bool = False) -> TransferResult:
+    """One transfer on a fresh, idle machine (``explain``: with where its time went)."""
     env = simpy.Environment()
-    net = Network(env, graph, mode=mode)
+    net = Network(env, graph, mode=mode, explain=explain)
     start = net.read if op == "read" else net.write
     proc = start(initiator, memory, 0, size_bytes)
     env.run()
-    return proc.value.latency_ns
+    done = proc.value
+    assert isinstance(done, TransferResult), "the transfer finished: nothing else runs on the machine"
+    return done
 
 
-def _natural(node_id: str) -> tuple:
+def _natural(node_id: str) -> tuple[int | str, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", node_id))
 
 
@@ -69,10 +77,11 @@ def _attached_router(graph: Graph, node_id: str) -> Node | None:
     return None
 
 
-def _signature(route: Route) -> tuple:
-    return (route.src_overhead_ns,) + tuple(
-        (h.edge.bw_gbps, h.prop_ns, h.next_overhead_ns) for h in route.hops
-    )
+_Signature = tuple[float | tuple[float, float, float], ...]  # what a route's timing depends on
+
+
+def _signature(route: Route) -> _Signature:
+    return (route.src_overhead_ns, *((h.edge.bw_gbps, h.prop_ns, h.next_overhead_ns) for h in route.hops))
 
 
 class CaseFinder:
@@ -89,7 +98,7 @@ class CaseFinder:
         self.sip, self.cube, self.pe = node.attrs["sip"], node.attrs["cube"], node.attrs["pe"]
         self.size_bytes = size_bytes
         self.slices = sorted(graph.nodes_of_kind("hbm_slice"), key=lambda n: _natural(n.id))
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple[Op, _Signature, _Signature, int, int, float], float] = {}
         self.simulated = 0
 
     def latency(self, op: Op, initiator: str, memory: str) -> float:
@@ -123,6 +132,7 @@ class CaseFinder:
         remote = [n for n in self.slices if (n.attrs["sip"], n.attrs["cube"]) != (self.sip, self.cube)]
         home = _attached_router(g, self.initiator)
         half = home.attrs.get("half") if home is not None else None
+        home_id = home.id if home is not None else None
 
         def router_of(n: Node) -> Node | None:
             return _attached_router(g, n.id)
@@ -131,7 +141,7 @@ class CaseFinder:
             out = []
             for n in own:
                 r = router_of(n)
-                if r is not None and r.id != home.id and r.attrs.get("half") is not None and pred(r.attrs["half"]):
+                if r is not None and r.id != home_id and r.attrs.get("half") is not None and pred(r.attrs["half"]):
                     out.append(n)
             return out
 

@@ -19,33 +19,25 @@ Uses only kernbench's public API: topology loading, ``Graph.route`` and the
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
 
+from kernbench import sizes
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json as to_json_text
+from kernbench.sim.network import Mode
+from kernbench.sizes import size_label
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
-
-from kernbench_probes.breakdown import Charge, with_queueing
-from kernbench_probes.cases import HOP_ORDER, Case, CaseFinder, simulate
+from kernbench_probes.breakdown import Breakdown, with_queueing
+from kernbench_probes.cases import HOP_ORDER, CaseFinder, simulate, transfer
+from kernbench_probes.results import ProbeResult, Row, Verdict
 
 DEFAULT_SOURCE = "sip0.cube0.pe0"
 DEFAULT_SIZES = "32KiB,1MiB"
 SHORT = {"local": "local", "same-half": "same-half", "cross-half": "cross-half", "cross-cube-best": "best", "cross-cube-worst": "worst"}
-_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-# The paper's Table "probe-pe-dma": case → (latency ns at 32 KiB, {size: Util%}).
-# Shown beside the measured values when the topology is the paper's own.
-PAPER_REFERENCE: dict[str, tuple[float, dict[str, float]]] = {
-    "local": (141.0, {"32KiB": 90.8, "1MiB": 100.0}),
-    "same-half": (147.9, {"32KiB": 86.6, "1MiB": 99.9}),
-    "cross-half": (161.2, {"32KiB": 79.4, "1MiB": 99.8}),
-    "cross-cube-best": (330.5, {"32KiB": 77.5, "1MiB": 99.6}),
-    "cross-cube-worst": (677.1, {"32KiB": 37.8, "1MiB": 97.8}),
-}
 
 
 MAX_SIZE_BYTES = 2**30
@@ -53,11 +45,13 @@ MAX_SIZE_BYTES = 2**30
 
 def parse_size(text: str) -> int:
     """``32KiB`` → 32768; ``1MiB``, ``256B``, ``4096`` (bytes) alike; 1 B .. 1 GiB."""
-    m = re.fullmatch(r"\s*(\d{1,10})\s*([A-Za-z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _UNITS) or not 0 < int(m.group(1)) * _UNITS.get(unit, 1) <= MAX_SIZE_BYTES:
+    try:
+        n = sizes.parse_size(text)
+    except ValueError:
+        n = 0
+    if not 0 < n <= MAX_SIZE_BYTES:
         raise argparse.ArgumentTypeError(f"bad size {text!r}: use a count of B, KiB, MiB or GiB from 1 B to 1 GiB")
-    return int(m.group(1)) * _UNITS.get(unit, 1)
+    return n
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -67,47 +61,7 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def size_label(size_bytes: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size_bytes % scale == 0:
-            return f"{size_bytes // scale}{unit}"
-    return f"{size_bytes}B"
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    case: Case
-    latency_ns: dict[int, float]  # per size
-    util_pct: dict[int, float]  # per size
-    bottleneck_gbps: float
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    name: str
-    ok: bool | None  # None: the topology has no such cases (skipped)
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeResult:
-    topology: str
-    source: str
-    sizes: tuple[int, ...]
-    rows: tuple[Row, ...]
-    invariants: tuple[Verdict, ...]
-    candidates_simulated: int
-    timing: str = "fast"
-
-    @property
-    def passed(self) -> bool:
-        return all(v.ok is not False for v in self.invariants)
-
-    def row(self, key: str) -> Row | None:
-        return next((r for r in self.rows if r.case.key == key), None)
-
-
-def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: str = "fast") -> ProbeResult:
+def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] = (2**15, 2**20), mode: Mode = "fast") -> ProbeResult:
     """The probe table; ``mode`` times the measured transfers (the case choice is always timed fast)."""
     finder = CaseFinder(graph, source, sizes[0])
     rows = []
@@ -133,7 +87,7 @@ def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
     else:
         parts = [f"{SHORT[chain[0]]} {lat[chain[0]]:.1f}"]
         ok = True
-        for a, b in zip(chain, chain[1:]):
+        for a, b in pairwise(chain):
             step_ok = round(lat[a], 9) <= round(lat[b], 9)
             ok &= step_ok
             parts.append(f"{'≤' if step_ok else '>'} {SHORT[b]} {lat[b]:.1f}")
@@ -146,22 +100,28 @@ def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
         out.append(Verdict(name, None, "no host on this topology"))
     name = "cross-CUBE best < worst"
     if "cross-cube-best" in lat and "cross-cube-worst" in lat:
-        b, w = lat["cross-cube-best"], lat["cross-cube-worst"]
-        out.append(Verdict(name, round(b, 9) < round(w, 9), f"best {b:.1f} vs worst {w:.1f}"))
+        best, worst = lat["cross-cube-best"], lat["cross-cube-worst"]
+        out.append(Verdict(name, round(best, 9) < round(worst, 9), f"best {best:.1f} vs worst {worst:.1f}"))
     else:
         out.append(Verdict(name, None, "one CUBE: no remote slice"))
     return out
 
 
-def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, list[Charge]]:
-    """Per case, the critical-path charges at the first size, closed by queueing."""
+def breakdowns(graph: Graph, result: ProbeResult) -> dict[str, Breakdown]:
+    """Per case at the first size: where the simulated transfer's time went, and the graph's own charges."""
     size = result.sizes[0]
-    return {r.case.key: with_queueing(graph, r.case, size, r.latency_ns[size]) for r in result.rows}
+    out = {}
+    for r in result.rows:
+        c = r.case
+        done = transfer(graph, c.op, c.initiator, c.memory, size, result.timing, explain=True)
+        out[c.key] = Breakdown(done.latency_ns, done.parts, with_queueing(graph, c, size, done.latency_ns))
+    return out
 
 
-def to_json(result: ProbeResult) -> dict:
-    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``)."""
-    return {
+def to_json(result: ProbeResult, parts: dict[str, Breakdown] | None = None) -> dict[str, Any]:
+    """The table and verdicts; latency and Util% are given per size (``{"32KiB": …, "1MiB": …}``);
+    with ``parts`` each row also has its ``"breakdown"`` at the first size."""
+    doc: dict[str, Any] = {
         "topology": result.topology,
         "timing": result.timing,
         "source": result.source,
@@ -177,6 +137,10 @@ def to_json(result: ProbeResult) -> dict:
         ],
         "invariants": [{"name": v.name, "ok": v.ok, "detail": v.detail} for v in result.invariants],
     }
+    if parts is not None:
+        for row in doc["rows"]:
+            row["breakdown"] = parts[row["case"]].as_json()
+    return doc
 
 
 def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
@@ -186,7 +150,9 @@ def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
     p.add_argument("--source", default=DEFAULT_SOURCE, help=f"source PE (default: {DEFAULT_SOURCE})")
     p.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})")
     p.add_argument("--json", action="store_true", help="print the table and verdicts as JSON")
-    p.add_argument("--breakdown", action="store_true", help="show what the model charged per case, at the first size")
+    p.add_argument("--breakdown", action="store_true",
+                   help="where each case's time went at the first size (as `kernbench run --explain` attributes it), "
+                        "checked against the graph's own charges")
     p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
                    help="fast: trains in closed form (default); oracle: every flit as its own step (same results, slower)")
     return p
@@ -197,12 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         graph = load_topology(args.topology, args.overrides)
         result = run_probe(graph, args.source, args.sizes, args.timing)
-        parts = breakdowns(graph, result) if args.breakdown and not args.json else None
+        parts = breakdowns(graph, result) if args.breakdown else None
     except KernbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(to_json_text(to_json(result), indent=2, ensure_ascii=False))
+        print(to_json_text(to_json(result, parts), indent=2, ensure_ascii=False))
     else:
         from kernbench_probes.render import render_text
 

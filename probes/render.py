@@ -12,8 +12,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kernbench_probes.breakdown import Charge
-from kernbench_probes.dma import PAPER_REFERENCE, ProbeResult, size_label
+from kernbench.sizes import size_label
+from kernbench_probes.breakdown import Breakdown
+from kernbench_probes.results import PAPER_REFERENCE, ProbeResult
 
 WIDTH = 120
 VERDICT = {True: "PASS", False: "FAIL", None: "SKIP"}
@@ -50,21 +51,24 @@ def _table(result: ProbeResult) -> Table:
     return t
 
 
-def _breakdown(key: str, label: str, charges: list[Charge], latency_ns: float) -> Table:
-    t = Table(title=f"{label}: what the model charged", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    t.add_column("path")
-    t.add_column("charge")
+def _breakdown(label: str, b: Breakdown) -> Table:
+    t = Table(title=f"{label}: where the time went", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     t.add_column("where")
+    t.add_column("cause")
     t.add_column("ns", justify="right")
-    for c in charges:
-        t.add_row(c.path, c.what, c.where, f"{c.ns:.3f}")
+    for where, cause, ns in b.rows():
+        t.add_row(where, cause, f"{ns:.3f}")
     t.add_section()
-    t.add_row("", "total", "sum of the charges", f"{sum(c.ns for c in charges):.3f}")
-    t.add_row("", "latency", "simulated", f"{latency_ns:.3f}")
+    for cause, ns in b.by_cause().items():
+        t.add_row("", f"all {cause}", f"{ns:.3f}")
+    t.add_row("", "latency", f"{b.latency_ns:.3f}")
+    charged = sum(c.ns for c in b.charges if c.what != "queueing")
+    t.add_row("", "graph's own charges", f"{charged:.3f}")
+    t.add_row("", "simulated − charges", f"{b.charges[-1].ns:.3f}")
     return t
 
 
-def render_text(result: ProbeResult, breakdowns: dict[str, list[Charge]] | None = None) -> str:
+def render_text(result: ProbeResult, breakdowns: dict[str, Breakdown] | None = None) -> str:
     buf = io.StringIO()
     con = _console(buf)
     sizes = ", ".join(size_label(s) for s in result.sizes)
@@ -82,5 +86,5 @@ def render_text(result: ProbeResult, breakdowns: dict[str, list[Charge]] | None 
         first = result.sizes[0]
         for r in result.rows:
             con.print()
-            con.print(_breakdown(r.case.key, f"{r.case.label} ({r.case.op} {size_label(first)})", breakdowns[r.case.key], r.latency_ns[first]))
+            con.print(_breakdown(f"{r.case.label} ({r.case.op} {size_label(first)})", breakdowns[r.case.key]))
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())

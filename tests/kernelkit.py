@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.events.types import Event, EventKind
-from kernbench.runtime.api import Runtime, RunResult
+from kernbench.runtime.api import RunResult, Runtime
 
 PE0 = "sip0.cube0.pe0"
 

@@ -48,8 +48,7 @@ def test_every_relative_link_resolves_and_there_is_a_license():
 
 
 def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
-    from kernbench import exit_codes
-    from kernbench.runtime import limits
+    from kernbench import exit_codes, limits
     from kernbench.topology import compile, yamldoc
 
     section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]

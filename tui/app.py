@@ -32,6 +32,7 @@ from kernbench.events.tracefile import TraceMetadata
 from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
 from kernbench_tui.navigator import Navigator
+from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.main import MainScreen
 from kernbench_tui.sources import Source, WholeTraceSource
 
@@ -92,6 +93,13 @@ class KernbenchApp(App):
         self._preparing = self.set_interval(PREPARING_TICK_S, self._tick_preparing)
         self.run_worker(self._run_source, thread=True, exclusive=True, name="source")
 
+    def run_state(self) -> RunState:
+        """The run as the screen shows it (handed down as ``MainScreen.run``)."""
+        return RunState(self.metadata, self.running, self.error, len(self.store), self.placeholder())
+
+    def _show_run(self) -> None:
+        self.main.run = self.run_state()
+
     def placeholder(self) -> str:
         """The line the lanes show while there is nothing to draw yet (or at all)."""
         if len(self.store):
@@ -105,7 +113,7 @@ class KernbenchApp(App):
     def _tick_preparing(self) -> None:
         if len(self.store) or not self.running:
             self._stop_preparing()
-        self.main.refresh_view()
+        self._show_run()
 
     def _stop_preparing(self) -> None:
         if self._preparing is not None:
@@ -116,7 +124,7 @@ class KernbenchApp(App):
         self.status = message.text
         if message.metadata is not None:
             self.metadata = message.metadata
-        self.main.refresh_view()
+        self._show_run()
 
     def _source_done(self) -> None:
         self._stop_preparing()
@@ -171,14 +179,14 @@ class KernbenchApp(App):
             self.nav.fit()
             self.nav.default_dt()
         if first:
-            self.main.refresh_view(picker=True)
+            self._show_run()
         elif self._live_refresh is None:
             # Redraw for new data at most LIVE_REFRESH_S apart; keys redraw at once.
             self._live_refresh = self.set_timer(LIVE_REFRESH_S, self._refresh_live)
 
     def _refresh_live(self) -> None:
         self._live_refresh = None
-        self.main.refresh_view()
+        self._show_run()
 
     def on_trace_opened(self, message: TraceOpened) -> None:
         self.store = message.trace.store
@@ -190,7 +198,7 @@ class KernbenchApp(App):
         self.nav.fit()
         self.nav.default_dt()
         self.nav.cursor_ns = self.nav.start_ns
-        self.main.refresh_view(picker=True)
+        self._show_run()
 
     def on_source_finished(self, message: SourceFinished) -> None:
         self._source_done()
@@ -198,10 +206,10 @@ class KernbenchApp(App):
         if self.nav.follow:
             self.nav.on_new_events()
         self.nav.default_dt()
-        self.main.refresh_view(picker=True)
+        self._show_run()
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._source_done()
         self.error = message.error
         self.notify(message.error, title="simulation failed", severity="error", timeout=30)
-        self.main.refresh_view(picker=True)
+        self._show_run()

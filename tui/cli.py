@@ -5,6 +5,7 @@
     kernbench-tui                       # default GQA decode (opt2), live
     kernbench-tui run KERNEL [OPTS…]    # same options as `kernbench run`
     kernbench-tui open run.kbtrace      # a saved trace
+    kernbench-tui compare A B           # two runs on one axis; each a .kbtrace or "KERNEL [OPTS…]"
     kernbench-tui demo [--pes N]        # the synthetic run (no simulator needed)
     kernbench-tui probe [OPTS…]         # print the probe table (for scripts)
 """
@@ -17,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kernbench import __version__
 from kernbench.errors import KernbenchError
@@ -62,6 +64,27 @@ def check_run_options(run_argv: Sequence[str]) -> None:
     check_run(run_argv[0], list(run_argv[1:]))
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """What ``kernbench-tui compare`` opens: per side, the text as written and its source."""
+
+    sides: tuple[tuple[str, object], ...]
+
+
+def _side_source(label: str, text: str):
+    """A source for one side of ``compare`` (see :mod:`kernbench.commands.sides`), checked before the app starts."""
+    from kernbench.commands.sides import RunSide, SideError, check_side, parse_side
+    from kernbench_tui.sources import TraceFileSource
+
+    try:
+        side = parse_side(text)
+        source = _simulation_source(list(side.argv)) if isinstance(side, RunSide) else None
+        trace = check_side(side)
+    except SideError as exc:
+        raise KernbenchError(f"compare {label}: {exc}") from None
+    return source if source is not None else TraceFileSource(side.path, trace)
+
+
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float):
     from kernbench_tui.demo import DemoParams
     from kernbench_tui.sources import ProcessSource
@@ -91,10 +114,15 @@ def terminal_problem() -> str | None:
 
 
 def _launch(source) -> int:
-    from kernbench_tui.app import KernbenchApp
+    if isinstance(source, Comparison):
+        from kernbench_tui.compare_app import CompareApp
 
-    app = KernbenchApp(source)
-    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)  # noqa: E731 - the app restores the terminal
+        app = CompareApp(list(source.sides))
+    else:
+        from kernbench_tui.app import KernbenchApp
+
+        app = KernbenchApp(source)
+    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)
     previous = signal.signal(signal.SIGTERM, quit_on)
     try:
         app.run()
@@ -145,6 +173,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("options", nargs=argparse.REMAINDER)
     op = sub.add_parser("open", help="open a saved .kbtrace file")
     op.add_argument("file")
+    cmp = sub.add_parser("compare", help='two runs on one time axis; each a .kbtrace file or "KERNEL [options]"')
+    cmp.add_argument("a", help='run A: FILE.kbtrace or "KERNEL [options of kernbench run]" (quoted: one argument)')
+    cmp.add_argument("b", help="run B, the same way")
     demo = sub.add_parser("demo", help="a synthetic GEMM-like run (no simulator needed)")
     demo.add_argument("--pes", type=_count(1, 256), default=8)
     demo.add_argument("--tiles", type=_count(1, 100_000), default=40)
@@ -170,11 +201,12 @@ def _start(args: argparse.Namespace, launch: Callable[[object], int]) -> int:
         )
     if args.command == "open":
         from kernbench.events.tracefile import open_trace
-
         from kernbench_tui.sources import TraceFileSource
 
         trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts
         return launch(TraceFileSource(args.file, trace))
+    if args.command == "compare":
+        return launch(Comparison(((args.a, _side_source("A", args.a)), (args.b, _side_source("B", args.b)))))
     if args.command == "demo":
         return launch(_demo_source(args.pes, args.tiles, args.pace))
     if args.command == "run":

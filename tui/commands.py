@@ -16,11 +16,21 @@ class DebuggerCommands(Provider):
     """Timeline moves, plus saving the run as a trace or Perfetto JSON."""
 
     def _commands(self):
+        from kernbench_tui.screens.compare import CompareScreen
         from kernbench_tui.screens.main import MainScreen
 
         screen = self.screen
         if not isinstance(screen, MainScreen):
             return []
+        entries = self._entries()
+        if isinstance(screen, CompareScreen):  # one run's commands (follow, probe, save) do not apply
+            keep = {"Go to time…", "Next stall", "Previous stall", "Fit whole run", "Zoom in", "Zoom out",
+                    "Play / pause", "HBM channel lanes", "Help"}
+            return [entry for entry in entries if entry[0] in keep]
+        return entries
+
+    def _entries(self):
+        screen = self.screen
         app = self.app
         stem = (app.metadata.kernel or "run").replace("/", "_")
         return [

@@ -17,9 +17,35 @@ PAN_FRACTION = 0.25
 DT_STEPS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6)
 
 
+def data_key(model) -> tuple[tuple[int, int], ...]:
+    """(identity, version) of each store behind ``model`` (a TimelinePair has two): changes with new events."""
+    stores = getattr(model, "stores", None) or (model.store,)
+    return tuple((id(s), s.version) for s in stores)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewState:
+    """Everything a drawing of the navigator depends on, as one value.
+
+    Two equal states draw the same screen, so a view that keeps the last one
+    it drew can skip a redraw that would change nothing.
+    """
+
+    cursor_ns: float
+    t0: float
+    t1: float
+    dt_ns: float
+    pes: tuple[str, ...]
+    selected: Event | None
+    follow: bool
+    channels: bool
+    data: tuple[tuple[int, int], ...]  # (identity, version) of each store drawn: new events redraw
+
+
 @dataclass
 class Navigator:
-    """The view over a :class:`TimelineModel`: where the cursor is, what is visible."""
+    """The view over a :class:`TimelineModel` (or a :class:`~kernbench_tui.pair.TimelinePair`
+    of two runs): where the cursor is, what is visible."""
 
     model: TimelineModel
     pes: list[str] = field(default_factory=list)
@@ -34,6 +60,11 @@ class Navigator:
     def toggle_channels(self) -> None:
         """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
         self.channels = not self.channels
+
+    def state(self) -> ViewState:
+        """The view state now (compare with an earlier one to see whether anything moved)."""
+        return ViewState(self.cursor_ns, self.t0, self.t1, self.dt_ns, tuple(self.pes), self.selected,
+                         self.follow, self.channels, data_key(self.model))
 
     def lanes(self, pe: str) -> list[str]:
         """The lanes drawn for ``pe``: its engines, then (``h``) its slice's channels."""
@@ -52,6 +83,10 @@ class Navigator:
     @property
     def width_ns(self) -> float:
         return self.t1 - self.t0
+
+    def show_pes(self, pes: list[str]) -> None:
+        """Show these PEs' lanes (the picker's choice)."""
+        self.pes = list(pes)
 
     def ensure_pes(self) -> None:
         """Show the first PE once one exists (and drop PEs that vanished)."""
@@ -98,6 +133,11 @@ class Navigator:
         self.follow = False
         self.set_cursor(t)
         return True
+
+    def select(self, event: Event, at_ns: float) -> None:
+        """Select ``event`` (a clicked span) and put the cursor where it was clicked."""
+        self.selected = event
+        self.goto(at_ns)
 
     def step(self, direction: int) -> None:
         """Move by ±Δt (``]`` / ``[``)."""
@@ -149,6 +189,9 @@ class Navigator:
         self.t0, self.t1 = self.start_ns, self.end_ns
         if self.t1 - self.t0 < MIN_WINDOW_NS:
             self.t1 = self.t0 + MIN_WINDOW_NS
+
+    def stop_following(self) -> None:
+        self.follow = False
 
     def follow_live(self) -> None:
         """Keep the cursor on the newest simulated time (``F``)."""

@@ -25,22 +25,24 @@ Algorithms (:data:`ALGORITHMS`):
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from kernbench import tl
 from kernbench.collectives import grid2d, ring, tree
 from kernbench.collectives.group import Group, Ring
+from kernbench.handles import HbmTensor
 
 __all__ = ["ALGORITHMS", "BUFFERS", "Group", "Ring", "all_gather", "all_reduce", "chunk_elements", "reduce_scatter"]
 
-def _ring(buf, g: Group, me: int, chunk: int) -> None:
+def _ring(buf: HbmTensor, g: Group, me: int, chunk: int) -> None:
     ring.all_reduce(buf, Ring.of(g.snake, me, 0, buf.shape[0], chunk))
 
 
-def _tree(buf, g: Group, me: int, chunk: int) -> None:
+def _tree(buf: HbmTensor, g: Group, me: int, chunk: int) -> None:
     tree.all_reduce(buf, g.snake, me, chunk)
 
 
-def _grid2d(buf, g: Group, me: int, chunk: int) -> None:
+def _grid2d(buf: HbmTensor, g: Group, me: int, chunk: int) -> None:
     grid2d.all_reduce(buf, g, chunk)
 
 
@@ -51,14 +53,14 @@ ALGORITHMS = tuple(_ALL_REDUCE)
 BUFFERS = {"ring": ring.BUFFERS, "2d": grid2d.BUFFERS, "tree": tree.BUFFERS}
 
 
-def chunk_elements(chunk_bytes: int, dtype) -> int:
-    size = np.dtype(dtype).itemsize
+def chunk_elements(chunk_bytes: int, dtype: DTypeLike) -> int:
+    size: int = np.dtype(dtype).itemsize
     if chunk_bytes < size or chunk_bytes % size:
         raise ValueError(f"chunk_bytes {chunk_bytes} must be a positive multiple of the {size} B element")
     return chunk_bytes // size
 
 
-def _check_buffer(buf) -> None:
+def _check_buffer(buf: HbmTensor) -> None:
     if len(buf.shape) != 1:
         raise ValueError(f"collectives work on 1-D buffers; {buf.name} has shape {buf.shape}")
 
@@ -67,7 +69,7 @@ def _group(group: Group | None) -> Group:
     return group if group is not None else Group(tuple(range(tl.num_programs())))
 
 
-def all_reduce(buf, group: Group | None = None, *, algo: str = "ring", chunk_bytes: int = 64 * 1024) -> None:
+def all_reduce(buf: HbmTensor, group: Group | None = None, *, algo: str = "ring", chunk_bytes: int = 64 * 1024) -> None:
     """Every member's ``buf`` becomes the sum over the group (default: every program)."""
     _check_buffer(buf)
     g = _group(group)
@@ -79,7 +81,7 @@ def all_reduce(buf, group: Group | None = None, *, algo: str = "ring", chunk_byt
     run(buf, g, me, chunk_elements(chunk_bytes, buf.dtype))
 
 
-def reduce_scatter(buf, group: Group | None = None, *, chunk_bytes: int = 64 * 1024) -> tuple[int, int]:
+def reduce_scatter(buf: HbmTensor, group: Group | None = None, *, chunk_bytes: int = 64 * 1024) -> tuple[int, int]:
     """Ring reduce-scatter: returns ``[a, b)``, the elements of ``buf`` that now hold the group's sum.
 
     Member ``i`` of the snake order gets segment ``i`` of ``p`` (sizes differ by at most one).
@@ -91,7 +93,7 @@ def reduce_scatter(buf, group: Group | None = None, *, chunk_bytes: int = 64 * 1
     return r.segment(r.pos)
 
 
-def all_gather(buf, group: Group | None = None, *, chunk_bytes: int = 64 * 1024) -> None:
+def all_gather(buf: HbmTensor, group: Group | None = None, *, chunk_bytes: int = 64 * 1024) -> None:
     """Ring all-gather: member ``i`` of the snake order contributes segment ``i`` of ``buf``; all get all."""
     _check_buffer(buf)
     g = _group(group)

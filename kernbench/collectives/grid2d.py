@@ -16,11 +16,12 @@ from __future__ import annotations
 from kernbench import tl
 from kernbench.collectives import ring
 from kernbench.collectives.group import Group, Ring
+from kernbench.handles import HbmTensor
 
 BUFFERS = ring.BUFFERS
 
 
-def all_reduce(buf, group: Group, chunk: int) -> None:
+def all_reduce(buf: HbmTensor, group: Group, chunk: int) -> None:
     me = tl.program_id()
     r, c = group.where(me)
     row = Ring.of(group.grid_row(r), me, 0, buf.shape[0], chunk)

@@ -16,6 +16,7 @@ element and any payload divides), and a segment into messages of at most
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -34,7 +35,7 @@ class Group:
             raise ValueError(f"a grid of {self.rows} rows does not hold {p} programs")
 
     @classmethod
-    def square(cls, programs) -> "Group":
+    def square(cls, programs: Iterable[int]) -> Group:
         """The most square grid (rows ≤ cols) of ``programs``, row-major."""
         programs = tuple(programs)
         p = len(programs)
@@ -82,7 +83,7 @@ class Ring:
     chunk: int  # elements per message
 
     @classmethod
-    def of(cls, members: tuple[int, ...], me: int, lo: int, hi: int, chunk: int) -> "Ring":
+    def of(cls, members: tuple[int, ...], me: int, lo: int, hi: int, chunk: int) -> Ring:
         return cls(tuple(members), members.index(me), lo, hi, chunk)
 
     @property

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from kernbench import tl
 from kernbench.collectives.group import Ring
+from kernbench.handles import HbmTensor
 
 #: Chunk buffers a program holds in TCM at once (received, own, sum).
 BUFFERS = 3
 
 
-def reduce_scatter(buf, ring: Ring, *, forward: bool = False) -> None:
+def reduce_scatter(buf: HbmTensor, ring: Ring, *, forward: bool = False) -> None:
     """Leave the ring's sum of segment ``ring.pos`` in ``buf``.
 
     ``forward=True`` also sends each reduced chunk to the right as it is
@@ -54,7 +55,7 @@ def reduce_scatter(buf, ring: Ring, *, forward: bool = False) -> None:
             del part, own, acc
 
 
-def all_gather(buf, ring: Ring, *, sent: bool = False) -> None:
+def all_gather(buf: HbmTensor, ring: Ring, *, sent: bool = False) -> None:
     """Give every member each member's segment ``pos`` (``sent``: ours is already on its way)."""
     q, me = ring.size, ring.pos
     if q == 1:
@@ -72,7 +73,7 @@ def all_gather(buf, ring: Ring, *, sent: bool = False) -> None:
             del got
 
 
-def all_reduce(buf, ring: Ring) -> None:
+def all_reduce(buf: HbmTensor, ring: Ring) -> None:
     """Reduce-scatter, then all-gather; the reduced chunks go straight on."""
     reduce_scatter(buf, ring, forward=True)
     all_gather(buf, ring, sent=True)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from kernbench import tl
 from kernbench.collectives.group import pieces
+from kernbench.handles import HbmTensor
 
 #: Chunk buffers a rank holds in TCM at once (own / running sum, two children's, new sum).
 BUFFERS = 4
 
 
-def all_reduce(buf, order: tuple[int, ...], me: int, chunk: int) -> None:
+def all_reduce(buf: HbmTensor, order: tuple[int, ...], me: int, chunk: int) -> None:
     pos = order.index(me)
     kids = [order[c] for c in (2 * pos + 1, 2 * pos + 2) if c < len(order)]
     parent = order[(pos - 1) // 2] if pos else None

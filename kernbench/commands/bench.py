@@ -23,10 +23,14 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
 from kernbench.studies.benches import STUDY_BENCHES
+
+if TYPE_CHECKING:
+    from kernbench.sim.network import Mode
 
 #: Ships inside the package, so ``bench --check`` works from anywhere; in a
 #: checkout (editable install) ``--regen`` rewrites the repository's file.
@@ -37,15 +41,15 @@ GQA_BENCH_SHAPE = dict(heads=32, kv_heads=4, head_dim=128, context=4096, tile=12
 GQA_BENCH_TOPOLOGY = "sip2x2"
 
 
-def _kernel(name: str, topology: str | None = None, **params) -> Callable[..., dict[str, float]]:
-    def run(mode: str = "fast") -> dict[str, float]:
+def _kernel(name: str, topology: str | None = None, **params: Any) -> Callable[..., dict[str, float]]:
+    def run(mode: Mode = "fast") -> dict[str, float]:
         from kernbench.kernels import registry
         from kernbench.runtime.api import Runtime
 
         spec = registry.get(name)
         p = dict(spec.defaults(), **params)
         rt = Runtime(topology or spec.default_topology, mode=mode)
-        prepared = spec.prepare(rt, p)
+        spec.prepare(rt, p)
         result = rt.run()
         label = name + (f"/{p['variant']}" if "variant" in p else "")
         return {label: result.latency_ns}
@@ -73,7 +77,7 @@ def plugin_benches() -> list[Callable[..., dict[str, float]]]:
     return [ep.load() for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)]
 
 
-def run_benches(mode: str = "fast") -> dict[str, float]:
+def run_benches(mode: Mode = "fast") -> dict[str, float]:
     """Every bench's latency; each bench takes the timing mode (``mode=``)."""
     out: dict[str, float] = {}
     for bench in (*BENCHES, *plugin_benches()):
@@ -126,7 +130,7 @@ def diff(golden: dict[str, float], now: dict[str, float], tolerance_ns: float = 
     return lines
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser("bench", help="run the shipped benches against the goldens", description=__doc__.split("\n")[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
@@ -163,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         return 1 if args.check and moved else 0
     if args.regen:
         print(f"wrote {len(now)} bench latencies to {path}")
-        print("\n".join(["moved:"] + moved) if moved else "nothing moved")
+        print("\n".join(["moved:", *moved]) if moved else "nothing moved")
         return 0
     width = max(len(k) for k in now)
     for name in sorted(now):

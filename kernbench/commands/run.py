@@ -2,8 +2,10 @@
 
 Prints the latency, commands and dispatch cycles, the numerics error
 against the kernel's numpy reference, and each engine's busy share; with
-``--json`` the same as one JSON object. ``--trace`` saves the event stream
-for ``kernbench-tui open``; ``--perfetto`` exports Chrome/Perfetto JSON.
+``--json`` the same as one JSON object. ``--explain`` adds where every
+nanosecond went: the critical path, attributed by cause, by component kind
+and by component (in JSON: ``"attribution"``). ``--trace`` saves the event
+stream for ``kernbench-tui open``; ``--perfetto`` exports Chrome/Perfetto JSON.
 
 Everything is checked before the simulation starts: the kernel's options
 (their ranges and the rules between them), the output paths, the topology.
@@ -18,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich import box
 from rich.console import Console
@@ -26,12 +28,14 @@ from rich.table import Table
 
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.types import Event
+from kernbench.events.types import ENGINES, Event
 from kernbench.kernels import registry
+from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
-from kernbench.pe.processing_element import ENGINES
-from kernbench.runtime.api import Runtime, RunResult
-from kernbench.runtime.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
+from kernbench.runtime.api import RunResult, Runtime
+
+if TYPE_CHECKING:
+    from kernbench.events.tracefile import TraceMetadata
 
 ENGINE_NAMES = {
     "cpu": "PE_CPU",
@@ -48,11 +52,11 @@ ENGINE_NAMES = {
 class OptionParser(argparse.ArgumentParser):
     """An option error is a :class:`KernbenchError` (one line, exit 2), not usage text and ``SystemExit``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise KernbenchError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "run",
         allow_abbrev=False,  # --m is a kernel option, not short for --max-sim-ns
@@ -87,6 +91,8 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--topology", dict(default=None, metavar="NAME|PATH", help="topology (default: the kernel's)")),
     ("--set", dict(dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")),
     ("--json", dict(action="store_true", help="print one JSON object")),
+    ("--explain", dict(action="store_true",
+                       help="attribute every ns of the latency along the critical path (by cause, component kind, component)")),
     ("--timing", dict(choices=("fast", "oracle"), default="fast",
                       help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)")),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
@@ -142,7 +148,7 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
     return RunLimits(ns.max_commands_per_pe, ns.max_sim_ns, ns.max_wall_s)
 
 
-def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, dict]:
+def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
     """Everything that can be checked before the topology is compiled: the kernel name, its options
     (also against the topology's PE count, read from the YAML), the output paths."""
     from kernbench.topology.compile import check_size, pe_count
@@ -159,7 +165,7 @@ def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpar
     return spec, ns, params
 
 
-def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, dict]:
+def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, registry.Params]:
     """Check a kernel's options and outputs, build its runtime and launch it (not run yet)."""
     spec, ns, params = check_run(kernel, argv)
     rt = Runtime(ns.topology or spec.default_topology, ns.overrides, mode=ns.timing)
@@ -170,7 +176,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     return spec, ns, rt, prepared, params
 
 
-def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: dict) -> dict[str, Any]:
+def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: registry.Params) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kernel": spec.name,
         "topology": rt.graph.name,
@@ -199,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name}\t{spec.description}")
         return 0
     spec, ns, rt, prepared, params = prepare(args.kernel, _common_argv(args) + list(args.options))
-    need_events = bool(ns.trace or ns.perfetto)
+    need_events = bool(ns.trace or ns.perfetto or ns.explain)
     try:
         result = rt.run(record=need_events, limits=limits_of(ns))
     except KernbenchError as exc:
@@ -209,16 +215,27 @@ def run(args: argparse.Namespace) -> int:
             exc.args = (f"{exc}\n  the {len(recorded):,} events recorded up to the failure are in {', '.join(saved)}",)
         raise
     data = report(spec, rt, prepared, result, params)
-    if need_events:
+    attribution = None
+    if ns.explain:
+        from kernbench.analysis.critical import attribute
+
+        attribution = attribute(result.events or [], result.latency_ns)
+        data["attribution"] = attribution.as_json()
+    if ns.trace or ns.perfetto:
         _save(ns, result.events or [], _meta(spec, rt, prepared, params, result.latency_ns))
     if ns.json:
         print(to_json(data, indent=2, sort_keys=False))
     else:
         print_report(data, result)
+        if attribution is not None:
+            from kernbench.commands.explain import explain_text
+
+            print()
+            print(explain_text(attribution), end="")
     return 0
 
 
-def _meta(spec, rt, prepared, params, end_ns: float | None):
+def _meta(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, params: registry.Params, end_ns: float | None) -> TraceMetadata:
     from kernbench.events.tracefile import TraceMetadata
 
     extra: dict[str, Any] = {"params": params}
@@ -233,7 +250,7 @@ def _partial(path: str) -> str:
     return str(p.with_name(f"{p.stem}.partial{p.suffix}"))
 
 
-def _save(ns: argparse.Namespace, events: list[Event], meta, partial: bool = False) -> list[str]:
+def _save(ns: argparse.Namespace, events: list[Event], meta: TraceMetadata, partial: bool = False) -> list[str]:
     """Write the requested outputs, all or none (an interrupt between two leaves neither)."""
     from kernbench.events.perfetto import perfetto_bytes
     from kernbench.events.store import EventStore
@@ -258,14 +275,14 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-def print_report(data: dict, result: RunResult) -> None:
+def print_report(data: dict[str, Any], result: RunResult) -> None:
     console = _Console(width=100, highlight=False, color_system=None if not sys.stdout.isatty() else "auto")  # honours NO_COLOR
     head = f"{data['kernel']}" + (f" ({data['variant']})" if data["variant"] else "")
     console.print(f"{head} on {data['topology']} · {data['pes']} PE(s)")
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
     console.print(f"max |err| vs numpy {data['max_abs_err']:.3g}")
-    extra = {k: v for k, v in data.items() if k not in {"kernel", "topology", "variant", "params", "latency_ns", "engine_util_pct", "dispatch_cycles", "commands", "pes", "max_abs_err"}}
+    extra = {k: v for k, v in data.items() if k not in {"kernel", "topology", "variant", "params", "latency_ns", "engine_util_pct", "dispatch_cycles", "commands", "pes", "max_abs_err", "attribution"}}
     for k, v in extra.items():
         console.print(f"{k:<18} {v}")
     t = Table(box=box.SIMPLE_HEAD, title="engines (all PEs)", title_justify="left")
@@ -282,7 +299,7 @@ def print_report(data: dict, result: RunResult) -> None:
     console.print(f"PE_CPU stalled {stall:,.1f} ns in all (lazy-load waits, full queue, receives)")
 
 
-def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], Any], Any]:
+def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
     """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``."""
     from kernbench.events.tracefile import TraceMetadata
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import io
 import re
-from collections import Counter
+from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
 
 from kernbench.outputs import to_json
@@ -27,7 +27,7 @@ from kernbench.topology.spec import load_spec, named_topologies
 WIDTH = 120
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser("topo", help="inspect topologies", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="summarize a topology: counts, bandwidths, an example route")
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def list_data() -> list[dict]:
+def list_data() -> list[dict[str, Any]]:
     out = []
     for name in named_topologies():
         spec = load_spec(name)
@@ -60,13 +60,13 @@ def list_data() -> list[dict]:
     return out
 
 
-def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict:
+def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[str, Any]:
     """What ``topo show`` prints, as numbers."""
     spec = graph.spec
     mesh = spec["sip"]["mesh"]
     nodes, edges = graph.kind_counts()
     slices = graph.nodes_of_kind("hbm_slice")
-    doc: dict = {
+    doc: dict[str, Any] = {
         "name": graph.name,
         "description": spec.get("description") or "",
         "sips": spec["system"]["sips"],
@@ -97,7 +97,7 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict:
 # --- rendering ---------------------------------------------------------------
 
 
-def _render(*items) -> str:
+def _render(*items: RenderableType) -> str:
     buf = io.StringIO()
     con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
     for item in items:
@@ -105,7 +105,7 @@ def _render(*items) -> str:
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
-def _natural(node_id: str) -> tuple:
+def _natural(node_id: str) -> tuple[int | str, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", node_id))
 
 
@@ -113,7 +113,7 @@ def _gbps(x: float) -> str:
     return f"{x:g} GB/s"
 
 
-def render_list(rows: list[dict] | None = None) -> str:
+def render_list(rows: list[dict[str, Any]] | None = None) -> str:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for col in ("name", "PEs", "description"):
         t.add_column(col)
@@ -228,7 +228,10 @@ def _default_route(graph: Graph) -> tuple[str, str] | None:
 
 def _route_table(graph: Graph, route: Route) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for col, just in (("#", "right"), ("edge", "left"), ("kind", "left"), ("bw GB/s", "right"), ("prop ns", "right"), ("flit ns", "right"), ("next node overhead ns", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("#", "right"), ("edge", "left"), ("kind", "left"), ("bw GB/s", "right"), ("prop ns", "right"), ("flit ns", "right"), ("next node overhead ns", "right"),
+    )
+    for col, just in columns:
         t.add_column(col, justify=just)
     for i, h in enumerate(route.hops, 1):
         t.add_row(str(i), h.edge.id, h.edge.kind, f"{h.edge.bw_gbps:g}", f"{h.prop_ns:g}", f"{h.flit_ns:.3g}", f"{h.next_overhead_ns:g}")
@@ -236,7 +239,7 @@ def _route_table(graph: Graph, route: Route) -> Table:
 
 
 def render_show(graph: Graph, route_ends: tuple[str, str] | None = None) -> str:
-    items: list = [
+    items: list[RenderableType] = [
         f"topology {graph.name} · {graph.spec.get('description') or ''}".rstrip(" ·"),
         "",
         _facts(graph),

@@ -46,12 +46,15 @@ class Bus:
         label: str = "",
         value: float = 0.0,
         detail: str = "",
-    ) -> None:
-        """Build and publish one event; call only when :attr:`active`."""
-        event = Event(t_ns, kind, component, end_ns, corr_id, label, value, detail, self._seq)
-        self._seq += 1
+        pred: int = -1,
+    ) -> int:
+        """Build and publish one event (call only when :attr:`active`); its ``seq``."""
+        seq = self._seq
+        event = Event(t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred)
+        self._seq = seq + 1
         for fn in self._subscribers:
             fn(event)
+        return seq
 
 
 class Recorder:

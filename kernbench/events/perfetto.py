@@ -4,7 +4,7 @@ Open the file in https://ui.perfetto.dev or ``chrome://tracing``:
 
 * one *process* per PE (``pid`` in natural PE order, named by
   ``process_name`` metadata), threads for its engine lanes in
-  :data:`~kernbench.events.timeline.ENGINES` order;
+  :data:`~kernbench.events.types.ENGINES` order;
 * edges live in a ``links`` process (threads per edge), other components
   (HBM channels, routers…) in a process per parent node;
 * spans become complete (``"X"``) events, instants become ``"i"`` events,
@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from kernbench.events.store import EventStore, is_span_kind
-from kernbench.events.timeline import ENGINES, natural_key, pe_of
+from kernbench.events.timeline import natural_key
+from kernbench.events.types import ENGINES
+from kernbench.topology.ids import pe_of
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
 from kernbench.outputs import write_atomic
@@ -119,7 +121,10 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
     start = np.rint(store.col("t_ns")).astype(np.int64).tolist() if n else []
     end = np.rint(store.col("end_ns")).astype(np.int64).tolist() if n else []
     span_rows: dict[int, list[tuple[int, int, int]]] = {}
+    transit = int(EventKind.TRANSIT)  # a transfer's causes: the attribution's input, not a timeline of their own
     for row in range(n):
+        if cols["kind"][row] == transit:
+            continue
         if is_span_kind(cols["kind"][row]):
             end[row] = max(end[row], start[row])
             span_rows.setdefault(cols["component"][row], []).append((start[row], end[row], row))
@@ -129,12 +134,14 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
         placed, count = pack_tracks(spans)
         track.update(placed)
         tracks_per_component[store.components[comp]] = count
-    used = sorted({store.components[int(c)] for c in np.unique(store.col("component"))})
+    used = sorted({store.components[int(c)] for c in np.unique(store.col("component")[store.col("kind") != transit])})
     tracks = _Tracks(used, tracks_per_component)
     events: list[dict[str, Any]] = list(tracks.meta)
     hops: dict[int, list[tuple[int, int, int]]] = {}
     counters: dict[tuple[int, int], dict[str, Any]] = {}
     for row in range(n):
+        if cols["kind"][row] == transit:
+            continue
         kind = EventKind(cols["kind"][row])
         comp = store.components[cols["component"][row]]
         pid, tid = tracks.of[(comp, track.get(row, 0))]

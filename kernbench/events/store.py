@@ -43,6 +43,7 @@ COLUMNS: dict[str, np.dtype] = {
     "value": np.dtype(np.float64),
     "corr_id": np.dtype(np.int64),
     "seq": np.dtype(np.int64),
+    "pred": np.dtype(np.int64),
 }
 
 
@@ -85,6 +86,7 @@ def columnize(events: Sequence[Event]) -> ColumnBatch:
         "value": np.fromiter((e.value for e in events), dtype=np.float64, count=n),
         "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=n),
         "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=n),
+        "pred": np.fromiter((e.pred for e in events), dtype=np.int64, count=n),
     }
     if n:
         order = np.lexsort((cols["seq"], cols["t_ns"]))
@@ -359,6 +361,7 @@ class EventStore:
             value=float(c["value"].data[row]),
             detail=self.strings[int(c["detail"].data[row])],
             seq=int(c["seq"].data[row]),
+            pred=int(c["pred"].data[row]),
         )
 
     def events(self, rows: Iterable[int] | None = None) -> list[Event]:

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernbench.events.store import EventStore, N_KINDS, is_span_kind
-from kernbench.events.types import Event, EventKind
+from kernbench.events.types import ENGINES, Event, EventKind
+from kernbench.topology.ids import local_slice, pe_of
 
-#: Engine lanes of one PE, in display order.
-ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
 
 #: Span kinds that mean "the lane is stalled" rather than "busy".
 STALL_KINDS = frozenset({EventKind.STALL, EventKind.LOAD_WAIT})
@@ -39,14 +38,7 @@ _KIND_PRIORITY = np.arange(N_KINDS) + 2
 _KIND_PRIORITY[int(EventKind.STALL)] = 0
 _KIND_PRIORITY[int(EventKind.LOAD_WAIT)] = 1
 
-_PE_RE = re.compile(r"^(sip(\d+)\.cube(\d+)\.pe(\d+))\.(.+)$")
 _NUM_RE = re.compile(r"(\d+)")
-
-
-def pe_of(component: str) -> str | None:
-    """``"sip0.cube1.pe3.gemm"`` → ``"sip0.cube1.pe3"``; None if not a PE lane."""
-    m = _PE_RE.match(component)
-    return m.group(1) if m else None
 
 
 def natural_key(name: str) -> tuple:
@@ -169,8 +161,7 @@ class TimelineModel:
 
         def build() -> list[str]:
             store = self.store
-            prefix, _, p = pe.rpartition(".pe")
-            sid = store.string_id(f"{prefix}.hbm.slice{p}")
+            sid = store.string_id(local_slice(pe))
             if sid is None:
                 return []
             labels = store.col("label")

@@ -38,7 +38,9 @@ from kernbench.events.store import COLUMNS, EventStore
 from kernbench.outputs import write_atomic
 
 MAGIC = b"KBTRACE\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # v2 added the ``pred`` column; v1 files read with every pred -1
+#: Columns a version's files lack, and the value each event gets for them.
+_ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1)}
 _FIXED = struct.Struct("<8sHHIQI")
 
 
@@ -118,7 +120,7 @@ def open_trace(path: str | os.PathLike) -> Trace:
     if zlib.crc32(payload, zlib.crc32(header)) != crc:
         raise fail("corrupt: checksum mismatch (the file was altered or damaged)")
     meta, components, strings, n_events = _read_header(header, fail)
-    columns = _read_columns(payload, n_events, fail)
+    columns = _read_columns(payload, n_events, version, fail)
     try:
         store = EventStore.from_columns(columns, components, strings)
     except ValueError as exc:
@@ -177,12 +179,16 @@ def _read_header(header: bytes, fail) -> tuple[TraceMetadata, list[str], list[st
     return TraceMetadata(**meta), components, strings, n_events
 
 
-def _read_columns(payload: bytes, n_events: int, fail) -> dict[str, np.ndarray]:
+def _read_columns(payload: bytes, n_events: int, version: int, fail) -> dict[str, np.ndarray]:
     """Each column from its ``.npy`` member, checked before any array is allocated."""
     columns = {}
     try:
         with zipfile.ZipFile(io.BytesIO(payload)) as zf:
             for name, dtype in COLUMNS.items():
+                since, default = _ADDED_IN.get(name, (1, 0))
+                if version < since:  # an older file: the column did not exist yet
+                    columns[name] = np.full(n_events, default, dtype=dtype)
+                    continue
                 info = zf.getinfo(f"{name}.npy")
                 with zf.open(info) as member:
                     read_header = _NPY_HEADERS[npformat.read_magic(member)]

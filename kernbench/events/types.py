@@ -26,7 +26,21 @@ LOAD_ISSUE            instant   lazy load; label = handle name; value = bytes
 LOAD_COMPLETE         instant   label = handle name; value = bytes
 LOAD_WAIT             span      auto-wait at first use; label = handle name
 CPU_WORK              span      explicit tl.cycles(n); value = cycles
+TRANSIT               span      where a transfer's critical flit spent
+                                ``[t_ns, end_ns]``: component = node, edge or
+                                channel; label = cause (overhead,
+                                serialization, propagation, queueing, drain);
+                                value = corr_id of the transfer it queued
+                                behind (queueing), else -1; pred = the span
+                                the transfer belongs to (its DMA/IPCQ lane)
 ====================  ========  ================================================
+
+``pred`` is the ``seq`` of the span whose end released this span's start:
+the span it waited for (a data dependency, its engine or lane being busy,
+its dispatch, a landing load or message), ``-1`` when nothing did (it
+started at time 0, or is an instant). A STALL's pred is what ended the stall.
+Following preds back from the last span is the run's critical path
+(:mod:`kernbench.analysis.critical`).
 
 ``corr_id`` joins everything one request caused (a transfer's hops, its
 channel bursts, its start and end); ``-1`` when not applicable.
@@ -36,6 +50,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+
+#: Engine lanes of one PE (components ``sipS.cubeC.peP.<engine>``), in display order.
+ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
 
 
 class EventKind(enum.IntEnum):
@@ -51,6 +69,7 @@ class EventKind(enum.IntEnum):
     LOAD_COMPLETE = 9
     LOAD_WAIT = 10
     CPU_WORK = 11
+    TRANSIT = 12
 
 
 SPAN_KINDS = frozenset(
@@ -62,6 +81,7 @@ SPAN_KINDS = frozenset(
         EventKind.STALL,
         EventKind.LOAD_WAIT,
         EventKind.CPU_WORK,
+        EventKind.TRANSIT,
     }
 )
 
@@ -89,6 +109,7 @@ class Event:
     value: float = 0.0
     detail: str = ""
     seq: int = -1
+    pred: int = -1
 
     @property
     def is_span(self) -> bool:

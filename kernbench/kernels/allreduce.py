@@ -7,7 +7,7 @@ PE's buffer holds the element-wise sum, reduced in place by
 message size. The check compares every PE's buffer with the numpy sum of
 the inputs (float32 accumulation, rounded to the dtype); the summary sets
 the simulated latency beside the α–β model of the same schedule
-(:mod:`kernbench.studies.alphabeta`).
+(:mod:`kernbench.models.alphabeta`).
 
 PEs (``--pes``): by default PE 0 of every CUBE (of every SIP), the group a
 grid with the CUBE mesh's shape (SIPs stacked); ``sipN`` is PE 0 of every
@@ -20,19 +20,22 @@ by default the CUBE grid for the CUBE sets and the most square one else.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from kernbench import collectives, tl
 from kernbench.collectives import Group
+from kernbench.handles import HbmTensor
 from kernbench.kernels.data import random_f16
-from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
-from kernbench.runtime.api import Runtime, RunResult
+from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, Summary, register
+from kernbench.models.alphabeta import Problem, predict
+from kernbench.runtime.api import RunResult, Runtime
 from kernbench.sizes import parse_size, size_label
-from kernbench.studies.alphabeta import Problem, predict
+from kernbench.topology.ids import pe_id
 
 DTYPES = ("float16", "float32")
 
 
-def allreduce(bufs, group: Group, algo: str, chunk_bytes: int) -> None:
+def allreduce(bufs: list[HbmTensor], group: Group, algo: str, chunk_bytes: int) -> None:
     collectives.all_reduce(bufs[tl.program_id()], group, algo=algo, chunk_bytes=chunk_bytes)
 
 
@@ -43,7 +46,7 @@ def cube_pes(rt: Runtime, sip: int | None = None) -> tuple[list[str], int]:
     """PE 0 of every CUBE (of one SIP or all), in CUBE order; and the grid's rows."""
     mesh = rt.graph.spec["sip"]["mesh"]
     sips = range(rt.graph.spec["system"]["sips"]) if sip is None else [sip]
-    pes = [f"sip{s}.cube{c}.pe0" for s in sips for c in range(mesh["width"] * mesh["height"])]
+    pes = [pe_id(s, c, 0) for s in sips for c in range(mesh["width"] * mesh["height"])]
     return pes, len(sips) * mesh["height"]
 
 
@@ -87,7 +90,7 @@ def make_group(n: int, rows: int | None, grid: str) -> Group:
 # --- set-up ------------------------------------------------------------------
 
 
-def setup(rt: Runtime, p: dict) -> Prepared:
+def setup(rt: Runtime, p: Params) -> Prepared:
     algo = p["algo"]
     if algo not in collectives.ALGORITHMS:
         raise ValueError(f"algo must be one of {', '.join(collectives.ALGORITHMS)}, not {algo!r}")
@@ -114,7 +117,7 @@ def setup(rt: Runtime, p: dict) -> Prepared:
     n = payload // dtype.itemsize
     rng = np.random.default_rng(p["seed"])
     inputs = [random_f16(rng, (n,)).astype(dtype, copy=False) for _ in pe_ids]
-    bufs = [rt.deploy(x, pe=pe, name=f"buf{i}", dtype=dtype) for i, (x, pe) in enumerate(zip(inputs, pe_ids))]
+    bufs = [rt.deploy(x, pe=pe, name=f"buf{i}", dtype=dtype) for i, (x, pe) in enumerate(zip(inputs, pe_ids, strict=True))]
     rt.launch(allreduce, pes=pe_ids, args=(bufs, group, algo, chunk_bytes))
     problem = Problem(rt.graph, group, tuple(pe_ids), n, dtype.itemsize, chunk)
 
@@ -126,7 +129,7 @@ def setup(rt: Runtime, p: dict) -> Prepared:
             inputs.clear()
         return max(float(np.abs(rt.read(b).astype(np.float32) - ref[0]).max()) for b in bufs)
 
-    def summary(result: RunResult) -> dict:
+    def summary(result: RunResult) -> Summary:
         model = predict(algo, problem)
         return {
             "payload": size_label(payload),
@@ -150,7 +153,7 @@ def reference(inputs: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     return acc.astype(dtype).astype(np.float32)
 
 
-def tolerance(p: int, dtype) -> float:
+def tolerance(p: int, dtype: DTypeLike) -> float:
     """The largest |err| the roundings allow with inputs of magnitude < 2.
 
     A result passes through at most p − 1 additions, each rounding a partial

@@ -19,14 +19,17 @@ every PE's slice, as a weight would be).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kernbench import tl
-from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
+from kernbench.handles import HbmTensor, Ptr
+from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, register
 from kernbench.runtime.api import Runtime
 
 
-def gemm_primitive(a_chunks, b_copies, c_blocks, tile_k: int):
+def gemm_primitive(a_chunks: list[Callable[[int], Ptr | HbmTensor]], b_copies: list[HbmTensor], c_blocks: list[HbmTensor], tile_k: int) -> None:
     """Rows of C for this program: lazy chunked loads, dot, running add.
 
     ``a_chunks[me](i)`` is the region of A's K-chunk ``i`` (in either layout).
@@ -49,7 +52,7 @@ def gemm_primitive(a_chunks, b_copies, c_blocks, tile_k: int):
     tl.store(c, acc)
 
 
-def gemm_composite(a_blocks, b_copies, c_blocks):
+def gemm_composite(a_blocks: list[HbmTensor], b_copies: list[HbmTensor], c_blocks: list[HbmTensor]) -> None:
     """One composite GEMM with HBM-resident operands and output."""
     me = tl.program_id()
     a, b, c = a_blocks[me], b_copies[me], c_blocks[me]
@@ -75,7 +78,7 @@ _PARAMS = (
 )
 
 
-def check_options(p: dict, pes_available: int) -> list[str]:
+def check_options(p: Params, pes_available: int) -> list[str]:
     """Rules between the options and against the topology (each option's range is checked before)."""
     m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p["tile_k"]
     problems = []
@@ -91,7 +94,7 @@ def check_options(p: dict, pes_available: int) -> list[str]:
     return problems
 
 
-def _setup(rt: Runtime, p: dict, composite: bool) -> Prepared:
+def _setup(rt: Runtime, p: Params, composite: bool) -> Prepared:
     m, n, k, pes = p["m"], p["n"], p["k"], p["pes"]
     problems = check_options(p, len(rt.pe_ids()))
     if problems:

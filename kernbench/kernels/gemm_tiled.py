@@ -21,7 +21,7 @@ of a ``tile_n``-wide column block contiguous), as a weight would be placed.
 
 The summary gives the MAC efficiency (achieved FLOP/s over the peak of the
 PEs used) beside the ideal-pipeline model of the same tiling
-(:mod:`kernbench.studies.pipeline`).
+(:mod:`kernbench.models.pipeline`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernbench import tl
+from kernbench.handles import HbmTensor, TensorHandle
 from kernbench.kernels.data import random_f16
 from kernbench.kernels.gemm import MAX_DIM
-from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
-from kernbench.runtime.api import Runtime, RunResult
-from kernbench.tl.handles import HbmTensor
+from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, Summary, register
+from kernbench.runtime.api import RunResult, Runtime
 
 FORMS = ("primitive", "composite")
 
@@ -55,7 +55,7 @@ class Unit:
 # --- the kernels -------------------------------------------------------------
 
 
-def _finish(u: Unit, acc) -> None:
+def _finish(u: Unit, acc: TensorHandle) -> None:
     """Sum the split-K partials at the K-part 0 PE and store the tile; others send theirs."""
     me = tl.program_id()
     if me != u.leader:
@@ -64,6 +64,7 @@ def _finish(u: Unit, acc) -> None:
     futs = [tl.recv_async(p, acc.shape, acc.dtype) for p in u.peers]
     while futs:
         acc = tl.add(acc, tl.wait(futs.pop(0)))
+    assert u.c is not None, "the K-part 0 program holds the output tile"
     tl.store(u.c, acc)
 
 
@@ -81,14 +82,18 @@ def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
     if not plan:
         return
     tile_k = units[0].a.shape[2]
-    done: list = []  # the finished tile waiting for its exchange and store
+    done: list[tuple[Unit, TensorHandle]] = []  # the finished tile waiting for its exchange and store
 
-    def load(i):
+    def load(i: int) -> tuple[TensorHandle, TensorHandle]:
         u, s = plan[i]
         return tl.load(u.a[s]), tl.load(u.b[s * tile_k : (s + 1) * tile_k, :])
 
-    def accumulate(acc, u, s, part):
-        acc = part if s == 0 else tl.add(acc, part)
+    def accumulate(acc: TensorHandle | None, u: Unit, s: int, part: TensorHandle) -> TensorHandle | None:
+        if s == 0:
+            acc = part
+        else:
+            assert acc is not None, "step s > 0 adds to the running sum of step s - 1"
+            acc = tl.add(acc, part)
         if s < steps - 1:
             return acc
         if done:
@@ -97,7 +102,8 @@ def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
         return None
 
     nxt = load(0)
-    acc = prev = None
+    acc: TensorHandle | None = None
+    prev: tuple[Unit, int, TensorHandle] | None = None
     for i in range(len(plan)):
         a_t, b_t = nxt
         if i + 1 < len(plan):
@@ -108,6 +114,7 @@ def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
             acc = accumulate(acc, *prev)
         prev = (*plan[i], part)
         del part
+    assert prev is not None  # plan is not empty
     accumulate(acc, *prev)
     _finish(*done.pop())
 
@@ -121,7 +128,7 @@ def gemm_composite(work: list[list[Unit]], steps: int) -> None:
     share the engines tile by tile and every partial would be ready only at
     the end, while the tile's leader waits for it.
     """
-    done: list = []
+    done: list[tuple[Unit, TensorHandle]] = []
     order = tl.zeros((1, 1))
     for u in work[tl.program_id()]:
         (tm, kp), tn = u.a.shape, u.b.shape[1]
@@ -180,7 +187,7 @@ class Tiling:
         return 2.0 * self.m * self.n * self.k
 
     @classmethod
-    def of(cls, p: dict, available_pes: int, scratch_bytes: int) -> "Tiling":
+    def of(cls, p: Params, available_pes: int, scratch_bytes: int) -> Tiling:
         t = cls(p["m"], p["n"], p["k"], p["tile_m"], p["tile_n"], p["tile_k"], p["ksplit"], p["pes"], p["form"])
         t.check(available_pes, scratch_bytes)
         return t
@@ -245,7 +252,7 @@ def deploy(rt: Runtime, t: Tiling, A: np.ndarray, B: np.ndarray) -> tuple[list[l
     return work, outs
 
 
-def setup(rt: Runtime, p: dict) -> Prepared:
+def setup(rt: Runtime, p: Params) -> Prepared:
     scratch = rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs["scratch_bytes"]
     t = Tiling.of(p, len(rt.pe_ids()), scratch)
     rng = np.random.default_rng(p["seed"])
@@ -262,8 +269,8 @@ def setup(rt: Runtime, p: dict) -> Prepared:
             err = max(err, float(np.abs(rt.read(c).astype(np.float32) - want).max()))
         return err
 
-    def summary(result: RunResult) -> dict:
-        from kernbench.studies.pipeline import predict
+    def summary(result: RunResult) -> Summary:
+        from kernbench.models.pipeline import predict
 
         model = predict(rt.graph, t)
         peak = _peak_flops_per_ns(rt) * t.pes
@@ -279,7 +286,8 @@ def setup(rt: Runtime, p: dict) -> Prepared:
 
 
 def _peak_flops_per_ns(rt: Runtime) -> float:
-    return rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs["gemm_tflops"] * 1e3
+    tflops: float = rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs["gemm_tflops"]
+    return tflops * 1e3
 
 
 PARAMS = (

@@ -57,13 +57,15 @@ code in all three variants.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 import kernbench.tl as tl
+from kernbench.handles import HbmTensor, Ptr, TensorHandle
 from kernbench.kernels.data import random_f16
-from kernbench.kernels.registry import KernelSpec, Param, Prepared, register
-from kernbench.runtime.api import Runtime, RunResult
+from kernbench.kernels.registry import KernelSpec, OpLogEntry, Param, Params, Prepared, Summary, register
+from kernbench.runtime.api import RunResult, Runtime
 
 VARIANTS = ("primitive", "opt3", "opt2")
 LAYOUTS = ("tiled", "naive")
@@ -71,6 +73,9 @@ LAYOUTS = ("tiled", "naive")
 #: Stated tolerance vs the float32 numpy reference (f16 inputs, f16 scaled Q,
 #: f32 accumulation, f16 output): max |err| on outputs of magnitude ≲ 1.
 TOLERANCE = 4e-3
+
+Handle = TensorHandle  # what a kernel holds: a TCM tile or a tl.ref
+Partial = tuple[TensorHandle, TensorHandle, TensorHandle]  # a program's running (m, l, O)
 
 
 def _ranges(context: int, pes: int) -> list[tuple[int, int]]:
@@ -84,11 +89,11 @@ def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
 class KTiles:
     """One program's Kᵀ, tile by tile: ``block(t0, t1)`` is the region of tokens ``[t0, t1)``."""
 
-    def __init__(self, naive=None, tiles=None) -> None:
+    def __init__(self, naive: HbmTensor | None = None, tiles: dict[int, HbmTensor] | None = None) -> None:
         self._naive = naive  # one d × n tensor
         self._tiles = tiles or {}  # t0 -> a d × T tensor
 
-    def block(self, t0: int, t1: int):
+    def block(self, t0: int, t1: int) -> Ptr | HbmTensor:
         if self._naive is not None:
             return self._naive[:, t0:t1]
         return self._tiles[t0]
@@ -97,7 +102,7 @@ class KTiles:
 # --- the per-tile bodies ----------------------------------------------------
 
 
-def _loop_primitive(q, kt, v, n, tile, m, l, o):
+def _loop_primitive(q: Handle, kt: KTiles, v: HbmTensor, n: int, tile: int, m: Handle, l: Handle, o: Handle) -> Partial:
     tiles = _tiles(n, tile)
     nxt = (tl.load(kt.block(*tiles[0])), tl.load(v[tiles[0][0] : tiles[0][1], :]))
     for i, _ in enumerate(tiles):
@@ -116,7 +121,7 @@ def _loop_primitive(q, kt, v, n, tile, m, l, o):
     return m, l, o
 
 
-def _loop_opt3(q, kt, v, n, tile, m, l, o):
+def _loop_opt3(q: Handle, kt: KTiles, v: HbmTensor, n: int, tile: int, m: Handle, l: Handle, o: Handle) -> Partial:
     g, d = q.shape
     C = tl.composite
     for t0, t1 in _tiles(n, tile):
@@ -139,7 +144,9 @@ def _loop_opt3(q, kt, v, n, tile, m, l, o):
     return m, l, o
 
 
-def opt2_recipe(q_s, m, m_new, l, o, corr, mt, v_ref, g: int, T: int, d: int) -> list[tl.OpSpec]:
+def opt2_recipe(
+    q_s: Handle, m: Handle, m_new: Handle, l: Handle, o: Handle, corr: Handle, mt: Handle, v_ref: Handle, g: int, T: int, d: int
+) -> list[tl.OpSpec]:
     """Composite #2 of opt2: softmax_merge (9 ops) + accumulating P·V GEMM."""
     S = tl.OpSpec
     return [
@@ -156,7 +163,7 @@ def opt2_recipe(q_s, m, m_new, l, o, corr, mt, v_ref, g: int, T: int, d: int) ->
     ]
 
 
-def _loop_opt2(q, kt, v, n, tile, m, l, o, extra_ops: int = 0):
+def _loop_opt2(q: Handle, kt: KTiles, v: HbmTensor, n: int, tile: int, m: Handle, l: Handle, o: Handle, extra_ops: int = 0) -> Partial:
     g, d = q.shape
     m_other = tl.zeros((g, 1))
     corr, mt = tl.zeros((g, 1)), tl.zeros((g, 1))
@@ -173,10 +180,14 @@ def _loop_opt2(q, kt, v, n, tile, m, l, o, extra_ops: int = 0):
     return m, l, o
 
 
-LOOPS = {"primitive": _loop_primitive, "opt3": _loop_opt3, "opt2": _loop_opt2}
+LOOPS: dict[str, Callable[[Handle, KTiles, HbmTensor, int, int, Handle, Handle, Handle], Partial]] = {
+    "primitive": _loop_primitive,
+    "opt3": _loop_opt3,
+    "opt2": _loop_opt2,
+}
 
 
-def _merge(m, l, o, m2, l2, o2):
+def _merge(m: Handle, l: Handle, o: Handle, m2: Handle, l2: Handle, o2: Handle) -> Partial:
     m_new = tl.maximum(m, m2)
     c1 = tl.exp(tl.sub(m, m_new))
     c2 = tl.exp(tl.sub(m2, m_new))
@@ -185,7 +196,16 @@ def _merge(m, l, o, m2, l2, o2):
     return m_new, l, o
 
 
-def gqa_decode(variant, qs, kts, vs, outs, pes_per_head: int, tile: int, extra_ops: int = 0):
+def gqa_decode(
+    variant: str,
+    qs: list[HbmTensor],
+    kts: list[KTiles],
+    vs: list[HbmTensor],
+    outs: list[HbmTensor],
+    pes_per_head: int,
+    tile: int,
+    extra_ops: int = 0,
+) -> None:
     me = tl.program_id()
     h, r = divmod(me, pes_per_head)
     g, d = qs[me].shape
@@ -244,15 +264,16 @@ def reference_blocks(Q: np.ndarray, kt_blocks: list[list[np.ndarray]], v_blocks:
     return out
 
 
-def pes_per_head_for(pes_available: int, p: dict) -> int:
-    pph = p.get("pes_per_head", 0) or pes_available // p["kv_heads"]
-    return max(1, min(pph, p["context"]))
+def pes_per_head_for(pes_available: int, p: Params) -> int:
+    pph: int = p.get("pes_per_head", 0) or pes_available // p["kv_heads"]
+    context: int = p["context"]
+    return max(1, min(pph, context))
 
 
 MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float16) take at most 256 MiB
 
 
-def check_options(p: dict, pes_available: int) -> list[str]:
+def check_options(p: Params, pes_available: int) -> list[str]:
     """Rules between the options and against the topology (each option's range is checked before)."""
     H, kvh, d, ctx = p["heads"], p["kv_heads"], p["head_dim"], p["context"]
     problems = []
@@ -269,7 +290,7 @@ def check_options(p: dict, pes_available: int) -> list[str]:
     return problems
 
 
-def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
+def setup(rt: Runtime, p: Params, extra_ops: int = 0) -> Prepared:
     variant = p["variant"]
     problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()))
     if problems:
@@ -282,9 +303,12 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     rng = np.random.default_rng(p.get("seed", 0))
     Q = random_f16(rng, (H, d))
-    qs, kts, vs, outs = [], [], [], []
-    k_parts: list[list] = []  # per KV head: each program's Kᵀ, as deployed (for the reference)
-    v_parts: list[list] = []
+    qs: list[HbmTensor] = []
+    kts: list[KTiles] = []
+    vs: list[HbmTensor] = []
+    outs: list[HbmTensor] = []
+    k_parts: list[list[list[np.ndarray]]] = []  # per KV head: each program's Kᵀ blocks, as deployed (for the reference)
+    v_parts: list[list[np.ndarray]] = []
     ranges = _ranges(ctx, P)
     for h in range(kvh):
         k_parts.append([])
@@ -315,7 +339,7 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
         got = np.concatenate([rt.read(o) for o in outs]).astype(np.float32)
         return float(np.abs(got - ref[0]).max())
 
-    def summary(result: RunResult) -> dict:
+    def summary(result: RunResult) -> Summary:
         s = per_tile(result, tiles_total)
         s.update(tiles=tiles_total, pes_per_head=P, group=G)
         return s
@@ -323,7 +347,7 @@ def setup(rt: Runtime, p: dict, extra_ops: int = 0) -> Prepared:
     return Prepared(check, summary, variant)
 
 
-def loop_entries(op_log: list[dict]) -> list[dict]:
+def loop_entries(op_log: list[OpLogEntry]) -> list[OpLogEntry]:
     """The commands a PE issued inside its tile loop (between the two markers)."""
     marks = [i for i, e in enumerate(op_log) if e["op"] == "cpu/cycles"]
     if len(marks) < 2:
@@ -331,7 +355,7 @@ def loop_entries(op_log: list[dict]) -> list[dict]:
     return [e for e in op_log[marks[0] + 1 : marks[1]]]
 
 
-def per_tile(result: RunResult, tiles_total: int) -> dict:
+def per_tile(result: RunResult, tiles_total: int) -> Summary:
     entries = [e for log in result.op_logs.values() for e in loop_entries(log)]
     t = max(1, tiles_total)
     return {

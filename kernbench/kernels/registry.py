@@ -18,7 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernbench.runtime.api import Runtime, RunResult
+from kernbench.runtime.api import RunResult, Runtime
+
+Params = dict[str, Any]  # option name -> value, of the type its Param declares
+Summary = dict[str, Any]  # kernel-specific figures of a run, as JSON writes them
+OpLogEntry = dict[str, Any]  # one command of a PE's op log (RunResult.op_logs)
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class Param:
     type: type
     default: Any
     help: str
-    choices: tuple | None = None
+    choices: tuple[Any, ...] | None = None
     low: float | None = None  # inclusive bounds of a number
     high: float | None = None
 
@@ -39,7 +43,7 @@ class Param:
         """Why ``value`` is not acceptable for this option, or None."""
         if self.choices is not None and value not in self.choices:
             return f"{self.flag} {value!r}: choose one of {', '.join(map(str, self.choices))}"
-        if self.low is not None and value < self.low or self.high is not None and value > self.high:
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             return f"{self.flag} {value!r}: must be in {self.low:g}..{self.high:g}"
         return None
 
@@ -47,7 +51,7 @@ class Param:
 @dataclass
 class Prepared:
     check: Callable[[], float]
-    summary: Callable[[RunResult], dict] = field(default=lambda result: {})
+    summary: Callable[[RunResult], Summary] = field(default=lambda result: {})
     variant: str = ""
 
 
@@ -56,9 +60,9 @@ class KernelSpec:
     name: str
     description: str
     params: tuple[Param, ...]
-    prepare: Callable[[Runtime, dict], Prepared]
+    prepare: Callable[[Runtime, Params], Prepared]
     default_topology: str = "cube1"
-    check: Callable[[dict, int], list[str]] = field(default=lambda params, pes: [])
+    check: Callable[[Params, int], list[str]] = field(default=lambda params, pes: [])
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -124,11 +128,12 @@ def suggest(name: str, known: list[str]) -> list[str]:
     import difflib
 
     key = name.lower()
-    for match in (
+    matchers: tuple[Callable[[str], bool], ...] = (
         lambda k: k.lower() == key,
         lambda k: k.lower().startswith(key) or key.startswith(k.lower()),
         lambda k: key in k.lower(),
-    ):
+    )
+    for match in matchers:
         hits = sorted(k for k in known if match(k))
         if key and hits:
             return hits

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
+from kernbench.handles import HandleRef, Ptr
+
 FRAMING = 4
 OPCODE = 1
 ENUM = 1
@@ -61,10 +65,6 @@ class PeCommand:
 class _MoveCmd(PeCommand):
     """A single-op command that moves ``size_bytes`` from ``src`` to ``dst``."""
 
-    src: Any
-    dst: Any
-    size_bytes: int
-
     @cached_property
     def logical_bytes(self) -> int:
         return FRAMING + HANDLE + HANDLE + SCALAR
@@ -74,19 +74,27 @@ class _MoveCmd(PeCommand):
 class DmaReadCmd(_MoveCmd):
     """HBM/SRAM → TCM: ``src`` (a pointer) into the new handle ``dst``."""
 
+    src: Ptr
+    dst: HandleRef
+    size_bytes: int
+
 
 @dataclass(frozen=True, eq=False)
 class DmaWriteCmd(_MoveCmd):
     """TCM → HBM/SRAM: handle ``src`` to pointer ``dst``."""
+
+    src: HandleRef
+    dst: Ptr
+    size_bytes: int
 
 
 @dataclass(frozen=True, eq=False)
 class GemmCmd(PeCommand):
     """``out = a @ b`` (f32 accumulate) on PE_GEMM."""
 
-    a: Any
-    b: Any
-    out: Any
+    a: HandleRef
+    b: HandleRef
+    out: HandleRef
     m: int
     k: int
     n: int
@@ -101,9 +109,9 @@ class MathCmd(PeCommand):
     """One elementwise or reduction op on PE_MATH."""
 
     op: str
-    inputs: tuple
-    out: Any
-    extra: dict = field(default_factory=dict)
+    inputs: tuple[HandleRef, ...]
+    out: HandleRef
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def logical_bytes(self) -> int:
@@ -122,15 +130,19 @@ class MathCmd(PeCommand):
 class CopyCmd(_MoveCmd):
     """TCM → TCM copy through PE_FETCH_STORE."""
 
+    src: HandleRef
+    dst: HandleRef
+    size_bytes: int
+
 
 @dataclass(frozen=True, eq=False)
 class IpcqSendCmd(PeCommand):
     """Send handle ``src`` to PE ``dst_pe`` over the NoC."""
 
     dst_pe: int
-    src: Any
+    src: HandleRef
     size_bytes: int
-    payload: Any = field(default=None, repr=False)  # the value sent (numerics only)
+    payload: np.ndarray | None = field(default=None, repr=False)  # the value sent (numerics only)
 
     @cached_property
     def logical_bytes(self) -> int:
@@ -142,7 +154,7 @@ class IpcqRecvCmd(PeCommand):
     """Post a receive from PE ``src_pe`` into handle ``dst``."""
 
     src_pe: int
-    dst: Any
+    dst: HandleRef
     size_bytes: int
 
     @cached_property
@@ -155,10 +167,10 @@ class OpSpec:
     """One op inside a composite: kind, named operand handles, out, scope, extra."""
 
     kind: str
-    operands: dict
-    out: Any = None
+    operands: dict[str, HandleRef]
+    out: HandleRef | None = None
     scope: str = "tile"
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def logical_bytes(self) -> int:
@@ -177,8 +189,8 @@ class OpSpec:
 class CompositeCmd(PeCommand):
     """An ordered pipeline of OpSpecs the scheduler tiles and streams (D2)."""
 
-    ops: tuple
-    rw_handles: tuple = ()
+    ops: tuple[OpSpec, ...]
+    rw_handles: tuple[HandleRef, ...] = ()
 
     is_composite = True
 

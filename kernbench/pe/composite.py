@@ -20,6 +20,11 @@ Each stage continues from the SimPy event it waits for (a callback), in the
 same order the generator processes it replaces resumed: a stage starts as an
 urgent action, as a process starts; a pause is a normal-priority action, as
 a timeout is.
+
+In recorded runs each stage names its cause (``pred``): a tile's read waits
+for the channel, the previous read or its free buffer (the FETCH of the
+tile two before); a FETCH for its tile's last read, the lane, or the
+command's inputs; a write for its STORE or the write channel.
 """
 
 from __future__ import annotations
@@ -105,6 +110,7 @@ class CompositeRun:
     __slots__ = (
         "sched", "pe", "env", "corr", "arrive", "streamed", "hbm_outs", "n_tiles", "stages", "fetch_ns", "store_ns",
         "label", "t_in", "pending", "done", "tile_read", "fetched", "writes", "last",
+        "traced", "cause", "waits", "rd_pred", "tile_seq", "fetch_seq", "feed_pred", "last_seq", "write_ends", "outs_claimed",
     )
 
     def __init__(self, sched: "Scheduler", cmd: CompositeCmd, arrive: float, corr: int) -> None:
@@ -137,15 +143,23 @@ class CompositeRun:
         self.label = plan.label
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
-        self.t_in, self.pending = sched.inputs(r for r in refs.values() if r.space == "tcm")
+        tcm = [r for r in refs.values() if r.space == "tcm"]
+        self.t_in, self.pending = sched.inputs(tcm)
+        self.traced = pe.bus.active
+        self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)
+        self.waits = sched.waits(tcm) if self.traced else []
+        self.rd_pred = pe.sched.last  # what the next tile read waits for (recorded runs)
+        self.tile_seq = [-1] * n  # the read span that completed each tile
+        self.fetch_seq = [-1] * n
+        self.feed_pred = -1
+        self.last_seq = -1  # the span ending at ``last``
+        self.write_ends: list[tuple[float, int]] = []
         done = self.done = env.event()
         ready = pe.ready
-        for op in ops:
-            if op.out is not None and op.out.space == "tcm":
-                ready[op.out.id] = done
-        for r in cmd.rw_handles:
-            if r.space == "tcm":
-                ready[r.id] = done
+        self.outs_claimed = [op.out for op in ops if op.out is not None and op.out.space == "tcm"]
+        self.outs_claimed += [r for r in cmd.rw_handles if r.space == "tcm"]
+        for r in self.outs_claimed:
+            ready[r.id] = done
         pe.async_stages += 1
         self.tile_read = [env.event() for _ in range(n)] if self.streamed else []
         self.fetched = [env.event() for _ in range(n)]
@@ -170,19 +184,28 @@ class CompositeRun:
         if i >= TILE_BUFFERS:
             free = self.fetched[i - TILE_BUFFERS]  # the buffer this tile reuses
             if not free.processed:
-                free.callbacks.append(lambda _e: self._read_operand(i, 0))
+                free.callbacks.append(lambda _e: self._buffer_free(i))
                 return
+        self._read_operand(i, 0)
+
+    def _buffer_free(self, i: int) -> None:
+        self.rd_pred = self.fetch_seq[i - TILE_BUFFERS]
         self._read_operand(i, 0)
 
     def _read_operand(self, i: int, j: int) -> None:
         if j == len(self.streamed):
+            self.tile_seq[i] = self.rd_pred
             self.tile_read[i].succeed(self.env.now)
             self._read_tile(i + 1)
             return
         prev, mine = self.pe.rd.claim()
         if prev is not None and not prev.processed:
-            prev.callbacks.append(lambda _e: self._issue_read(i, j, mine))
+            prev.callbacks.append(lambda _e: self._channel_free(i, j, mine))
             return
+        self._issue_read(i, j, mine)
+
+    def _channel_free(self, i: int, j: int, mine: simpy.Event) -> None:
+        self.rd_pred = self.pe.rd.last
         self._issue_read(i, j, mine)
 
     def _issue_read(self, i: int, j: int, mine: simpy.Event) -> None:
@@ -192,8 +215,8 @@ class CompositeRun:
         start = self.env.now
         ev = pe.network.read(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
 
-        def landed(_e: Any) -> None:
-            pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size)
+        def landed(e: Any) -> None:
+            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size, self.rd_pred, e.value.parts)
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
@@ -208,15 +231,19 @@ class CompositeRun:
             cond = simpy.AllOf(env, self.pending)
 
             def inputs_ready(_e: Any) -> None:
+                if self.traced:
+                    self.feed_pred = self.pe.scheduler.after_waits(self.cause, self.waits)[1]
                 self._feed_from(max(t0, *(ev.value for ev in self.pending)))
 
             cond.callbacks.append(inputs_ready)
             return
+        self.feed_pred = self.cause[1]
         self._feed_from(t0)
 
     def _feed_from(self, t0: float) -> None:
         env = self.env
         self.last = t0 if t0 > env.now else env.now
+        self.last_seq = self.feed_pred
         if t0 > env.now:
             call_at(env, t0, NORMAL, self._set_last_and_feed)
         else:
@@ -226,24 +253,33 @@ class CompositeRun:
         self.last = self.env.now
         self._feed_tile(0)
 
+    def _tile_in(self, i: int) -> None:
+        """Tile ``i``'s data landed: FETCH it."""
+        self.feed_pred = self.tile_seq[i]
+        self._feed_tile(i)
+
     def _feed_tile(self, i: int) -> None:
         pe = self.pe
         env = self.env
         while i < self.n_tiles:
             if self.streamed and not self.tile_read[i].processed:
-                self.tile_read[i].callbacks.append(lambda _e, i=i: self._feed_tile(i))
+                self.tile_read[i].callbacks.append(lambda _e, i=i: self._tile_in(i))
                 return
             corr = self.corr
-            _, t = pe.fetch.reserve(env.now, self.fetch_ns, f"fetch {self.label}", corr)
+            _, t = pe.fetch.reserve(env.now, self.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
             fetch_end = t
+            self.fetch_seq[i] = lane_seq = pe.fetch.last
             lanes = {"gemm": pe.gemm, "math": pe.math}
             for st in self.stages:
-                _, t = lanes[st.engine].reserve(t, st.service_ns, st.kind, corr)
-            _, t = pe.store.reserve(t, self.store_ns, f"store {self.label}", corr)
+                lane = lanes[st.engine]
+                _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
+                lane_seq = lane.last
+            _, t = pe.store.reserve(t, self.store_ns, f"store {self.label}", corr, pred=lane_seq)
             for r in self.hbm_outs:
-                self.writes.append(env.process(self._write_tile(r, i, t)))
+                self.writes.append(env.process(self._write_tile(r, i, t, pe.store.last)))
             if t > self.last:
                 self.last = t
+                self.last_seq = pe.store.last
             ev = self.fetched[i]
             if fetch_end > env.now:
                 call_at(env, fetch_end, NORMAL, ev.succeed)
@@ -263,22 +299,33 @@ class CompositeRun:
                 writes[w].callbacks.append(lambda _e, w=w: self._await_writes(w + 1))
                 return
             w += 1
+        if self.traced:
+            end, seq = self.last, self.last_seq
+            for t, s in self.write_ends:
+                if t >= end:
+                    end, seq = t, s
+            self.pe.scheduler._produced(self.outs_claimed, seq)
+            self.pe.scheduler._done(self.corr, seq)
         self.done.succeed(self.env.now)
 
     # --- DMA_WRITE -----------------------------------------------------------------
 
-    def _write_tile(self, r: Any, i: int, t_ready: float):
+    def _write_tile(self, r: Any, i: int, t_ready: float, stored: int):
         pe = self.pe
         env = self.env
         lo, size = chunk(r.nbytes, i, self.n_tiles)
         if t_ready > env.now:
             yield env.timeout(t_ready - env.now)
         prev, mine = pe.wr.claim()
+        pred = stored
         if prev is not None and not prev.processed:
             yield prev
+            if env.now > t_ready:
+                pred = pe.wr.last
         start = env.now
-        yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
-        pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, size)
+        result = yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
+        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, size, pred, result.parts)
+        self.write_ends.append((env.now, seq))
         mine.succeed(env.now)
 
 

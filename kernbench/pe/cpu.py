@@ -22,6 +22,7 @@ import simpy
 
 from kernbench.errors import CompositeCapError, KernelError, RunLimitError
 from kernbench.events.types import EventKind, StallReason
+from kernbench.handles import HandleRef
 from kernbench.pe.commands import (
     CompositeCmd,
     CopyCmd,
@@ -31,11 +32,13 @@ from kernbench.pe.commands import (
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
+    PeCommand,
     PeCpuOverheadCmd,
 )
 from kernbench.pe.processing_element import ProcessingElement
-from kernbench.pe.scheduler import ready_time
-from kernbench.runtime.limits import RunLimits, WallTimeExceeded
+from kernbench.pe.requests import Issue, Request, Sync, Wait
+from kernbench.pe.scheduler import Ready, ready_time
+from kernbench.limits import RunLimits, WallTimeExceeded
 
 OP_LOG_KIND = {
     DmaReadCmd: "memory/dma_read",
@@ -59,7 +62,7 @@ class PeCpu:
     def __init__(
         self,
         pe: ProcessingElement,
-        requests: Callable[[Any], Any],
+        requests: Callable[[Any], Request | None],
         describe_error: Callable[[BaseException], str] | None = None,
         limits: RunLimits | None = None,
         locate: Callable[[], str] | None = None,
@@ -79,91 +82,122 @@ class PeCpu:
         self.commands = 0
         self.waiting_on: str | None = None
         self.finished = False
-        self._outstanding: deque = deque()
+        self._outstanding: deque[tuple[Ready, int]] = deque()  # (completion, corr) of commands not yet known complete, oldest first
+        self.lane = f"{pe.pe_id}.cpu"
+        self.last = -1  # seq of its latest span (recorded runs): what its next span follows
 
     def run(self) -> Iterator[simpy.Event]:
-        """The PE_CPU loop. It keeps its own clock ``self.t`` and runs ahead of
-        SimPy's while what it touches is its own (dispatch, PE-local engine
-        lanes, in program order); it catches SimPy up before anything another
-        actor orders by time: a wait, a receive, or a lane an asynchronous
-        stage of this PE may also reserve."""
-        pe = self.pe
-        env = self.env
-        bus = pe.bus
-        cost = pe.cost
-        cpu = f"{pe.pe_id}.cpu"
-        q = self._outstanding
+        """The PE_CPU loop: take the kernel's next request and serve it.
+
+        PE_CPU keeps its own clock ``self.t`` and runs ahead of SimPy's while
+        what it touches is its own (dispatch, PE-local engine lanes, in
+        program order). It hands its clock over — catches SimPy up with
+        :meth:`_catch_up` — before anything another actor orders by time: a
+        wait, a receive, or a lane an asynchronous stage of this PE may also
+        reserve."""
+        self.t = self.env.now
         response: Any = None
-        self.t = env.now
-        while True:
-            try:
-                req = self.next_request(response)
-            except WallTimeExceeded:
-                raise self._limit_error(f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error) from None
-            except CompositeCapError as exc:
-                raise CompositeCapError(f"{pe.pe_id}: {exc}{self.describe_error(exc)}") from None
-            except Exception as exc:  # the kernel's own error, with its line
-                raise self._kernel_error(exc) from None
+        while (req := self._next(response)) is not None:
             response = None
-            if req is None:
-                break
-            what = req[0]
             self._check_limits()
-            if what == "cmd":
-                self.issued += 1
-                cmd = req[1]
-                if isinstance(cmd, PeCpuOverheadCmd):
-                    dur = cost.cycles_to_ns(cmd.cycles)
-                    if bus.active:
-                        bus.emit(self.t, EventKind.CPU_WORK, cpu, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles)
-                    self._log(cmd, cmd.cycles)
-                    pe.cpu_busy_ns += dur
-                    self.t += dur
-                    continue
-                if isinstance(cmd, CompositeCmd):
-                    cost.check_composite(cmd)  # D7 again for replay with other knobs
-                while q and (t_done := ready_time(q[0])) is not None and t_done <= self.t:
-                    q.popleft()
-                if len(q) >= pe.queue_depth:
-                    yield from self._queue_space(cpu)
-                cycles = cost.dispatch_cycles(cmd)
-                dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
-                corr = pe.network.new_corr_id()
-                t = self.t
-                if bus.active:
-                    bus.emit(t, EventKind.DISPATCH, cpu, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles, detail=str(cmd.logical_bytes))
-                self._log(cmd, cycles)
-                self.dispatch_cycles += cycles
-                self.commands += 1
-                pe.cpu_busy_ns += dur
-                self.t = t = t + dur
-                if pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT:
+            match req:
+                case Issue(cmd=PeCpuOverheadCmd() as cmd):
+                    self.issued += 1
+                    self._spend(cmd)
+                case Issue(cmd=cmd):
+                    self.issued += 1
+                    yield from self._dispatch(cmd)
+                case Wait(ref=ref, reason=reason):
+                    yield from self._wait(ref, reason)
+                case Sync():
                     yield from self._catch_up()
-                if bus.active and isinstance(cmd, DmaReadCmd):
-                    bus.emit(t, EventKind.LOAD_ISSUE, cpu, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
-                q.append(pe.scheduler.submit(cmd, corr, t))
-            elif what == "wait":
-                ref, reason = req[1], req[2]
-                yield from self._catch_up()
-                ev = pe.ready.get(ref.id)
-                t0 = self.t
-                if isinstance(ev, simpy.Event) and not ev.processed:
-                    self.waiting_on = f"{reason.value}: {ref.name}"
-                    yield ev
-                    self.waiting_on = None
-                    self.t = env.now
-                    pe.cpu_stall_ns += self.t - t0
-                    if bus.active:
-                        bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, corr_id=pe.load_corr.get(ref.id, -1), label=reason.value, detail=ref.name)
-                if bus.active and reason is StallReason.LAZY_LOAD:
-                    bus.emit(t0, EventKind.LOAD_WAIT, cpu, end_ns=self.t, corr_id=pe.load_corr.get(ref.id, -1), label=ref.name)
-            elif what == "sync":
-                yield from self._catch_up()
-            else:
-                raise RuntimeError(f"unknown PE_CPU request {what!r}")
-        # The kernel has returned: its work is done when every command is.
+                case _:
+                    raise TypeError(f"unknown PE_CPU request {req!r}")
+        yield from self._finish()
+
+    def _next(self, response: Any) -> Request | None:
+        """The kernel's next request (None when it returned); its errors become ours, with its line."""
+        try:
+            return self.next_request(response)
+        except WallTimeExceeded:
+            raise self._limit_error(f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error) from None
+        except CompositeCapError as exc:
+            raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None
+        except Exception as exc:  # the kernel's own error, with its line
+            raise self._kernel_error(exc) from None
+
+    def _spend(self, cmd: PeCpuOverheadCmd) -> None:
+        """``tl.cycles``: explicit CPU work, no dispatch formula (ADR-0064 D5)."""
+        pe = self.pe
+        dur = pe.cost.cycles_to_ns(cmd.cycles)
+        if pe.bus.active:
+            self.last = pe.bus.emit(self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last)
+        self._log(cmd, cmd.cycles)
+        pe.cpu_busy_ns += dur
+        self.t += dur
+
+    def _dispatch(self, cmd: PeCommand) -> Iterator[simpy.Event]:
+        """Pay the command's dispatch (after room in the scheduler queue), then submit it."""
+        pe = self.pe
+        cost = pe.cost
+        if isinstance(cmd, CompositeCmd):
+            cost.check_composite(cmd)  # D7 again for replay with other knobs
+        yield from self._queue_room()
+        cycles = cost.dispatch_cycles(cmd)
+        dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
+        corr = pe.network.new_corr_id()
+        t = self.t
+        bus = pe.bus
+        if bus.active:
+            self.last = bus.emit(
+                t, EventKind.DISPATCH, self.lane, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles,
+                detail=str(cmd.logical_bytes), pred=self.last,
+            )
+        self._log(cmd, cycles)
+        self.dispatch_cycles += cycles
+        self.commands += 1
+        pe.cpu_busy_ns += dur
+        self.t = t = t + dur
+        if pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT:
+            yield from self._catch_up()
+        if bus.active and isinstance(cmd, DmaReadCmd):
+            bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+        self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
+
+    def _queue_room(self) -> Iterator[simpy.Event]:
+        """Retire commands done by now; if the scheduler queue is still full, stall for its oldest."""
+        q = self._outstanding
+        while q and (t_done := ready_time(q[0][0])) is not None and t_done <= self.t:
+            q.popleft()
+        if len(q) >= self.pe.queue_depth:
+            yield from self._queue_space()
+
+    def _wait(self, ref: HandleRef, reason: StallReason) -> Iterator[simpy.Event]:
+        """Block until ``ref``'s load or receive has landed (ADR-0062 auto-wait, ``wait``, receive)."""
+        pe = self.pe
         yield from self._catch_up()
-        for c in list(q):
+        landed = pe.ready.get(ref.id)  # set by PE_DMA / PE_IPCQ when the data is in TCM
+        t0 = self.t
+        corr = pe.load_corr.get(ref.id, -1)
+        if isinstance(landed, simpy.Event) and not landed.processed:
+            self.waiting_on = f"{reason.value}: {ref.name}"
+            yield landed
+            self.waiting_on = None
+            self.t = self.env.now
+            pe.cpu_stall_ns += self.t - t0
+            if pe.bus.active:
+                self.last = pe.bus.emit(
+                    t0, EventKind.STALL, self.lane, end_ns=self.t, corr_id=corr, label=reason.value, detail=ref.name,
+                    pred=pe.ready_seq.get(ref.id, -1),
+                )
+        if pe.bus.active and reason is StallReason.LAZY_LOAD:
+            pe.bus.emit(t0, EventKind.LOAD_WAIT, self.lane, end_ns=self.t, corr_id=corr, label=ref.name)
+
+    def _finish(self) -> Iterator[simpy.Event]:
+        """The kernel has returned: its work is done when every command it issued is."""
+        env = self.env
+        yield from self._catch_up()
+        for c, _corr in list(self._outstanding):
             t = ready_time(c)
             if t is None:
                 self.waiting_on = "completion of its last commands"
@@ -171,8 +205,8 @@ class PeCpu:
                 self.waiting_on = None
             elif t > env.now:
                 yield env.timeout(t - env.now)
-        q.clear()
-        pe.done_ns = env.now
+        self._outstanding.clear()
+        self.pe.done_ns = env.now
         self.finished = True
 
     def _check_limits(self) -> None:
@@ -196,11 +230,11 @@ class PeCpu:
         if self.t > self.env.now:
             yield self.env.timeout(self.t - self.env.now)
 
-    def _queue_space(self, cpu: str) -> Iterator[simpy.Event]:
+    def _queue_space(self) -> Iterator[simpy.Event]:
         """Stall until the scheduler queue has room (its oldest command completes)."""
         q = self._outstanding
         t0 = self.t
-        oldest = q[0]
+        oldest, oldest_corr = q[0]
         self.waiting_on = f"{StallReason.QUEUE_FULL.value} ({len(q)} commands in flight)"
         t = ready_time(oldest)
         if t is None:
@@ -213,9 +247,12 @@ class PeCpu:
         q.popleft()
         self.pe.cpu_stall_ns += self.t - t0
         if self.pe.bus.active and self.t > t0:
-            self.pe.bus.emit(t0, EventKind.STALL, cpu, end_ns=self.t, label=StallReason.QUEUE_FULL.value, detail=f"oldest of {self.pe.queue_depth} in-flight commands")
+            self.last = self.pe.bus.emit(
+                t0, EventKind.STALL, self.lane, end_ns=self.t, label=StallReason.QUEUE_FULL.value,
+                detail=f"oldest of {self.pe.queue_depth} in-flight commands", pred=self.pe.done_seq.get(oldest_corr, -1),
+            )
 
-    def _log(self, cmd: Any, cycles: float) -> None:
+    def _log(self, cmd: PeCommand, cycles: float) -> None:
         entry = {
             "t_ns": self.env.now,
             "op": OP_LOG_KIND[type(cmd)],

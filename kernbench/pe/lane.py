@@ -5,6 +5,11 @@ SimPy event per command: a command's start is ``max(earliest, free)`` and
 its end ``start + service``, reserved when it reaches the engine. Engines
 that move bytes over the graph (DMA read/write, IPCQ) are :class:`Channel`\\ s:
 capacity one, each transfer waiting for the previous one's completion event.
+
+When events are recorded each span names its cause (``pred``, see
+:mod:`kernbench.events.types`): the span ``earliest`` came from, or the
+lane's own previous span when the lane was still busy. ``last`` is the seq
+of the span that ends at ``free_ns`` — what a later stage waits for.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from kernbench.events.types import EventKind
 
 
 class Lane:
-    __slots__ = ("component", "free_ns", "busy_ns", "bus", "count")
+    __slots__ = ("component", "free_ns", "busy_ns", "bus", "count", "last")
 
     def __init__(self, component: str, bus: Bus):
         self.component = component
@@ -24,22 +29,30 @@ class Lane:
         self.busy_ns = 0.0
         self.count = 0
         self.bus = bus
+        self.last = -1  # seq of the span ending at free_ns (recorded runs)
 
-    def reserve(self, earliest_ns: float, service_ns: float, label: str, corr_id: int = -1, value: float = 0.0) -> tuple[float, float]:
-        start = earliest_ns if earliest_ns > self.free_ns else self.free_ns
+    def reserve(
+        self, earliest_ns: float, service_ns: float, label: str, corr_id: int = -1, value: float = 0.0, pred: int = -1
+    ) -> tuple[float, float]:
+        """Hold the lane for ``service_ns`` from ``max(earliest_ns, free)``; ``pred``: the span ``earliest_ns`` came from."""
+        free = self.free_ns
+        start = earliest_ns if earliest_ns > free else free
         end = start + service_ns
         self.free_ns = end
         self.busy_ns += service_ns
         self.count += 1
-        if self.bus.active and service_ns > 0:
-            self.bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value)
+        if self.bus.active:
+            cause = pred if earliest_ns >= free else self.last
+            if service_ns > 0:
+                cause = self.bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=cause)
+            self.last = cause
         return start, end
 
 
 class Channel:
     """A capacity-one engine driven through SimPy (transfers over the graph)."""
 
-    __slots__ = ("component", "env", "tail", "busy_ns", "count", "bus")
+    __slots__ = ("component", "env", "tail", "busy_ns", "count", "bus", "last")
 
     def __init__(self, component: str, env: simpy.Environment, bus: Bus):
         self.component = component
@@ -48,6 +61,7 @@ class Channel:
         self.busy_ns = 0.0
         self.count = 0
         self.bus = bus
+        self.last = -1  # seq of its latest transfer's span (recorded runs)
 
     def claim(self) -> tuple[simpy.Event | None, simpy.Event]:
         """Join the queue: (the event to wait for first, the event to fire when done)."""
@@ -56,8 +70,15 @@ class Channel:
         self.tail = mine
         return prev, mine
 
-    def record(self, start: float, end: float, label: str, corr_id: int, value: float) -> None:
+    def record(self, start: float, end: float, label: str, corr_id: int, value: float, pred: int = -1, parts: tuple = ()) -> int:
+        """A transfer on this channel took ``[start, end]``: its span (``pred``: what it waited for),
+        followed by where its critical flit spent that time (``parts``, TRANSIT spans); the span's seq."""
         self.busy_ns += end - start
         self.count += 1
-        if self.bus.active:
-            self.bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value)
+        bus = self.bus
+        if not bus.active:
+            return -1
+        seq = self.last = bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=pred)
+        for p in parts:
+            bus.emit(p.start, EventKind.TRANSIT, p.component, end_ns=p.end, corr_id=corr_id, label=p.cause, value=p.behind, pred=seq)
+        return seq

@@ -1,4 +1,4 @@
-"""The op kinds PE engines know: their numerics, engine and amount of work.
+"""The op kinds PE engines know: their numerics and engine (their work: :mod:`kernbench.pe.work`).
 
 One table; a new kind touches only this file. Numerics run in float32
 (GEMM accumulates in float32) and are cast to the output's dtype by the
@@ -23,15 +23,6 @@ class OpKind:
 
     def compute(self, operands: list[np.ndarray], extra: dict) -> np.ndarray:
         return self.fn(*operands, **{k: v for k, v in extra.items() if k in self.params})
-
-    def work(self, operands: list[np.ndarray], out: np.ndarray) -> float:
-        """FLOPs for a GEMM, elements processed for PE_MATH."""
-        if self.engine == "gemm":
-            a, b = operands[0], operands[1]
-            m, k = a.shape[-2], a.shape[-1]
-            n = b.shape[-1] if b.shape[-2] == k else b.shape[-2]
-            return 2.0 * m * k * n
-        return float(max([out.size] + [x.size for x in operands]))
 
 
 def _f32(x: np.ndarray) -> np.ndarray:

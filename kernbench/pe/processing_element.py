@@ -8,16 +8,13 @@ from typing import Any
 
 import simpy
 
-from kernbench.cost_model import DispatchCostModel
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scheduler import Ready, Scheduler
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
-
-ENGINES = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
-
 
 class ProcessingElement:
     def __init__(
@@ -64,6 +61,8 @@ class ProcessingElement:
         self.wr = Channel(f"{pe_id}.dma.wr", env, bus)
         self.ipcq = Channel(f"{pe_id}.ipcq", env, bus)
         self.ready: dict[int, Ready] = {}
+        self.ready_seq: dict[int, int] = {}  # handle id -> the span that made it ready (recorded runs)
+        self.done_seq: dict[int, int] = {}  # command corr id -> the span it completes with (recorded runs)
         self.load_corr: dict[int, int] = {}  # lazy load handle id -> its DMA's corr id
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
@@ -83,10 +82,12 @@ class ProcessingElement:
 
     # --- hooks the scheduler calls ----------------------------------------
 
-    def load_landed(self, ref: Any, corr: int, size_bytes: int) -> None:
+    def load_landed(self, ref: Any, corr: int, size_bytes: int, seq: int = -1) -> None:
+        """A lazy load's data is in TCM (``seq``: its DMA span)."""
         if self.ctx is not None:
             self.ctx.load_landed(ref.id)
         if self.bus.active:
+            self.ready_seq[ref.id] = seq
             self.bus.emit(self.env.now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
 
     def receive(self, ref: Any, data: Any) -> None:
@@ -117,24 +118,28 @@ class IpcqFabric:
     def pe_of_program(self, launch: int, program: int) -> ProcessingElement:
         return self.pes[(launch, program)]
 
-    def deliver(self, launch: int, src: int, dst: int, data: Any) -> None:
+    def deliver(self, launch: int, src: int, dst: int, data: Any, seq: int = -1) -> None:
+        """A message arrived (``seq``: the sender's IPCQ span); it lands in the first receive posted for it."""
         posted = self._posted.get((launch, src, dst))
         if posted:
             landed, ref = posted.popleft()
-            self._land(launch, dst, landed, ref, data)
+            self._land(launch, dst, landed, ref, data, seq)
         else:
             self._arrived.setdefault((launch, src, dst), deque()).append(data)
 
-    def post(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: Any) -> None:
+    def post(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: Any, seq: int = -1) -> None:
+        """A receive is posted (``seq``: its DISPATCH span); a message already here lands at once."""
         arrived = self._arrived.get((launch, src, dst))
         if arrived:
-            self._land(launch, dst, landed, ref, arrived.popleft())
+            self._land(launch, dst, landed, ref, arrived.popleft(), seq)
         else:
             self._posted.setdefault((launch, src, dst), deque()).append((landed, ref))
 
-    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: Any, data: Any) -> None:
+    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: Any, data: Any, seq: int) -> None:
         pe = self.pes[(launch, dst)]
         pe.receive(ref, data)
+        if pe.bus.active:
+            pe.ready_seq[ref.id] = seq
         landed.succeed(pe.env.now)
 
     def unmatched(self) -> list[str]:

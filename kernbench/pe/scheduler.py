@@ -52,9 +52,18 @@ def ready_time(r: Ready) -> float | None:
 
 
 class Scheduler:
+    """Accepts dispatched commands and reserves the engines each one uses.
+
+    In recorded runs every reservation carries its cause (``pred``): a time
+    is always paired with the seq of the span that ends at it (``-1`` when
+    none does, e.g. time 0), and handle readiness keeps the seq of the span
+    that produced it in ``pe.ready_seq``.
+    """
+
     def __init__(self, pe: "ProcessingElement"):
         self.pe = pe
         self.env = pe.env
+        self.dispatch_seq = -1  # the DISPATCH span of the command being submitted
         self._handlers = {
             GemmCmd: self._gemm,
             MathCmd: self._math,
@@ -66,11 +75,17 @@ class Scheduler:
             CompositeCmd: self._composite,
         }
 
-    def submit(self, cmd: Any, corr_id: int, t_ns: float) -> Ready:
-        """Accept a command dispatched at ``t_ns`` (>= now); returns when it will be complete."""
+    def submit(self, cmd: Any, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
+        """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
-        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id)
+        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)
+        self.dispatch_seq = dispatch
         return self._handlers[type(cmd)](cmd, arrive, corr_id)
+
+    def _done(self, corr: int, seq: int) -> None:
+        """Command ``corr`` completes with the span ``seq`` (what a queue-full stall waits for)."""
+        if self.pe.bus.active:
+            self.pe.done_seq[corr] = seq
 
     # --- readiness --------------------------------------------------------
 
@@ -90,24 +105,68 @@ class Scheduler:
                 t = rt
         return t, pending
 
-    def _after_inputs(self, refs, arrive: float, outs, body) -> Ready:
-        """Run ``body(earliest) -> end`` once inputs are ready; mark ``outs`` ready at end."""
+    def cause(self, refs, arrive: float) -> tuple[float, int]:
+        """``(time, span)`` of the later of the command's arrival (its scheduler span) and its
+        inputs ready by now (recorded runs: what a stage starting then waited for)."""
+        pe = self.pe
+        t, seq = arrive, pe.sched.last
+        ready, ready_seq = pe.ready, pe.ready_seq
+        for r in refs:
+            if r is None or r.space != "tcm":
+                continue
+            rt = ready_time(ready.get(r.id, 0.0))
+            if rt is not None and rt > t:
+                t, seq = rt, ready_seq.get(r.id, -1)
+        return t, seq
+
+    def waits(self, refs) -> list[tuple[simpy.Event, int]]:
+        """The pending inputs among ``refs``: (their readiness event, handle id)."""
+        ready = self.pe.ready
+        out = []
+        for r in refs:
+            if r is None or r.space != "tcm":
+                continue
+            v = ready.get(r.id, 0.0)
+            if isinstance(v, simpy.Event) and not v.processed:
+                out.append((v, r.id))
+        return out
+
+    def after_waits(self, cause: tuple[float, int], waits: list[tuple[simpy.Event, int]]) -> tuple[float, int]:
+        """``cause`` or the last of ``waits`` to fire, whichever is later (call once they all have)."""
+        t, seq = cause
+        ready_seq = self.pe.ready_seq
+        for ev, rid in waits:
+            if ev.value >= t:
+                t, seq = ev.value, ready_seq.get(rid, -1)
+        return t, seq
+
+    def _after_inputs(self, refs, arrive: float, corr: int, outs, body) -> Ready:
+        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end."""
+        pe = self.pe
+        traced = pe.bus.active
         t_in, pending = self.inputs(refs)
+        cause = self.cause(refs, arrive) if traced else (0.0, -1)
         if not pending:
-            end = body(max(arrive, t_in))
+            end, seq = body(arrive if arrive > t_in else t_in, cause[1])
             for o in outs:
-                self.pe.ready[o.id] = end
+                pe.ready[o.id] = end
+            self._produced(outs, seq)
+            self._done(corr, seq)
             return end
+        waits = self.waits(refs) if traced else []
         done = self.env.event()
         for o in outs:
-            self.pe.ready[o.id] = done
-        self.pe.async_stages += 1
+            pe.ready[o.id] = done
+        pe.async_stages += 1
 
         def wait_then_run():
             yield simpy.AllOf(self.env, pending)
             t_in2, _ = self.inputs(refs)
-            end = body(max(arrive, t_in2, self.env.now))
-            self.pe.async_stages -= 1
+            pred = self.after_waits(cause, waits)[1] if traced else -1
+            end, seq = body(max(arrive, t_in2, self.env.now), pred)
+            pe.async_stages -= 1
+            self._produced(outs, seq)  # (their readiness stays the event ``done``)
+            self._done(corr, seq)
             if end > self.env.now:
                 yield self.env.timeout(end - self.env.now)
             done.succeed(end)
@@ -115,22 +174,29 @@ class Scheduler:
         self.env.process(wait_then_run())
         return done
 
+    def _produced(self, outs, seq: int) -> None:
+        """``outs`` are produced by the span ``seq``."""
+        pe = self.pe
+        if pe.bus.active:
+            for o in outs:
+                pe.ready_seq[o.id] = seq
+
     # --- single-op compute ------------------------------------------------
 
-    def _stages(self, earliest: float, in_bytes: int, lane, service_ns: float, out_bytes: int, label: str, corr: int) -> float:
+    def _stages(self, earliest: float, pred: int, in_bytes: int, lane, service_ns: float, out_bytes: int, label: str, corr: int) -> tuple[float, int]:
         pe = self.pe
-        _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr)
-        _, t = lane.reserve(t, service_ns, label, corr)
-        _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr)
-        return t
+        _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr, pred=pred)
+        _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
+        _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr, pred=lane.last)
+        return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
         service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)
         in_bytes = cmd.a.nbytes + cmd.b.nbytes
         return self._after_inputs(
-            (cmd.a, cmd.b), arrive, (cmd.out,),
-            lambda t: self._stages(t, in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
+            (cmd.a, cmd.b), arrive, corr, (cmd.out,),
+            lambda t, pred: self._stages(t, pred, in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
         )
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
@@ -139,19 +205,19 @@ class Scheduler:
         service = pe.math_ns(work)
         in_bytes = sum(r.nbytes for r in cmd.inputs)
         return self._after_inputs(
-            cmd.inputs, arrive, (cmd.out,),
-            lambda t: self._stages(t, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
+            cmd.inputs, arrive, corr, (cmd.out,),
+            lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
         )
 
     def _copy(self, cmd: CopyCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
 
-        def body(t: float) -> float:
-            _, t = pe.fetch.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr)
-            _, t = pe.store.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr)
-            return t
+        def body(t: float, pred: int) -> tuple[float, int]:
+            _, t = pe.fetch.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pred)
+            _, t = pe.store.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pe.fetch.last)
+            return t, pe.store.last
 
-        return self._after_inputs((cmd.src,), arrive, (cmd.dst,), body)
+        return self._after_inputs((cmd.src,), arrive, corr, (cmd.dst,), body)
 
     # --- DMA --------------------------------------------------------------
 
@@ -159,12 +225,17 @@ class Scheduler:
         """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
 
         It starts once the command has arrived, its input handles are ready
-        and the channel's previous transfer is done; ``then()`` runs when it
-        completes. Returns the completion event (its value: the time).
+        and the channel's previous transfer is done; ``then(seq)`` runs when
+        it completes (``seq``: its span). Returns the completion event (its
+        value: the time).
         """
         env = self.env
+        pe = self.pe
+        traced = pe.bus.active
         prev, mine = channel.claim()
         t_in, pending = self.inputs(inputs)
+        cause = self.cause(inputs, arrive) if traced else (0.0, -1)
+        waits = self.waits(inputs) if traced else []
 
         def run():
             t0 = max(arrive, t_in)
@@ -174,13 +245,17 @@ class Scheduler:
                 t0 = max(t0, ev.value)
             if t0 > env.now:
                 yield env.timeout(t0 - env.now)
+            pred = self.after_waits(cause, waits)[1] if traced else -1
             if prev is not None and not prev.processed:
                 yield prev
+            if env.now > t0:  # the channel's previous transfer held it
+                pred = channel.last
             start = env.now
-            yield transfer()
-            channel.record(start, env.now, label, corr, size)
+            result = yield transfer()
+            seq = channel.record(start, env.now, label, corr, size, pred, result.parts)
+            self._done(corr, seq)
             if then is not None:
-                then()
+                then(seq)
             mine.succeed(env.now)
 
         env.process(run())
@@ -192,7 +267,7 @@ class Scheduler:
             pe.rd, (), arrive,
             lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
             "dma_read", corr, cmd.size_bytes,
-            then=lambda: pe.load_landed(cmd.dst, corr, cmd.size_bytes),
+            then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
         )
         pe.ready[cmd.dst.id] = done
         pe.load_corr[cmd.dst.id] = corr
@@ -215,14 +290,16 @@ class Scheduler:
             pe.ipcq, (cmd.src,), arrive,
             lambda: pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
             f"send to {cmd.dst_pe}", corr, cmd.size_bytes,
-            then=lambda: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload),
+            then=lambda seq: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload, seq),
         )
 
     def _ipcq_recv(self, cmd: IpcqRecvCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
         landed = self.env.event()
         pe.ready[cmd.dst.id] = landed
-        pe.fabric.post(pe.launch_id, cmd.src_pe, pe.program_id, landed, cmd.dst)
+        # posted now (PE_CPU synced to its dispatch end): a message already here lands at once
+        pe.fabric.post(pe.launch_id, cmd.src_pe, pe.program_id, landed, cmd.dst, self.dispatch_seq)
+        self._done(corr, pe.sched.last)
         return arrive
 
     # --- composites -------------------------------------------------------

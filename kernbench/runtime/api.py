@@ -30,15 +30,17 @@ import simpy
 
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
-from kernbench.events.types import Event
+from kernbench.events.types import ENGINES, Event
 from kernbench.pe.cpu import PeCpu, kernel_frame_location, kernel_location
-from kernbench.pe.processing_element import ENGINES, IpcqFabric, ProcessingElement
-from kernbench.runtime.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
+from kernbench.pe.processing_element import IpcqFabric, ProcessingElement
+from kernbench.pe.requests import CommandLog, Request
+from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
-from kernbench.tl.handles import HbmTensor
+from kernbench.handles import HbmTensor
 from kernbench.topology.compile import load_topology
 from kernbench.topology.graph import Graph
+from kernbench.topology.ids import local_slice, pe_key
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class RunResult:
     stall_ns: dict[str, float]
     scratch_peak_bytes: dict[str, int]
     events: list[Event] | None
-    command_logs: dict[str, list[tuple]] = field(repr=False, default_factory=dict)
+    command_logs: dict[str, CommandLog] = field(repr=False, default_factory=dict)
     wall_events: int = 0
 
     @property
@@ -95,7 +97,7 @@ class Runtime:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
-        self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=_pe_key))
+        self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=pe_key))
         self._pe_set = frozenset(self._pe_ids)
         self._next_offset: dict[str, int] = {}
         self._launches: list[Launch] = []
@@ -119,9 +121,7 @@ class Runtime:
 
     def local_slice(self, pe: int | str) -> str:
         """The HBM slice beside a PE."""
-        pid = self.pe_id(pe)
-        prefix, p = pid.rsplit(".pe", 1)
-        return f"{prefix}.hbm.slice{p}"
+        return local_slice(self.pe_id(pe))
 
     def _place(self, nbytes: int, pe: int | str | None, memory: str | None) -> tuple[str, int]:
         mem = memory if memory is not None else self.local_slice(pe if pe is not None else 0)
@@ -195,7 +195,8 @@ class Runtime:
         if not self._launches:
             raise ValueError("nothing launched: call Runtime.launch first")
         launches, self._launches = self._launches, []
-        return _simulate(self.graph, self.mode, launches, None, record, bus, limits or RunLimits())
+        limits = limits or RunLimits()
+        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits)
 
     def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
         """Re-time ``result``'s command logs without running kernel code.
@@ -204,7 +205,8 @@ class Runtime:
         changed topology, e.g. another dispatch cost ``R``.
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
-        return _simulate(graph, self.mode, None, result.command_logs, record, bus, limits or RunLimits())
+        limits = limits or RunLimits()
+        return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits)
 
 
 def _check_kernel(kernel: Any) -> None:
@@ -260,59 +262,84 @@ def _thaw(obj: Any) -> Any:
     return obj
 
 
-def _pe_key(pe_id: str) -> tuple[int, int, int]:
-    sip, cube, pe = pe_id.split(".")
-    return int(sip[3:]), int(cube[4:]), int(pe[2:])
+@dataclass(frozen=True)
+class _Program:
+    """One program of a run: the PE it runs on, its ids, and how its PE_CPU gets requests."""
+
+    pe_id: str
+    program_id: int
+    launch: int
+    start: Callable[[ProcessingElement], tuple[PeCpu, KernelContext | None]]
+    replays: CommandLog | None = None  # the log it re-times (replay); None when a kernel runs
 
 
-def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dict[str, list[tuple]] | None, record: bool, bus: Bus | None, limits: RunLimits) -> RunResult:
+def _live_programs(launches: list[Launch], limits: RunLimits) -> list[_Program]:
+    """Each launched kernel on each of its PEs, run in a greenlet that PE_CPU drives."""
+
+    def start(launch: Launch, i: int, kfile: str, pe: ProcessingElement) -> tuple[PeCpu, KernelContext]:
+        ctx = KernelContext(i, pe.pe_id, i, len(launch.pes), pe.cost, pe.scratch_bytes)
+        pe.ctx = ctx
+        g = kernel_greenlet(functools.partial(_call_kernel, launch), ctx)
+        cpu = PeCpu(
+            pe, _live_requests(g, ctx), lambda exc: kernel_location(exc, kfile), limits,
+            lambda: kernel_frame_location(g.gr_frame, kfile),
+        )
+        return cpu, ctx
+
+    return [
+        _Program(pid, i, li, functools.partial(start, launch, i, _kernel_file(launch.kernel)))
+        for li, launch in enumerate(launches)
+        for i, pid in enumerate(launch.pes)
+    ]
+
+
+def _replayed_programs(logs: dict[str, CommandLog], limits: RunLimits) -> list[_Program]:
+    """Each PE's command log, fed to its PE_CPU request by request; no kernel code runs."""
+
+    def start(log: CommandLog, pe: ProcessingElement) -> tuple[PeCpu, None]:
+        it = iter(log.requests)
+        return PeCpu(pe, lambda _response: next(it, None), limits=limits), None
+
+    return [_Program(pid, log.program_id, log.launch, functools.partial(start, log), log) for pid, log in logs.items()]
+
+
+def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, bus: Bus | None, limits: RunLimits) -> RunResult:
+    """Build the machine for ``programs``, run it to the end, and account for what it did."""
     env = simpy.Environment()
     bus = bus if bus is not None else Bus()
     recorder = Recorder(bus) if record else None
     network = Network(env, graph, bus, mode)
     fabric = IpcqFabric()
+    pes = _place(programs, env, graph, network, bus, fabric)
     cpus: dict[str, PeCpu] = {}
     contexts: dict[str, KernelContext] = {}
-    programs: list[tuple[str, int, int]] = []  # (PE id, program id, launch index)
-    if launches is not None:
-        for li, launch in enumerate(launches):
-            for i, pid in enumerate(launch.pes):
-                programs.append((pid, i, li))
-    else:
-        for pid, log in logs.items():
-            head = log[0] if log and log[0][0] == "program" else ("program", 0, 0)
-            programs.append((pid, head[1], head[2]))
-    seen = set()
-    for pid, _, _ in programs:
-        if pid in seen:
-            raise ValueError(f"{pid} is used by two launches in one run")
-        seen.add(pid)
-    pes: dict[str, ProcessingElement] = {}
-    for pid, prog, li in programs:
-        pe = ProcessingElement(env, graph, network, bus, fabric, pid, prog, li)
-        pes[pid] = pe
-        fabric.pes[(li, prog)] = pe
-    if launches is not None:
-        for li, launch in enumerate(launches):
-            kfile = _kernel_file(launch.kernel)
-            for i, pid in enumerate(launch.pes):
-                pe = pes[pid]
-                ctx = KernelContext(i, pid, i, len(launch.pes), pe.cost, pe.scratch_bytes)
-                ctx.requests.append(("program", i, li))
-                pe.ctx = ctx
-                contexts[pid] = ctx
-                g = kernel_greenlet(functools.partial(_call_kernel, launch), ctx)
-                cpus[pid] = PeCpu(
-                    pe, _live_requests(g, ctx), lambda exc, f=kfile: kernel_location(exc, f), limits,
-                    lambda g=g, f=kfile: kernel_frame_location(g.gr_frame, f),
-                )
-    else:
-        for pid, log in logs.items():
-            cpus[pid] = PeCpu(pes[pid], _replay_requests(log), limits=limits)
-    for pid in sorted(cpus, key=_pe_key):
+    for prog in programs:
+        cpu, ctx = prog.start(pes[prog.pe_id])
+        cpus[prog.pe_id] = cpu
+        if ctx is not None:
+            contexts[prog.pe_id] = ctx
+    for pid in sorted(cpus, key=pe_key):
         env.process(cpus[pid].run())
     _run_within(env, limits, recorder)
     network.flush()
+    _check_ended(cpus, fabric, recorder)
+    return _result(env, programs, pes, cpus, contexts, recorder)
+
+
+def _place(programs: list[_Program], env: simpy.Environment, graph: Graph, network: Network, bus: Bus, fabric: IpcqFabric) -> dict[str, ProcessingElement]:
+    """One ProcessingElement per program, registered with the IPCQ fabric by (launch, program)."""
+    pes: dict[str, ProcessingElement] = {}
+    for prog in programs:
+        if prog.pe_id in pes:
+            raise ValueError(f"{prog.pe_id} is used by two launches in one run")
+        pe = ProcessingElement(env, graph, network, bus, fabric, prog.pe_id, prog.program_id, prog.launch)
+        pes[prog.pe_id] = pe
+        fabric.pes[(prog.launch, prog.program_id)] = pe
+    return pes
+
+
+def _check_ended(cpus: dict[str, PeCpu], fabric: IpcqFabric, recorder: Recorder | None) -> None:
+    """The run ran out of events: every kernel must have finished and every message been taken."""
     blocked = [c for c in cpus.values() if not c.finished]
     if blocked:
         lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
@@ -321,8 +348,18 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
     lost = fabric.lost_messages()
     if lost:
         raise _kept(LostMessageError("the run ended with messages no receive took:\n  " + "\n  ".join(lost)), recorder)
+
+
+def _result(
+    env: simpy.Environment,
+    programs: list[_Program],
+    pes: dict[str, ProcessingElement],
+    cpus: dict[str, PeCpu],
+    contexts: dict[str, KernelContext],
+    recorder: Recorder | None,
+) -> RunResult:
     latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
-    order = sorted(pes, key=_pe_key)
+    order = sorted(pes, key=pe_key)
     return RunResult(
         latency_ns=latency,
         pes=tuple(order),
@@ -333,8 +370,15 @@ def _simulate(graph: Graph, mode: Mode, launches: list[Launch] | None, logs: dic
         stall_ns={p: pes[p].cpu_stall_ns for p in order},
         scratch_peak_bytes={p: contexts[p].scratch_peak for p in order} if contexts else {},
         events=recorder.events() if recorder is not None else None,
-        command_logs={p: contexts[p].requests for p in order} if contexts else dict(logs or {}),
+        command_logs={prog.pe_id: _command_log(prog, contexts) for prog in sorted(programs, key=lambda prog: pe_key(prog.pe_id))},
     )
+
+
+def _command_log(prog: _Program, contexts: dict[str, KernelContext]) -> CommandLog:
+    """What a program asked of its PE_CPU, in order: the kernel's requests, or the log it replayed."""
+    if prog.replays is not None:
+        return prog.replays
+    return CommandLog(prog.program_id, prog.launch, tuple(contexts[prog.pe_id].requests))
 
 
 def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None) -> None:
@@ -378,13 +422,13 @@ def _collector_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _live_requests(g, ctx: KernelContext):
+def _live_requests(g: Any, ctx: KernelContext) -> Callable[[Any], Request | None]:
     """Drive the kernel greenlet: each call returns its next request (None when done)."""
     import greenlet
 
     started = False
 
-    def next_request(response: Any) -> tuple | None:
+    def next_request(response: Any) -> Request | None:
         nonlocal started
         if g.dead:
             return None
@@ -394,14 +438,5 @@ def _live_requests(g, ctx: KernelContext):
         if g.dead:
             return None
         return req
-
-    return next_request
-
-
-def _replay_requests(log: list[tuple]):
-    it = iter(r for r in log if r[0] != "program")
-
-    def next_request(_response: Any) -> tuple | None:
-        return next(it, None)
 
     return next_request

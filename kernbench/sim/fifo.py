@@ -34,14 +34,15 @@ cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from kernbench.sim.clock import Action, call_at, priority
-
 from kernbench.sim.train import EPS, Train, fifo, first_difference, lindley
+from kernbench.sim.transit import merge_shares
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
@@ -72,6 +73,15 @@ class Passage:
         return self.inp.n
 
 
+class Reserved:
+    """Flits served through :meth:`Fifo.reserve` (no passage): who, and their departures."""
+
+    __slots__ = ("seq", "corr", "out")
+
+    def __init__(self, seq: int, corr: int, out: Train) -> None:
+        self.seq, self.corr, self.out = seq, corr, out
+
+
 class Fifo:
     """One FIFO server; see the module docstring.
 
@@ -83,9 +93,9 @@ class Fifo:
     the latest departure).
     """
 
-    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers", "_replan_at")
+    __slots__ = ("name", "s", "free", "members", "t_last", "v_end", "last_corr", "flits", "_watchers", "_replan_at", "history")
 
-    def __init__(self, name: str, service_ns: float) -> None:
+    def __init__(self, name: str, service_ns: float, history: bool = False) -> None:
         self.name = name
         self.s = service_ns
         self.free = 0.0  # when the work of passages no longer arriving is done
@@ -96,6 +106,8 @@ class Fifo:
         self.flits = 0  # data flits served (busy time = flits · s)
         self._watchers: list[tuple[float, Callable[[], None]]] = []
         self._replan_at: Action | None = None  # a re-plan due (see amend)
+        # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
+        self.history: deque[Any] | None = deque() if history else None
 
     # --- queries ------------------------------------------------------------
 
@@ -139,7 +151,31 @@ class Fifo:
             if t >= t_from - EPS:
                 fn()
 
-    def reserve(self, now: float, count: int, seq: int) -> float | None:
+    def shares(self, x: float, y: float, own_seq: int, horizon: float) -> tuple[tuple[int, float], ...]:
+        """Time in ``[x, y]`` (the server busy throughout) spent on other transfers' flits: (corr id, ns)
+        per transfer, in the order served. ``horizon``: no transfer still running started before it."""
+        hist = self.history
+        if hist is None:
+            return ()
+        while hist and hist[0].out is not None and hist[0].out.last() < horizon - EPS:
+            hist.popleft()
+        s = self.s
+        found = []
+        for p in hist:
+            out = p.out
+            if p.seq == own_seq or out is None or out.last() <= x + EPS or out.first() - s >= y - EPS:
+                continue
+            k0 = out.count_before(x, inclusive=True)  # departures by x: served before the window
+            k1 = out.count_before(y, inclusive=True)
+            if k1 <= k0:
+                continue
+            first = out.at(k0)
+            ns = (k1 - k0) * s - max(0.0, x + s - first)  # the first may have started before x
+            found.append((first, p.corr, ns))
+        found.sort(key=lambda f: f[0])
+        return merge_shares((corr, ns) for _, corr, ns in found)
+
+    def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
         """``count`` flits arriving together now, if nothing else is still to arrive:
         when the first starts (``None``: something is; plan a :class:`Passage`)."""
         if self.t_last >= now - EPS:
@@ -152,6 +188,8 @@ class Fifo:
             self.members = []
         self.free = self.v_end = start + count * self.s
         self.flits += count
+        if self.history is not None:
+            self.history.append(Reserved(seq, corr, Train(count, [(0, start + self.s, 0.0, 1, self.s)])))
         if self._watchers:
             self._notify(now)
         return start
@@ -162,6 +200,8 @@ class Fifo:
         """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
         p.fifo = self
         self.flits += p.n
+        if self.history is not None:
+            self.history.append(p)
         inp = p.inp
         if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
             head = inp.first()

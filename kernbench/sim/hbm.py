@@ -22,6 +22,7 @@ import numpy as np
 from kernbench.sim.fifo import Fifo
 from kernbench.sim.region import Region
 from kernbench.sim.train import Train
+from kernbench.topology.ids import NodeId, cube_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,26 +43,32 @@ class Bursts:
             return 0
         return pc[2] if isinstance(pc, tuple) else len(pc)
 
+    def last(self, ch: int) -> int:
+        """The flit index of channel ``ch``'s last burst (it has at least one)."""
+        pc = self.per_channel[ch]
+        assert pc is not None
+        return pc[0] + pc[1] * (pc[2] - 1) if isinstance(pc, tuple) else int(pc[-1])
+
 
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
     __slots__ = ("node_id", "pc_base", "channels", "burst_bytes", "burst_ns", "fifos", "_names", "_contiguous")
 
-    def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float):
+    def __init__(self, node_id: str, pc_base: int, channels: int, burst_bytes: int, channel_bw_gbps: float, history: bool = False):
         self.node_id = node_id
         self.pc_base = pc_base
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
         self._names = [self._name(ch) for ch in range(channels)]
-        self.fifos = [Fifo(self._names[ch], self.burst_ns) for ch in range(channels)]
+        self.fifos = [Fifo(self._names[ch], self.burst_ns, history) for ch in range(channels)]
         self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
     def _name(self, ch: int) -> str:
-        prefix, last = self.node_id.rsplit(".", 1)
-        if last.startswith("slice"):
-            return f"{prefix}.pc{self.pc_base + ch}"
+        n = NodeId.parse(self.node_id)
+        if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
+            return f"{cube_id(n.sip, n.cube)}.hbm.pc{self.pc_base + ch}"
         return f"{self.node_id}.ch{ch}"
 
     def channel_name(self, ch: int) -> str:

@@ -39,8 +39,10 @@ Two ways to compute it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+import heapq
 
 import simpy
 
@@ -52,6 +54,7 @@ from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.hbm import ChannelArray, sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS, Train, first_difference, union
+from kernbench.sim.transit import FifoLog, Journey, Part, Stop
 from kernbench.topology.graph import Graph, Route
 
 Mode = Literal["fast", "oracle"]
@@ -69,6 +72,7 @@ class TransferResult:
     size_bytes: int
     start_ns: float
     end_ns: float
+    parts: tuple[Part, ...] = field(default=(), compare=False)  # where the critical flit spent [start, end] (recorded runs)
 
     @property
     def latency_ns(self) -> float:
@@ -76,7 +80,9 @@ class TransferResult:
 
 
 class Network:
-    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast"):
+    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", explain: bool | None = None):
+        """``explain``: say where each transfer's time went (:attr:`TransferResult.parts`);
+        by default when events are recorded."""
         if mode not in MODES:
             raise ValueError(f"mode must be 'fast' or 'oracle', got {mode!r}")
         self.env = env
@@ -91,6 +97,10 @@ class Network:
         self._next_seq = 1
         self.transfers_done = 0
         self.oracle: OracleState | None = OracleState() if mode == "oracle" else None
+        # recorded runs say where each transfer's time went (TransferResult.parts)
+        self.explain = self.bus.active if explain is None else explain
+        self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
+        self._closed: set[int] = set()
 
     # --- public primitives ------------------------------------------------
 
@@ -112,7 +122,7 @@ class Network:
                     "(one flit carries one burst)"
                 )
             base = a.get("slice", 0) * a["channels"]
-            mem = ChannelArray(node_id, base, a["channels"], a["burst_bytes"], a["channel_bw_gbps"])
+            mem = ChannelArray(node_id, base, a["channels"], a["burst_bytes"], a["channel_bw_gbps"], self.explain)
             self._memories[node_id] = mem
         return mem
 
@@ -120,7 +130,7 @@ class Network:
         f = self._edges[index]
         if f is None:
             e = self.graph.edges[index]
-            f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps)
+            f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps, self.explain)
         return f
 
     def read(
@@ -204,19 +214,32 @@ class Network:
         now = self.env.now
         if self.bus.active:
             self.bus.emit(now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=f"{src}=>{dst}")
+        if self.explain:
+            heapq.heappush(self._open, (seq, now))
         cls = _FastTransfer if self.mode == "fast" else _OracleTransfer
         cls(self, op, kind, src, dst, region, corr, seq, done, there, back).start()
         return done
+
+    def horizon(self) -> float:
+        """When the oldest transfer still running started (nothing before it can matter to a running one)."""
+        heap = self._open
+        while heap and heap[0][0] in self._closed:
+            self._closed.discard(heapq.heappop(heap)[0])
+        return heap[0][1] if heap else self.env.now
 
     # --- shared by both engines ------------------------------------------
 
     def _finish(self, tr: "_Transfer") -> None:
         self.transfers_done += 1
         now = self.env.now
+        parts: tuple[Part, ...] = ()
+        if self.explain:
+            parts = tr.parts(now)
+            self._closed.add(tr.seq)
         if self.bus.active:
             tr.publish()
             self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}")
-        tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now))
+        tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
 
 
 class _Transfer:
@@ -261,6 +284,34 @@ class _Transfer:
     def publish(self) -> None:  # pragma: no cover - both engines define it
         raise TypeError
 
+    def parts(self, end: float) -> tuple[Part, ...]:
+        """Where the critical flit spent ``[t0, end]`` (see :mod:`kernbench.sim.transit`)."""
+        j = Journey(self.t0)
+        if self.op == "read":
+            r = self._request(j)
+            self._channel(j, r)
+            self._data(j, end)
+        elif self.op == "send":
+            self._data(j, end)
+        else:
+            m = self._data(j, None)
+            self._channel(j, m)
+            self._ack(j, end)
+        j.to(end, self.src, "overhead")  # (nothing: every leg ends at its arrival)
+        return tuple(j.parts)
+
+    def _request(self, j: Journey) -> float:  # pragma: no cover - both engines define it
+        raise TypeError
+
+    def _channel(self, j: Journey, arrive: float) -> None:  # pragma: no cover
+        raise TypeError
+
+    def _data(self, j: Journey, end: float | None) -> float:  # pragma: no cover
+        raise TypeError
+
+    def _ack(self, j: Journey, end: float) -> None:  # pragma: no cover
+        raise TypeError
+
 
 # --- fast: trains through FIFOs ----------------------------------------------
 
@@ -280,7 +331,7 @@ class _FastTransfer(_Transfer):
     arrival, moved whenever that changes.
     """
 
-    __slots__ = ("route", "data", "data_in", "ch", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at")
+    __slots__ = ("route", "data", "data_in", "ch", "finish_at", "ack_route", "ctl", "mem_at", "mem_train", "head_at", "crit", "hz")
 
     def start(self) -> None:
         now = self.env.now
@@ -304,13 +355,14 @@ class _FastTransfer(_Transfer):
     # --- control flits -----------------------------------------------------
 
     def _plan_control(self, route: Route, t: float, then) -> None:
-        self.ctl = [route, then, []]
+        self.ctl = [route, then, [], []]
         self._control_from(0, t)
 
     def _control_from(self, h: int, t: float) -> None:
         """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``."""
-        route, then, tokens = self.ctl
+        route, then, tokens, times = self.ctl
         del tokens[h:]
+        del times[h:]
         net = self.net
         seq = self.seq
         for i in range(h, len(route.hops)):
@@ -319,6 +371,7 @@ class _FastTransfer(_Transfer):
             d = f.finish_before(t, seq)
             token = object()
             tokens.append(token)
+            times.append((t, d))
             f.watch(t, _Recheck(self, i, t, d, token), self.env.now)
             t = d + hop.prop_ns + hop.next_overhead_ns
         then(t)
@@ -348,12 +401,13 @@ class _FastTransfer(_Transfer):
         mem = self.mem
         b = mem.burst_ns
         progs = []
+        self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
         for c in range(mem.channels):
             cnt = self.bursts.count(c)
             if not cnt:
                 continue
             f = mem.fifos[c]
-            start = f.reserve(now, cnt, self.seq)
+            start = f.reserve(now, cnt, self.seq, self.corr)
             if start is None:  # the channel is still receiving: merge flit by flit
                 p = Passage(self.seq, self.corr, Train.burst(cnt, now))
                 f.arrive(p, now)
@@ -362,6 +416,8 @@ class _FastTransfer(_Transfer):
             elif self.net.bus.active:
                 self.ch[c] = _Reserved(f, start, cnt)
             progs.append((start, cnt))
+            if start + cnt * b >= self.crit[2]:
+                self.crit = (c, now, start + cnt * b)
         self.data_in = union(progs, b)
         self._plan_data()
 
@@ -469,6 +525,60 @@ class _FastTransfer(_Transfer):
             if k < sub.n:
                 p.fifo.amend(p, sub, min(p.inp.at(k), sub.at(k)), self.env)
 
+    # --- where the time went (recorded runs) -----------------------------------
+
+    def parts(self, end: float) -> tuple[Part, ...]:
+        self.hz = self.net.horizon()
+        return super().parts(end)
+
+    def _stops(self, passages: list[Passage], k: int) -> list[Stop]:
+        out = []
+        for p in passages:
+            f = p.fifo
+            a, d = p.inp.at(k), p.out.at(k)
+            out.append(Stop(a, d, f.s, f.shares(a, d - f.s, self.seq, self.hz)))
+        return out
+
+    def _control_stops(self) -> tuple[Route, list[Stop]]:
+        route, _then, _tokens, times = self.ctl
+        net = self.net
+        return route, [
+            Stop(t, d, 0.0, net.edge_fifo(hop.edge.index).shares(t, d, self.seq, self.hz))
+            for (t, d), hop in zip(times, route.hops, strict=True)
+        ]
+
+    def _request(self, j: Journey) -> float:
+        route, stops = self._control_stops()
+        r = self.crit[1]
+        j.leg(route, stops, r, data=False)
+        return r
+
+    def _write_crit(self) -> tuple[int, Passage]:
+        """A write's last burst to be written: (channel, its passage)."""
+        c = max(self.ch, key=lambda c: (self.ch[c].out.last(), c))
+        return c, self.ch[c]
+
+    def _channel(self, j: Journey, arrive: float) -> None:
+        mem = self.mem
+        b = mem.burst_ns
+        if self.op == "read":
+            c, _r, d = self.crit
+        else:
+            c, p = self._write_crit()
+            d = p.out.last()
+        f = mem.fifos[c]
+        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain")
+
+    def _data(self, j: Journey, end: float | None) -> float:
+        k = self.flits - 1 if self.op != "write" else self.bursts.last(self._write_crit()[0])
+        arrive = end if end is not None else self.mem_train.at(k)
+        j.leg(self.route, self._stops(self.data, k), arrive, data=True)
+        return arrive
+
+    def _ack(self, j: Journey, end: float) -> None:
+        route, stops = self._control_stops()
+        j.leg(route, stops, end, data=False)
+
     def publish(self) -> None:
         bus = self.net.bus
         for p in self.data:
@@ -526,8 +636,13 @@ class OracleState:
         self.window: dict[object, dict[int, list[float]]] = {}
         self.behind: dict[int, set[int]] = {}
         self.corr_of: dict[int, int] = {}
+        self.logs: dict[object, FifoLog] = {}  # per FIFO, who it served when (recorded runs)
 
-    def serve(self, key: object, t: float, s: float, seq: int, data: bool) -> float:
+    def shares(self, key: object, x: float, y: float, seq: int) -> tuple[tuple[int, float], ...]:
+        log = self.logs.get(key)
+        return log.shares(x, y, seq) if log is not None else ()
+
+    def serve(self, key: object, t: float, s: float, seq: int, data: bool, log: bool = False) -> float:
         """A flit of ``seq`` arrives at FIFO ``key`` at ``t``; when it leaves."""
         free = self.free.get(key, 0.0)
         start = t if t > free else free
@@ -552,6 +667,11 @@ class OracleState:
             w[1] = t
         end = start + s
         self.free[key] = end
+        if log:
+            fl = self.logs.get(key)
+            if fl is None:
+                fl = self.logs[key] = FifoLog()
+            fl.add(start, end, seq, self.corr_of.get(seq, -1))
         if runs is None:
             runs = self.queue[key] = []
         if runs and runs[-1][0] == seq:
@@ -587,7 +707,7 @@ class OracleState:
 class _OracleTransfer(_Transfer):
     """A transfer flit by flit: every flit's step through every FIFO is an action."""
 
-    __slots__ = ("route", "left", "end", "mem_done", "per_burst_ch", "ack_route", "served")
+    __slots__ = ("route", "left", "end", "mem_done", "per_burst_ch", "ack_route", "served", "at", "ctl_at", "crit", "mem_r")
 
     def start(self) -> None:
         net = self.net
@@ -599,6 +719,12 @@ class _OracleTransfer(_Transfer):
         self.end = 0.0
         self.mem_done = 0.0
         self.served: list[tuple[EventKind, str, float, float]] = []
+        # recorded runs: each flit's (arrival, departure) per FIFO (hop index; -1: its channel),
+        # the control flit's per hop, and the critical flit
+        self.at: dict[tuple[int, int], tuple[float, float]] = {}
+        self.ctl_at: list[tuple[float, float]] = []
+        self.crit = n - 1
+        self.mem_r = now
         if self.bursts is not None:
             ids = self.region.bursts(self.mem.burst_bytes)
             self.per_burst_ch = [int(i) % self.mem.channels for i in ids]
@@ -624,6 +750,8 @@ class _OracleTransfer(_Transfer):
         call_at(self.env, round(t * _GRID) / _GRID, prio, fn, *args)
 
     def _control(self, route: Route, h: int, t: float, then) -> None:
+        if h == 0:
+            self.ctl_at = []
         if h == len(route.hops):
             self._at(t, self._fprio(0), then)
             return
@@ -632,15 +760,21 @@ class _OracleTransfer(_Transfer):
     def _control_hop(self, route: Route, h: int, then) -> None:
         hop = route.hops[h]
         d = self.net.oracle.serve(hop.edge.index, self.env.now, 0.0, self.seq, data=False)
+        if self.net.explain:
+            self.ctl_at.append((self.env.now, d))
         self._control(route, h + 1, d + hop.prop_ns + hop.next_overhead_ns, then)
 
     def _mem_read(self) -> None:
         now = self.env.now
         mem = self.mem
         orc = self.net.oracle
+        explain = self.net.explain
+        self.mem_r = now
         for k, c in enumerate(self.per_burst_ch):
             key = (mem.node_id, c)
-            d = orc.serve(key, now, mem.burst_ns, self.seq, data=True)
+            d = orc.serve(key, now, mem.burst_ns, self.seq, data=True, log=explain)
+            if explain:
+                self.at[(k, -1)] = (now, d)
             if self.net.bus.active:
                 self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
             self._at(d, self._fprio(k), self._flit, k, 0)
@@ -648,7 +782,10 @@ class _OracleTransfer(_Transfer):
     def _flit(self, k: int, h: int) -> None:
         hop = self.route.hops[h]
         now = self.env.now
-        d = self.net.oracle.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True)
+        explain = self.net.explain
+        d = self.net.oracle.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True, log=explain)
+        if explain:
+            self.at[(k, h)] = (now, d)
         if self.net.bus.active:
             self.served.append((EventKind.EDGE_BUSY, hop.edge.id, d - hop.flit_ns, d))
         t = d + hop.prop_ns + hop.next_overhead_ns
@@ -658,9 +795,11 @@ class _OracleTransfer(_Transfer):
         if self.op == "write":
             self._at(t, self._fprio(k), self._write_burst, k)
             return
-        self._arrived(t)
+        self._arrived(t, k)
 
-    def _arrived(self, t: float) -> None:
+    def _arrived(self, t: float, k: int) -> None:
+        if t >= self.end:
+            self.crit = k
         self.end = max(self.end, t)
         self.left -= 1
         if self.left == 0:
@@ -669,13 +808,54 @@ class _OracleTransfer(_Transfer):
     def _write_burst(self, k: int) -> None:
         mem = self.mem
         c = self.per_burst_ch[k]
-        d = self.net.oracle.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True)
+        explain = self.net.explain
+        d = self.net.oracle.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True, log=explain)
+        if explain:
+            self.at[(k, -1)] = (self.env.now, d)
+            if d >= self.mem_done:
+                self.crit = k
         if self.net.bus.active:
             self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
         self.mem_done = max(self.mem_done, d)
         self.left -= 1
         if self.left == 0:
             self._control(self.ack_route, 0, self.mem_done, lambda: self.net._finish(self))
+
+    # --- where the time went (recorded runs) -----------------------------------
+
+    def _leg_stops(self, route: Route, times: list[tuple[float, float]], s_of, key_of) -> list[Stop]:
+        orc = self.net.oracle
+        out = []
+        for h, (a, d) in enumerate(times):
+            s = s_of(route.hops[h])
+            out.append(Stop(a, d, s, orc.shares(key_of(route.hops[h]), a, d - s, self.seq)))
+        return out
+
+    def _request(self, j: Journey) -> float:
+        route = self.there
+        j.leg(route, self._leg_stops(route, self.ctl_at, lambda _hop: 0.0, lambda hop: hop.edge.index), self.mem_r, data=False)
+        return self.mem_r
+
+    def _channel(self, j: Journey, arrive: float) -> None:
+        mem = self.mem
+        c = self.per_burst_ch[self.crit]
+        a, d = self.at[(self.crit, -1)]
+        b = mem.burst_ns
+        shares = self.net.oracle.shares((mem.node_id, c), arrive, d - b, self.seq)
+        j.fifo(mem.channel_name(c), Stop(arrive, d, b, shares), "drain")
+
+    def _data(self, j: Journey, end: float | None) -> float:
+        k = self.crit
+        route = self.route
+        times = [self.at[(k, h)] for h in range(len(route.hops))]
+        last = route.hops[-1]
+        arrive = end if end is not None else times[-1][1] + last.prop_ns + last.next_overhead_ns
+        j.leg(route, self._leg_stops(route, times, lambda hop: hop.flit_ns, lambda hop: hop.edge.index), arrive, data=True)
+        return arrive
+
+    def _ack(self, j: Journey, end: float) -> None:
+        route = self.ack_route
+        j.leg(route, self._leg_stops(route, self.ctl_at, lambda _hop: 0.0, lambda hop: hop.edge.index), end, data=False)
 
     def publish(self) -> None:
         bus = self.net.bus

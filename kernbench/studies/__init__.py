@@ -1,6 +1,6 @@
 """The paper's two analytic cross-checks: all-reduce against α–β, GEMM against an ideal pipeline.
 
-:mod:`~kernbench.studies.alphabeta` and :mod:`~kernbench.studies.pipeline`
+:mod:`~kernbench.models.alphabeta` and :mod:`~kernbench.models.pipeline`
 are the analytic models (formulas from topology parameters only);
 :mod:`~kernbench.studies.allreduce` and :mod:`~kernbench.studies.gemm` run
 the sweeps and print simulator and model side by side

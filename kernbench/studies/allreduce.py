@@ -4,7 +4,7 @@ For each pair of topologies (the 2×3 mesh and torus with one PE per CUBE —
 the paper's "2D-torus over six devices" — and the paper's 4×4 SIP with its
 torus variant, one PE per CUBE of SIP 0) and each algorithm, every payload
 from 4 KiB to 64 MiB (16 MiB for the 4×4 pair; ×4 apart) is simulated and set beside the α–β model
-of the same schedule (:mod:`kernbench.studies.alphabeta`). Messages are
+of the same schedule (:mod:`kernbench.models.alphabeta`). Messages are
 256 KiB (the largest the tree's four TCM buffers allow in 1 MiB of
 scratch): the same rule at every point, chosen so the 64 MiB points stay
 affordable to simulate. Every point's numerics are checked against numpy.
@@ -12,7 +12,7 @@ affordable to simulate. Every point's numerics are checked against numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kernbench.collectives import ALGORITHMS
@@ -21,7 +21,9 @@ from kernbench.sizes import size_label
 PAYLOADS = tuple(4096 * 4**i for i in range(8))  # 4 KiB … 64 MiB
 #: (label, mesh, torus, --pes, payloads). The 4×4 pair stops at 16 MiB: its 64 MiB points
 #: (16 PEs) would take about 90 s of simulation on their own.
-PAIRS = (
+Pair = tuple[str, str, str, str, tuple[int, ...]]  # label, mesh topology, torus topology, PEs, payloads
+
+PAIRS: tuple[Pair, ...] = (
     ("2×3", "mesh2x3", "torus2x3", "", PAYLOADS),
     ("4×4", "paper", "paper_torus", "sip0", PAYLOADS[:-1]),
 )
@@ -67,7 +69,7 @@ def run_point(topology: str, algo: str, payload: int, pes: str = "", chunk: str 
     return Point(topology, algo, payload, p, result.latency_ns, model["model_ns"], model["alpha_term_ns"], model["beta_term_ns"], err, tol)
 
 
-def sweep(pairs=None, algos=ALGORITHMS) -> Iterator[tuple[str, Point, Point]]:
+def sweep(pairs: Iterable[Pair] | None = None, algos: Iterable[str] = ALGORITHMS) -> Iterator[tuple[str, Point, Point]]:
     for label, mesh, torus, pes, payloads in pairs or PAIRS:
         for payload in payloads:
             for algo in algos:

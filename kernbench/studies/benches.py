@@ -5,10 +5,14 @@ Each takes the timing mode (``mode=``) like every other bench."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernbench.sim.network import Mode
 
 
 def _allreduce(topology: str, algo: str, payload: str, pes: str = "") -> Callable[..., dict[str, float]]:
-    def run(mode: str = "fast") -> dict[str, float]:
+    def run(mode: Mode = "fast") -> dict[str, float]:
         from kernbench.kernels import registry
         from kernbench.runtime.api import Runtime
 
@@ -20,8 +24,8 @@ def _allreduce(topology: str, algo: str, payload: str, pes: str = "") -> Callabl
     return run
 
 
-def _gemm(label: str, **params) -> Callable[..., dict[str, float]]:
-    def run(mode: str = "fast") -> dict[str, float]:
+def _gemm(label: str, **params: Any) -> Callable[..., dict[str, float]]:
+    def run(mode: Mode = "fast") -> dict[str, float]:
         from kernbench.kernels import registry
         from kernbench.runtime.api import Runtime
 

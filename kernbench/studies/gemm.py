@@ -10,7 +10,7 @@ Two sweeps on one CUBE (``cube1``):
   different tile shapes, split-K and forms.
 
 Every point is simulated with its event stream recorded and set beside
-:mod:`kernbench.studies.pipeline`. The gap is attributed on the busiest
+:mod:`kernbench.models.pipeline`. The gap is attributed on the busiest
 PE's PE_GEMM lane, which is what efficiency measures: the latency is the
 lead-in before its first GEMM, its GEMM busy time, the idle gaps between
 GEMMs, and the lead-out after its last; the model predicts each of them
@@ -20,9 +20,15 @@ t_GEMM); lead-out = the stages after GEMM + the tail).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from kernbench.events.types import EventKind
+from kernbench.events.types import Event, EventKind
+
+if TYPE_CHECKING:
+    from kernbench.kernels.registry import Params
+    from kernbench.models.pipeline import PipelineModel
 
 TOPOLOGY = "cube1"
 TILE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -55,7 +61,7 @@ class Split:
 
 @dataclass(frozen=True, slots=True)
 class GemmPoint:
-    params: dict
+    params: Params
     tiles: int
     sim_ns: float
     model_ns: float
@@ -76,13 +82,13 @@ class GemmPoint:
         return self.sim_ns / self.model_ns
 
 
-def gemm_lane_split(events, pe: str, latency_ns: float) -> Split:
+def gemm_lane_split(events: Iterable[Event], pe: str, latency_ns: float) -> Split:
     spans = sorted((e.t_ns, e.end_ns) for e in events if e.kind is EventKind.ENGINE_BUSY and e.component == f"{pe}.gemm")
     busy = sum(b - a for a, b in spans)
     return Split(spans[0][0], busy, spans[-1][1] - spans[0][0] - busy, latency_ns - spans[-1][1])
 
 
-def model_split(model) -> Split:
+def model_split(model: PipelineModel) -> Split:
     chain = [s for s in model.stages if s.chain]
     k = next(i for i, s in enumerate(chain) if s.engine == "gemm")
     t_gemm = chain[k].ns
@@ -94,22 +100,24 @@ def model_split(model) -> Split:
     )
 
 
-def run_point(**overrides) -> GemmPoint:
+def run_point(**overrides: Any) -> GemmPoint:
     """Simulate ``gemm-tiled`` with these options (recording events) and model it."""
     from kernbench.kernels import registry
     from kernbench.kernels.gemm_tiled import Tiling
+    from kernbench.models.pipeline import predict
     from kernbench.runtime.api import Runtime
-    from kernbench.studies.pipeline import predict
 
     spec = registry.get("gemm-tiled")
     params = dict(spec.defaults(), **overrides)
     rt = Runtime(TOPOLOGY)
     prepared = spec.prepare(rt, params)
     result = rt.run(record=True)
+    events = result.events
+    assert events is not None  # recorded
     summary = prepared.summary(result)
     node = rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs
     model = predict(rt.graph, Tiling.of(params, len(rt.pe_ids()), node["scratch_bytes"]))
-    busiest = max(result.pes, key=lambda pe: (_gemm_end(result.events, pe), pe))
+    busiest = max(result.pes, key=lambda pe: (_gemm_end(events, pe), pe))
     return GemmPoint(
         params,
         model.tiles,
@@ -119,17 +127,17 @@ def run_point(**overrides) -> GemmPoint:
         summary["model_mac_eff_pct"],
         100.0 * model_split(model).busy / model.tiles / model.ii_ns,
         model.bound,
-        gemm_lane_split(result.events, busiest, result.latency_ns),
+        gemm_lane_split(events, busiest, result.latency_ns),
         model_split(model),
         prepared.check(),
     )
 
 
-def _gemm_end(events, pe: str) -> float:
+def _gemm_end(events: Iterable[Event], pe: str) -> float:
     return max((e.end_ns for e in events if e.kind is EventKind.ENGINE_BUSY and e.component == f"{pe}.gemm"), default=0.0)
 
 
-def tile_count_sweep(counts=None) -> list[tuple[GemmPoint, GemmPoint]]:
+def tile_count_sweep(counts: Iterable[int] | None = None) -> list[tuple[GemmPoint, GemmPoint]]:
     rows = []
     for n in counts or TILE_COUNTS:
         shape = dict(m=128, n=128, k=128 * n, tile_m=128, tile_n=128, tile_k=128, pes=1)
@@ -137,7 +145,7 @@ def tile_count_sweep(counts=None) -> list[tuple[GemmPoint, GemmPoint]]:
     return rows
 
 
-def tiling_sweep(tilings=None, shape=None) -> list[GemmPoint]:
+def tiling_sweep(tilings: Iterable[Params] | None = None, shape: Params | None = None) -> list[GemmPoint]:
     return [run_point(**(shape or TILING_SHAPE), **t) for t in tilings or TILINGS]
 
 
@@ -159,7 +167,7 @@ def tile_count_table(rows: list[tuple[GemmPoint, GemmPoint]]) -> str:
     return "\n".join(lines)
 
 
-def _tiling_label(p: dict) -> str:
+def _tiling_label(p: Params) -> str:
     return f"{p['form']:<9} {p['tile_m']}×{p['tile_n']}×{p['tile_k']}" + (f" split-K {p['ksplit']}" if p["ksplit"] > 1 else "")
 
 

@@ -10,8 +10,8 @@ STUDIES = ("allreduce", "gemm", "all")
 
 
 def allreduce_report() -> str:
+    from kernbench.models.alphabeta import FORMULAS
     from kernbench.studies import allreduce as ar
-    from kernbench.studies.alphabeta import FORMULAS
 
     out = [
         "All-reduce: simulated latency vs the α–β model (ratio = sim / model), mesh vs torus",
@@ -20,15 +20,15 @@ def allreduce_report() -> str:
     ]
     out += [f"  {algo:<5} {formula}" for algo, formula in FORMULAS.items()]
     for pair in ar.PAIRS:
-        label, mesh, torus, pes, payloads = pair
+        label, mesh, torus, _pes, payloads = pair
         rows = list(ar.sweep([pair]))
         out += ["", f"{label}: {mesh} vs {torus}, {rows[0][1].pes} PEs, {size_label(payloads[0])} … {size_label(payloads[-1])}", ar.table(rows)]
     return "\n".join(out)
 
 
 def gemm_report() -> str:
+    from kernbench.models.pipeline import PipelineModel
     from kernbench.studies import gemm as g
-    from kernbench.studies.pipeline import PipelineModel
 
     shape = g.TILING_SHAPE
     return "\n".join(

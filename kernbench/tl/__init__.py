@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.handles import HandleRef, HbmTensor, Ptr, RecvFuture, TensorHandle
 from kernbench.pe.commands import (
     CompositeCmd,
     CopyCmd,
@@ -26,42 +27,42 @@ from kernbench.pe.commands import (
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
-    OpSpec,
     PeCpuOverheadCmd,
 )
+from kernbench.pe.commands import OpSpec as CmdOpSpec
 from kernbench.pe.opkinds import op_kind
 from kernbench.tl.context import current
-from kernbench.tl.handles import HbmTensor, Ptr, RecvFuture, TensorHandle
+from kernbench.tl.spec import OpSpec
 
 __all__ = [
     "OpSpec",
-    "program_id",
-    "num_programs",
-    "load",
-    "store",
-    "ref",
-    "dot",
     "add",
-    "sub",
-    "mul",
+    "composite",
+    "copy",
+    "cycles",
     "div",
-    "maximum",
+    "dot",
     "exp",
+    "full",
+    "load",
     "max",
-    "sum",
+    "maximum",
+    "mul",
+    "mul_bcast",
+    "num_programs",
+    "program_id",
+    "recv_async",
+    "ref",
     "rowmax",
     "rowsum",
-    "mul_bcast",
-    "sub_bcast",
     "scale",
-    "copy",
-    "zeros",
-    "full",
-    "composite",
-    "cycles",
     "send",
-    "recv_async",
+    "store",
+    "sub",
+    "sub_bcast",
+    "sum",
     "wait",
+    "zeros",
 ]
 
 
@@ -108,7 +109,7 @@ def store(ptr: Ptr | HbmTensor, value: TensorHandle) -> None:
     ctx.need((value,))
     if tuple(value.shape) != p.shape:
         raise ValueError(f"tl.store: value shape {value.shape} does not match {p.describe()} {p.shape}")
-    p.write(value.data.astype(p.dtype))
+    p.write(_data(value).astype(p.dtype))
     ctx.issue(DmaWriteCmd(value.ref, p, p.nbytes))
 
 
@@ -139,20 +140,20 @@ def dot(a: TensorHandle, b: TensorHandle, *, out_dtype: Any = np.float32) -> Ten
     if a.shape[-1] != b.shape[0]:
         raise ValueError(f"tl.dot: inner dimensions differ: {a.shape} @ {b.shape}")
     ctx.need((a, b))
-    r = op_kind("gemm").fn(a.data, b.data).astype(out_dtype)
+    r = op_kind("gemm").fn(_data(a), _data(b)).astype(out_dtype)
     out = ctx.new_handle(r.shape, r.dtype, "dot", r)
     ctx.issue(GemmCmd(a.ref, b.ref, out.ref, a.shape[0], a.shape[1], b.shape[1]))
     return out
 
 
-def _math(kind: str, inputs: tuple, extra: dict | None = None) -> TensorHandle:
+def _math(kind: str, inputs: tuple[TensorHandle, ...], extra: dict[str, Any] | None = None) -> TensorHandle:
     ctx = current()
     for i, x in enumerate(inputs):
         _expect_handle(x, f"tl.{kind} operand {i}")
     ctx.need(inputs)
     extra = extra or {}
     k = op_kind(kind)
-    r = k.compute([x.data for x in inputs], extra).astype(_out_dtype(*inputs))
+    r = k.compute([_data(x) for x in inputs], extra).astype(_out_dtype(*inputs))
     out = ctx.new_handle(r.shape, r.dtype, kind, r)
     ctx.issue(MathCmd(kind, tuple(x.ref for x in inputs), out.ref, dict(extra)))
     return out
@@ -182,11 +183,11 @@ def exp(x: TensorHandle) -> TensorHandle:
     return _math("exp", (x,))
 
 
-def max(x: TensorHandle, axis: int | None = None) -> TensorHandle:  # noqa: A001 - tl vocabulary
+def max(x: TensorHandle, axis: int | None = None) -> TensorHandle:  # shadows the builtin: tl vocabulary
     return _math("max", (x,), {"axis": axis} if axis is not None else None)
 
 
-def sum(x: TensorHandle, axis: int | None = None) -> TensorHandle:  # noqa: A001
+def sum(x: TensorHandle, axis: int | None = None) -> TensorHandle:  # shadows the builtin: tl vocabulary
     return _math("sum", (x,), {"axis": axis} if axis is not None else None)
 
 
@@ -255,48 +256,62 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
     )
     ctx.cost.check_composite(cmd)
     needed = [h for op in ops for h in op.operands.values() if isinstance(h, TensorHandle)]
-    needed += [op.out for op in ops if isinstance(op.out, TensorHandle)] + rw
+    needed += [op.out for op in ops if isinstance(op.out, TensorHandle)]
+    needed += rw
     ctx.need(tuple(h for h in needed if h.ref.space == "tcm"))
     for op in ops:
         _run_spec(op)
     ctx.issue(cmd)
 
 
-def _spec_refs(op: OpSpec) -> OpSpec:
+def _spec_refs(op: OpSpec) -> CmdOpSpec:
     op_kind(op.kind)
-    operands = {}
+    operands: dict[str, HandleRef] = {}
     for name, h in op.operands.items():
         if not isinstance(h, TensorHandle):
             raise TypeError(f"OpSpec {op.kind}: operand {name!r} must be a handle, got {h!r}")
         operands[name] = h.ref
     if op.out is not None and not isinstance(op.out, TensorHandle):
         raise TypeError(f"OpSpec {op.kind}: out must be a handle, got {op.out!r}")
-    return OpSpec(op.kind, operands, op.out.ref if op.out is not None else None, op.scope, dict(op.extra))
+    return CmdOpSpec(op.kind, operands, op.out.ref if op.out is not None else None, op.scope, dict(op.extra))
+
+
+def _data(h: TensorHandle) -> np.ndarray:
+    """A TCM handle's value: there once ``ctx.need`` has returned (loads and receives landed)."""
+    assert h.data is not None, f"{h.name} has no value yet"
+    return h.data
+
+
+def _ref_ptr(h: TensorHandle) -> Ptr:
+    """The HBM region of a ``tl.ref`` handle."""
+    assert h.ptr is not None, f"{h.name} is not an HBM tl.ref"
+    return h.ptr
 
 
 def _value(h: TensorHandle) -> np.ndarray:
-    return h.ptr.read() if h.ref.space == "hbm" else h.data
+    return _ref_ptr(h).read() if h.ref.space == "hbm" else _data(h)
 
 
 def _run_spec(op: OpSpec) -> None:
     k = op_kind(op.kind)
     args = [_value(op.operands[name]) for name in op.operands]
     r = k.compute(args, op.extra)
-    if op.out is None:
+    out = op.out
+    if out is None:
         return
     if op.extra.get("accumulate"):
-        r = _value(op.out).astype(np.float32) + r
-    if r.shape != op.out.shape:
+        r = _value(out).astype(np.float32) + r
+    if r.shape != out.shape:
         try:
-            r = np.broadcast_to(r, op.out.shape)
+            r = np.broadcast_to(r, out.shape)
         except ValueError:
             raise ValueError(
-                f"OpSpec {op.kind}: result shape {r.shape} does not fit out {op.out.name} {op.out.shape}"
+                f"OpSpec {op.kind}: result shape {r.shape} does not fit out {out.name} {out.shape}"
             ) from None
-    if op.out.ref.space == "hbm":
-        op.out.ptr.write(np.asarray(r).astype(op.out.dtype))
+    if out.ref.space == "hbm":
+        _ref_ptr(out).write(np.asarray(r).astype(out.dtype))
     else:
-        op.out.data = np.array(r, dtype=op.out.dtype)
+        out.data = np.array(r, dtype=out.dtype)
 
 
 MAX_CYCLES = 1e12  # 1000 s at 1 GHz: far past any run limit

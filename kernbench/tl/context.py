@@ -1,27 +1,26 @@
 """The per-PE kernel context: the bridge between ``tl`` calls and PE_CPU.
 
 A kernel runs in its own greenlet. Each ``tl`` call computes its numerics at
-once, then hands PE_CPU a *request* by switching to the driver greenlet:
-
-``("cmd", cmd)``            dispatch a command (pays ADR-0064 dispatch cost)
-``("wait", ref, reason)``   block until a handle's load/recv has landed
-``("sync",)``               let SimPy's clock reach PE_CPU's (PE_CPU runs ahead)
-
-The requests are also kept in order: that list *is* the command log the
-replay path re-times without running the kernel.
+once, then hands PE_CPU a request record (:mod:`kernbench.pe.requests`:
+``Issue``, ``Wait``, ``Sync``) by switching to the driver greenlet. The
+requests are also kept in order: that list *is* the command log the replay
+path re-times without running the kernel.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import greenlet
 import numpy as np
 
-from kernbench.cost_model import DispatchCostModel
 from kernbench.events.types import StallReason
-from kernbench.tl.handles import HandleRef, Ptr, TensorHandle, dtype_name
+from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
+from kernbench.pe.commands import PeCommand
+from kernbench.pe.cost import DispatchCostModel
+from kernbench.pe.requests import SYNC, Issue, Request, Wait
 
 
 class ScratchError(MemoryError):
@@ -46,13 +45,13 @@ class KernelContext:
         self.scratch_bytes = scratch_bytes
         self._scratch_used = 0
         self.scratch_peak = 0
-        self.requests: list[tuple] = []
+        self.requests: list[Request] = []
         self.driver: greenlet.greenlet | None = None
         self._next_id = 0
         self._pending: dict[int, str] = {}  # handle id -> "load" | "recv"
         self._in_flight: set[int] = set()  # loads whose DMA has not completed
         self._dropped_in_flight: dict[int, int] = {}
-        self._recv_handles: dict[int, weakref.ref] = {}
+        self._recv_handles: dict[int, weakref.ref[TensorHandle]] = {}
 
     # --- handles and scratch ----------------------------------------------
 
@@ -125,14 +124,15 @@ class KernelContext:
 
     # --- requests to PE_CPU -----------------------------------------------
 
-    def _request(self, req: tuple) -> Any:
+    def _request(self, req: Request) -> Any:
         self.requests.append(req)
+        assert self.driver is not None, "a kernel context is driven by its PE_CPU"
         return self.driver.switch(req)
 
-    def issue(self, cmd: Any) -> Any:
-        return self._request(("cmd", cmd))
+    def issue(self, cmd: PeCommand) -> Any:
+        return self._request(Issue(cmd))
 
-    def need(self, handles: tuple) -> None:
+    def need(self, handles: tuple[object, ...]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending."""
         for h in handles:
             if not isinstance(h, TensorHandle):
@@ -140,17 +140,17 @@ class KernelContext:
             why = self._pending.pop(h.ref.id, None)
             if why is not None:
                 reason = StallReason.LAZY_LOAD if why == "load" else StallReason.RECV_WAIT
-                self._request(("wait", h.ref, reason))
+                self._request(Wait(h.ref, reason))
 
     def wait_explicit(self, h: TensorHandle) -> None:
         why = self._pending.pop(h.ref.id, None)
         if why is not None:
             reason = StallReason.RECV_WAIT if why == "recv" else StallReason.EXPLICIT_WAIT
-            self._request(("wait", h.ref, reason))
+            self._request(Wait(h.ref, reason))
 
     def sync(self) -> None:
         """Let the simulation catch up with this PE's clock (loads land, messages arrive)."""
-        self._request(("sync",))
+        self._request(SYNC)
 
 
 class _KernelGreenlet(greenlet.greenlet):
@@ -161,12 +161,12 @@ def current() -> KernelContext:
     """The context of the kernel running now; ``tl`` is only usable inside one."""
     g = greenlet.getcurrent()
     ctx = getattr(g, "ctx", None)
-    if ctx is None:
+    if not isinstance(ctx, KernelContext):
         raise RuntimeError("tl.* can only be called inside a kernel launched by kernbench")
     return ctx
 
 
-def kernel_greenlet(run, ctx: KernelContext) -> greenlet.greenlet:
+def kernel_greenlet(run: Callable[[], object], ctx: KernelContext) -> greenlet.greenlet:
     g = _KernelGreenlet(run)
     g.ctx = ctx
     return g

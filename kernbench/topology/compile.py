@@ -15,7 +15,6 @@ Routing is hierarchical and deterministic:
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -24,14 +23,12 @@ from typing import Any
 
 from kernbench.errors import RouteError, TopologyError
 from kernbench.topology.graph import Edge, Graph, Node
+from kernbench.topology.ids import NodeId, cube_id, io_id
 from kernbench.topology.shape import GridShape
 from kernbench.topology.spec import load_spec
 
 PE_ENGINES = ("cpu", "sched", "dma", "fs", "gemm", "math", "ipcq", "tcm")
 OPPOSITE = {"e": "w", "w": "e", "n": "s", "s": "n"}
-
-_ID = re.compile(r"^sip(\d+)\.cube(\d+)\.(.+)$")
-
 
 def load_topology(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> Graph:
     """Load, validate and compile a named topology or a YAML file."""
@@ -69,7 +66,8 @@ def check_size(spec: Mapping[str, Any]) -> None:
 def pe_count(spec: Mapping[str, Any]) -> int:
     """PEs in the whole machine ``spec`` describes."""
     mesh = spec["sip"]["mesh"]
-    return spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+    count: int = spec["system"]["sips"] * mesh["width"] * mesh["height"] * spec["cube"]["pes"]["count"]
+    return count
 
 
 def graph_size(spec: Mapping[str, Any]) -> tuple[int, int]:
@@ -122,32 +120,25 @@ class _Builder:
         n_sips = spec["system"]["sips"]
         for s in range(n_sips):
             for c in range(self.width * self.height):
-                self._cube(f"sip{s}.cube{c}", s, c)
+                self._cube(cube_id(s, c), s, c)
             self._mesh(s)
             io = spec["sip"]["io_chiplet"]
             if io is not None:
-                io_id = f"sip{s}.io"
-                self.node(io_id, "io_chiplet", io["overhead_ns"], sip=s)
-                attach = f"sip{s}.cube{io['attach_cube']}.{io['attach']}"
-                self.link(io_id, attach, io["link"], "io")
+                chiplet = io_id(s)
+                self.node(chiplet, "io_chiplet", io["overhead_ns"], sip=s)
+                self.link(chiplet, f"{cube_id(s, io['attach_cube'])}.{io['attach']}", io["link"], "io")
         ring = spec["system"]["sip_ring"]
         if n_sips > 1:
             pairs = {tuple(sorted((s, (s + 1) % n_sips))) for s in range(n_sips)}
             for a, b in sorted(pairs):
-                self.link(f"sip{a}.io", f"sip{b}.io", ring, "pcie")
+                self.link(io_id(a), io_id(b), ring, "pcie")
         host = spec["system"]["host"]
         if host is not None:
             self.node("host", "host", host["overhead_ns"])
-            self.link("host", f"sip{host['attach_sip']}.io", host["link"], "pcie")
-        template = _template_paths(_template_key(self.cube))
-        return Graph(
-            spec["name"],
-            self.nodes,
-            self.edges,
-            spec["flit_bytes"],
-            _freeze(dict(spec)),
-            lambda g, a, b: _route(g, template, a, b),
-        )
+            self.link("host", io_id(host["attach_sip"]), host["link"], "pcie")
+        frozen = _freeze(dict(spec))
+        router = _Router(frozen, _template_paths(_template_key(self.cube)))
+        return Graph(spec["name"], self.nodes, self.edges, spec["flit_bytes"], frozen, lambda g, a, b: router.route(a, b))
 
     def _cube(self, prefix: str, s: int, c: int) -> None:
         cube = self.cube
@@ -224,19 +215,22 @@ class _Builder:
         for c in range(shape.cubes):
             sides = shape.neighbours(c)
             for d, _ in sides:
-                phy = f"sip{s}.cube{c}.phy.{d}"
+                phy = f"{cube_id(s, c)}.phy.{d}"
                 self.node(phy, "ucie_phy", ucie["phy_overhead_ns"], sip=s, cube=c, side=d)
-                self.link(phy, f"sip{s}.cube{c}.{self.cube['ucie_attach']}", inner, "ucie_port")
+                self.link(phy, f"{cube_id(s, c)}.{self.cube['ucie_attach']}", inner, "ucie_port")
             # Each link once, from its east / south end (a wrap's is the last column / row).
             for d, nxt in sides:
                 if d in ("e", "s"):
-                    self.link(f"sip{s}.cube{c}.phy.{d}", f"sip{s}.cube{nxt}.phy.{OPPOSITE[d]}", ucie, "ucie")
+                    self.link(f"{cube_id(s, c)}.phy.{d}", f"{cube_id(s, nxt)}.phy.{OPPOSITE[d]}", ucie, "ucie")
 
 
 # --- routing ---------------------------------------------------------------
 
 
-def _template_key(cube: Mapping[str, Any]) -> tuple:
+_TemplateKey = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str, float, float], ...]]  # (routers, links)
+
+
+def _template_key(cube: Mapping[str, Any]) -> _TemplateKey:
     """A hashable form of the CUBE template, for the route cache."""
     routers = tuple(sorted((k, v["overhead_ns"]) for k, v in cube["routers"].items()))
     links = tuple(
@@ -246,7 +240,7 @@ def _template_key(cube: Mapping[str, Any]) -> tuple:
 
 
 @lru_cache(maxsize=16)
-def _template_paths(key: tuple) -> Mapping[tuple[str, str], tuple[str, ...]]:
+def _template_paths(key: _TemplateKey) -> Mapping[tuple[str, str], tuple[str, ...]]:
     """All-pairs least-latency router paths within one CUBE template."""
     routers, links = key
     overhead = dict(routers)
@@ -267,119 +261,107 @@ def _template_paths(key: tuple) -> Mapping[tuple[str, str], tuple[str, ...]]:
             paths[(src, here)] = path
             for nxt, w in sorted(adj[here]):
                 if nxt not in done:
-                    heapq.heappush(heap, (round(cost + w, 9), hops + 1, path + (nxt,)))
+                    heapq.heappush(heap, (round(cost + w, 9), hops + 1, (*path, nxt)))
     return MappingProxyType(paths)
 
 
-def _split(node_id: str) -> tuple[int, int, str] | None:
-    m = _ID.match(node_id)
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), m.group(3)
+class _Router:
+    """The routes of one topology, each built from named legs (see the module docstring).
 
+    A route leaves its source's CUBE (through the mesh to the IO chiplet when
+    it leaves the SIP), goes round the SIP ring, and enters the destination's
+    CUBE the same way; every leg returns its own nodes and :meth:`route`
+    joins them, dropping a node repeated where two legs meet.
+    """
 
-def _attach_router(g: Graph, local: str) -> str:
-    cube = g.spec["cube"]
-    if local.startswith("pe"):
-        p = int(local[2:].split(".")[0])
-        return cube["pes"]["attach"][p]
-    if local.startswith("hbm.slice"):
-        return cube["hbm"]["attach"][int(local[len("hbm.slice"):])]
-    if local in ("sram", "m_cpu"):
-        return cube[local]["attach"]
-    if local in cube["routers"]:
-        return local
-    raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
+    def __init__(self, spec: Mapping[str, Any], template: Mapping[tuple[str, str], tuple[str, ...]]):
+        self.spec = spec
+        self.template = template
+        self.shape = GridShape.of(spec)
+        self.ucie_at = spec["cube"]["ucie_attach"]
+        self.io = spec["sip"]["io_chiplet"]
+        self.sips = spec["system"]["sips"]
 
-
-def _route(g: Graph, template: Mapping[tuple[str, str], tuple[str, ...]], src: str, dst: str) -> list[str]:
-    """Node path ``src → … → dst`` following the routing rules above."""
-    spec = g.spec
-    shape = GridShape.of(spec)
-    ucie_at = spec["cube"]["ucie_attach"]
-    io = spec["sip"]["io_chiplet"]
-    n_sips = spec["system"]["sips"]
-
-    # A "place" is (sip, cube, router) where the path is inside a CUBE.
-    path: list[str] = [src]
-
-    def inside(s: int, c: int, r_from: str, r_to: str) -> None:
-        hops = template.get((r_from, r_to))
-        if hops is None:
-            raise RouteError(f"no path from {r_from} to {r_to} inside sip{s}.cube{c}")
-        for r in hops:
-            nid = f"sip{s}.cube{c}.{r}"
-            if path[-1] != nid:
-                path.append(nid)
-
-    def across_mesh(s: int, c0: int, r0: str, c1: int, r1: str) -> None:
-        if c0 == c1:
-            inside(s, c0, r0, r1)
-            return
-        here, r_here = c0, r0
-        for nxt, d in shape.steps(c0, c1):
-            inside(s, here, r_here, ucie_at)
-            path.append(f"sip{s}.cube{here}.phy.{d}")
-            path.append(f"sip{s}.cube{nxt}.phy.{OPPOSITE[d]}")
-            here, r_here = nxt, ucie_at
-        inside(s, here, r_here, r1)
-
-    def ring(s0: int, s1: int) -> None:
-        up = (s1 - s0) % n_sips
-        step = 1 if up <= n_sips - up else -1
-        s = s0
-        while s != s1:
-            s = (s + step) % n_sips
-            path.append(f"sip{s}.io")
-
-    def io_place(s: int) -> tuple[int, str]:
-        if io is None:
-            raise RouteError(f"sip{s} has no IO chiplet: cannot leave or enter it")
-        return io["attach_cube"], io["attach"]
-
-    # Where the path starts.
-    if src == "host" or src.endswith(".io"):
-        s_here = spec["system"]["host"]["attach_sip"] if src == "host" else int(src[3:].split(".")[0])
+    def route(self, src: str, dst: str) -> list[str]:
+        """Node path ``src → … → dst``."""
+        s_here, here = self._end(src, "from")
+        s_dst, target = self._end(dst, "to")
+        path = [src]
         if src == "host":
-            path.append(f"sip{s_here}.io")
-        place = None
-    else:
-        parts = _split(src)
-        if parts is None:
-            raise RouteError(f"cannot route from {src!r}")
-        s_here, c, local = parts
-        place = (c, _attach_router(g, local))
-        path.append(f"sip{s_here}.cube{c}.{place[1]}")
-
-    # Where it ends.
-    if dst == "host" or dst.endswith(".io"):
-        s_dst = spec["system"]["host"]["attach_sip"] if dst == "host" else int(dst[3:].split(".")[0])
-        target = None
-    else:
-        parts = _split(dst)
-        if parts is None:
-            raise RouteError(f"cannot route to {dst!r}")
-        s_dst, c_dst, local_dst = parts
-        target = (c_dst, _attach_router(g, local_dst))
-
-    if place is not None and (target is None or s_here != s_dst):
-        ci, ri = io_place(s_here)
-        across_mesh(s_here, place[0], place[1], ci, ri)
-        path.append(f"sip{s_here}.io")
-        place = None
-    if s_here != s_dst:
-        ring(s_here, s_dst)
-    if target is not None:
-        if place is None:
-            ci, ri = io_place(s_dst)
-            path.append(f"sip{s_dst}.cube{ci}.{ri}")
-            place = (ci, ri)
-        across_mesh(s_dst, place[0], place[1], target[0], target[1])
-    if path[-1] != dst:
+            path.append(io_id(s_here))
+        if here is not None:
+            path.append(f"{cube_id(s_here, here[0])}.{here[1]}")
+            if target is None or s_here != s_dst:  # leave the CUBE mesh through the IO chiplet
+                path += self._mesh(s_here, here, self._io_place(s_here))
+                path.append(io_id(s_here))
+                here = None
+        path += self._ring(s_here, s_dst)
+        if target is not None:
+            if here is None:  # enter the mesh at the IO chiplet's CUBE
+                here = self._io_place(s_dst)
+                path.append(f"{cube_id(s_dst, here[0])}.{here[1]}")
+            path += self._mesh(s_dst, here, target)
         path.append(dst)
-    # Drop immediate repeats (e.g. host→io when src is the io itself).
-    out = [path[0]]
-    for n in path[1:]:
-        if n != out[-1]:
-            out.append(n)
-    return out
+        return [n for i, n in enumerate(path) if i == 0 or n != path[i - 1]]
+
+    def _end(self, node: str, way: str) -> tuple[int, tuple[int, str] | None]:
+        """(SIP, (CUBE, attach router)) of a route's end; no CUBE for the host or an IO chiplet."""
+        n = NodeId.parse(node)
+        if node == "host":
+            return self.spec["system"]["host"]["attach_sip"], None
+        if n.sip is not None and n.cube is None and n.local == "io":
+            return n.sip, None
+        if n.sip is None or n.cube is None:
+            raise RouteError(f"cannot route {way} {node!r}")
+        return n.sip, (n.cube, _attach_router(self.spec, n))
+
+    def _inside(self, s: int, c: int, r_from: str, r_to: str) -> list[str]:
+        """Routers from ``r_from`` to ``r_to`` inside one CUBE (the template's least-latency path)."""
+        hops = self.template.get((r_from, r_to))
+        if hops is None:
+            raise RouteError(f"no path from {r_from} to {r_to} inside {cube_id(s, c)}")
+        return [f"{cube_id(s, c)}.{r}" for r in hops]
+
+    def _mesh(self, s: int, start: tuple[int, str], end: tuple[int, str]) -> list[str]:
+        """From a router of one CUBE to a router of another, XY over SIP ``s``'s mesh via the UCIe PHYs."""
+        (here, r_here), (c1, r1) = start, end
+        path: list[str] = []
+        for nxt, d in self.shape.steps(here, c1) if here != c1 else ():
+            path += self._inside(s, here, r_here, self.ucie_at)
+            path.append(f"{cube_id(s, here)}.phy.{d}")
+            path.append(f"{cube_id(s, nxt)}.phy.{OPPOSITE[d]}")
+            here, r_here = nxt, self.ucie_at
+        return path + self._inside(s, here, r_here, r1)
+
+    def _ring(self, s0: int, s1: int) -> list[str]:
+        """IO chiplets from SIP ``s0`` to ``s1``, the shorter way round (ties go up)."""
+        up = (s1 - s0) % self.sips
+        step = 1 if up <= self.sips - up else -1
+        path, s = [], s0
+        while s != s1:
+            s = (s + step) % self.sips
+            path.append(io_id(s))
+        return path
+
+    def _io_place(self, s: int) -> tuple[int, str]:
+        if self.io is None:
+            raise RouteError(f"sip{s} has no IO chiplet: cannot leave or enter it")
+        return self.io["attach_cube"], self.io["attach"]
+
+
+def _attach_router(spec: Mapping[str, Any], n: NodeId) -> str:
+    """The router a NoC endpoint inside a CUBE hangs off."""
+    cube = spec["cube"]
+    local = n.local
+    router: str
+    if n.pe is not None:
+        router = cube["pes"]["attach"][n.pe]
+    elif n.slice is not None:
+        router = cube["hbm"]["attach"][n.slice]
+    elif local in ("sram", "m_cpu"):
+        router = cube[local]["attach"]
+    elif local in cube["routers"]:
+        router = local
+    else:
+        raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
+    return router

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
@@ -86,7 +87,7 @@ class Graph:
         edges: list[Edge],
         flit_bytes: int,
         spec: Mapping[str, Any],
-        router: Callable[["Graph", str, str], list[str]],
+        router: Callable[[Graph, str, str], list[str]],
     ) -> None:
         self.name = name
         self.flit_bytes = flit_bytes
@@ -132,7 +133,7 @@ class Graph:
         self.node(dst)
         path = self._router(self, src, dst)
         hops = []
-        for a, b in zip(path, path[1:]):
+        for a, b in pairwise(path):
             e = self.edge(a, b)
             hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns))
         route = Route(tuple(path), tuple(hops), self.nodes[src].overhead_ns)

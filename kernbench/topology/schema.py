@@ -11,8 +11,9 @@ from __future__ import annotations
 import difflib
 import math
 import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 _MISSING = object()
 

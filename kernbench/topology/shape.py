@@ -39,7 +39,7 @@ class GridShape:
     wrap_y: bool = False
 
     @classmethod
-    def of(cls, spec: Mapping[str, Any]) -> "GridShape":
+    def of(cls, spec: Mapping[str, Any]) -> GridShape:
         """The shape a validated topology spec declares (``sip.mesh``)."""
         mesh = spec["sip"]["mesh"]
         wrap = mesh.get("wrap") or {}

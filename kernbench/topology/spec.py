@@ -279,13 +279,14 @@ def load_spec(
 
 
 def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith(prefix) and path[len(prefix)] in ".["
+    return path == prefix or (path.startswith(prefix) and path[len(prefix)] in ".[")
 
 
 def validate_spec(
     doc: dict[str, Any], source: str, positions: yamldoc.Positions | None = None, applied: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Schema, then cross-checks; every problem in one TopologyError, each with where it came from."""
+    spec: dict[str, Any]
     spec, problems = validate(doc, TOPOLOGY_SCHEMA)
     if not problems:
         problems = cross_check(spec)

@@ -52,17 +52,17 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]  # types-PyYAML leaves Parser.peek_event unannotated
                 raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels (the limit)", mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
-    def construct_yaml_int(self, node: ScalarNode) -> int:  # type: ignore[override]
+    def construct_yaml_int(self, node: ScalarNode) -> int:
         text = node.value.replace("_", "")
         if _OCTAL_12.match(text):
             sign = -1 if text.startswith("-") else 1
@@ -176,15 +176,15 @@ class _Builder:
             # PyYAML's safe constructor: plain scalars, the safe tags, an error for any other tag
             return self.loader.construct_object(node, deep=True)
         if isinstance(node, SequenceNode):
-            out = []
+            items = []
             for i, item in enumerate(node.value):
                 sub = join_path(path, i)
                 self.positions.setdefault(sub, _mark(item))
-                out.append(self.build(item, sub))
-            return out
+                items.append(self.build(item, sub))
+            return items
         assert isinstance(node, MappingNode)
         out: dict[Any, Any] = {}
-        for value in self._merged(node):
+        for value in self._merged(node, path):
             out.update(self.build(value, path))
         first: dict[Any, Node] = {}
         for key_node, value in node.value:
@@ -206,7 +206,7 @@ class _Builder:
             out[key] = self.build(value, sub)
         return out
 
-    def _merged(self, node: MappingNode) -> list[Node]:
+    def _merged(self, node: MappingNode, path: str) -> list[Node]:
         """The mappings a ``<<`` key merges in (later keys of ``node`` override them)."""
         merged: list[Node] = []
         for key_node, value in node.value:

@@ -78,7 +78,7 @@ def test_topo_list_names_the_shipped_topologies(capsys):
     ],
 )
 def test_user_errors_print_one_clean_message_and_exit_2(argv, needle, capsys):
-    code, out, err = run(argv, capsys)
+    code, _, err = run(argv, capsys)
     assert code == 2
     assert err.startswith("error: ") and needle in err
     assert "Traceback" not in err

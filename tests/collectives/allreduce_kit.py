@@ -8,7 +8,7 @@ import numpy as np
 
 from kernbench import collectives, tl
 from kernbench.collectives import Group
-from kernbench.runtime.api import Runtime, RunResult
+from kernbench.runtime.api import RunResult, Runtime
 
 
 def integer_inputs(p: int, n: int, seed: int = 0, dtype=np.float16) -> list[np.ndarray]:
@@ -39,7 +39,7 @@ def run_collective(
 ) -> tuple[list[np.ndarray], RunResult]:
     """Deploy ``inputs[i]`` beside PE ``pes[i]``, launch ``kernel(bufs, group, *args)``, run."""
     rt = Runtime(topology)
-    bufs = [rt.deploy(x, pe=pe, dtype=x.dtype) for x, pe in zip(inputs, pes)]
+    bufs = [rt.deploy(x, pe=pe, dtype=x.dtype) for x, pe in zip(inputs, pes, strict=True)]
     group = Group(tuple(range(len(pes))), rows)
     rt.launch(kernel, pes=list(pes), args=(bufs, group, *args))
     result = rt.run()

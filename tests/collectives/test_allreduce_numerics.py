@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from allreduce_kit import allreduce, exact_sum, integer_inputs, random_inputs, run_collective
 
 from kernbench import collectives, tl
 from kernbench.collectives import ALGORITHMS, Ring
 from kernbench.kernels.allreduce import tolerance
 from kernbench.topology.compile import load_topology
-
-from allreduce_kit import allreduce, exact_sum, integer_inputs, random_inputs, run_collective
 
 
 @pytest.fixture(scope="module")

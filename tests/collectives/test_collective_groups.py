@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -48,7 +50,7 @@ def test_segments_partition_the_range_and_differ_by_at_most_one(lo, width, q, ch
     r = Ring(tuple(range(q)), 0, lo, hi, chunk)
     segs = [r.segment(i) for i in range(q)]
     assert segs[0][0] == lo and segs[-1][1] == hi
-    assert all(a[1] == b[0] for a, b in zip(segs, segs[1:]))
+    assert all(a[1] == b[0] for a, b in pairwise(segs))
     sizes = [b - a for a, b in segs]
     assert max(sizes) - min(sizes) <= 1
     assert r.segment(-1) == segs[-1] and r.segment(q) == segs[0]

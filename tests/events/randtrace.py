@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from kernbench.events.types import Event, EventKind, SPAN_KINDS
+from kernbench.events.types import SPAN_KINDS, Event, EventKind
 
 LANES = [f"sip0.cube0.pe{p}.{e}" for p in (0, 1) for e in ("cpu", "gemm", "dma.rd")]
 EDGES = ["sip0.cube0.r0->sip0.cube0.r1", "sip0.cube0.r1->sip0.cube0.r0", "sip0.cube0.r1->sip0.cube0.hbm"]

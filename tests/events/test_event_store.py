@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
+from randtrace import in_publish_batches, random_trace
 
 from kernbench.events.store import EventStore
 from kernbench.events.types import Event, EventKind
-
-from randtrace import in_publish_batches, random_trace
 
 
 def expected_order(events):

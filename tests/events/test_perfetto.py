@@ -1,9 +1,9 @@
 """The Perfetto export is valid Chrome trace-event JSON with the promised tracks."""
 
 import json
+from itertools import pairwise
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,7 +91,7 @@ def test_spans_on_one_thread_never_overlap(demo):
     assert any(len(v) > 1 for v in by_thread.values())
     for spans in by_thread.values():
         spans.sort()
-        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), spans
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(spans)), spans
 
 
 def test_fifo_depths_are_counter_tracks_one_sample_per_nanosecond(demo):
@@ -147,7 +147,7 @@ def test_track_packing_uses_as_few_tracks_as_the_deepest_overlap(pairs):
     assert set(placed) == {row for *_, row in spans}
     for k in range(count):
         mine = sorted((a, b) for a, b, row in spans if placed[row] == k)
-        assert all(x_end <= y_start for (_, x_end), (y_start, _) in zip(mine, mine[1:]))
+        assert all(x_end <= y_start for (_, x_end), (y_start, _) in pairwise(mine))
     # the most spans open at once: at each span's start (in start order), those before it still running
     order = sorted(spans)
     depth = max((1 + sum(1 for y in order[:i] if y[1] > x[0]) for i, x in enumerate(order)), default=1)

@@ -1,10 +1,11 @@
 """Property: however a stream is split into batches, the store is the same."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kernbench.events.store import EventStore, StoreRecorder
 from kernbench.events.bus import Bus
-from kernbench.events.types import Event, EventKind, SPAN_KINDS
+from kernbench.events.store import EventStore, StoreRecorder
+from kernbench.events.types import SPAN_KINDS, Event, EventKind
 
 KINDS = list(EventKind)
 

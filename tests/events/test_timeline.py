@@ -1,12 +1,12 @@
 """Every TimelineModel query against a brute-force scan of the event list."""
 
 import pytest
+from randtrace import EDGES, LANES, in_publish_batches, random_trace
 
 from kernbench.events.store import EventStore
-from kernbench.events.timeline import TimelineModel, pe_of
-from kernbench.events.types import Event, EventKind, SPAN_KINDS
-
-from randtrace import EDGES, LANES, in_publish_batches, random_trace
+from kernbench.events.timeline import TimelineModel
+from kernbench.events.types import SPAN_KINDS, Event, EventKind
+from kernbench.topology.ids import pe_of
 
 SEEDS = range(12)
 TIMES = [-1.0, 0.0, 0.5, 3.0, 17.0, 41.0, 50.0, 99.0, 100.0, 139.0, 140.0, 200.0]
@@ -172,7 +172,7 @@ def test_fifo_queries_match_brute_force(case):
     for t0, t1 in [(0, 100), (20, 30), (50, 50)]:
         for edge in EDGES:
             samples = [e.value for e in events if e.kind == EventKind.QUEUE_DEPTH and e.component == edge and t0 <= e.t_ns <= t1]
-            want = max([brute_depth(events, edge, t0)] + samples)
+            want = max([brute_depth(events, edge, t0), *samples])
             assert model.fifo_max_over(edge, t0, t1) == want
 
 
@@ -185,7 +185,7 @@ def test_fifo_series_is_max_depth_per_bucket(case):
         for i in range(n):
             a, b = t0 + i * w, t0 + (i + 1) * w
             samples = [e.value for e in events if e.kind == EventKind.QUEUE_DEPTH and e.component == edge and a <= e.t_ns < b]
-            assert series[i] == max([brute_depth(events, edge, a)] + samples)
+            assert series[i] == max([brute_depth(events, edge, a), *samples])
 
 
 def test_busiest_components_over_a_window_match_brute_force(case):
@@ -222,7 +222,7 @@ def test_loads_join_completion_and_wait_like_brute_force(case):
     issues = [e for e in sorted(events, key=key) if e.kind == EventKind.LOAD_ISSUE]
     got = model.loads()
     assert [(ld.issued_ns, ld.handle) for ld in got] == [(e.t_ns, e.label) for e in issues]
-    for ld, e in zip(got, issues):
+    for ld, e in zip(got, issues, strict=True):
         assert ld.complete_ns == brute_join(events, e, EventKind.LOAD_COMPLETE)
         assert ld.waited_at_ns == brute_join(events, e, EventKind.LOAD_WAIT)
 
@@ -253,7 +253,7 @@ def test_events_around_match_brute_force(case):
     ordered = sorted(events, key=key)
     filters = [dict(), dict(kinds={EventKind.STALL, EventKind.QUEUE_DEPTH}), dict(text="PE1"), dict(text="load_a")]
     for flt in filters:
-        def ok(e):
+        def ok(e, flt=flt):
             if "kinds" in flt and e.kind not in flt["kinds"]:
                 return False
             if "text" in flt:

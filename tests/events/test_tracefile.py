@@ -1,12 +1,11 @@
 import struct
 
 import pytest
+from randtrace import random_trace
 
 from kernbench.errors import TraceFormatError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import FORMAT_VERSION, TraceMetadata, open_trace, save_trace
-
-from randtrace import random_trace
 
 
 @pytest.fixture
@@ -78,7 +77,8 @@ def test_missing_file_is_a_trace_format_error(tmp_path):
 
 
 def test_valid_checksum_over_bad_columns_is_still_corrupt(saved, tmp_path):
-    import json, zlib
+    import json
+    import zlib
     path, _, _ = saved
     data = path.read_bytes()
     magic, version, flags, h_len, p_len, crc = struct.unpack_from("<8sHHIQI", data)
@@ -99,3 +99,37 @@ def test_any_byte_after_the_payload_is_reported_as_corrupt(saved, extra):
     path.write_bytes(path.read_bytes() + extra)
     with pytest.raises(TraceFormatError, match="unexpected bytes after the payload"):
         open_trace(path)
+
+
+def _as_version_1(store: EventStore) -> bytes:
+    """``store`` written the way format v1 wrote it: no ``pred`` column."""
+    import io
+    import json
+    import zlib
+
+    import numpy as np
+
+    from kernbench.events.tracefile import MAGIC
+
+    header = json.dumps(
+        {"metadata": {"kernel": "old"}, "components": store.components, "strings": store.strings, "n_events": len(store)},
+        sort_keys=True,
+    ).encode()
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items() if name != "pred"})
+    payload = buf.getvalue()
+    crc = zlib.crc32(payload, zlib.crc32(header))
+    return struct.pack("<8sHHIQI", MAGIC, 1, 0, len(header), len(payload), crc) + header + payload
+
+
+def test_a_version_1_trace_opens_with_no_causes_recorded(tmp_path):
+    from dataclasses import replace
+
+    events = [replace(e, pred=e.seq - 1) for e in random_trace(3, 200)]  # v2 data with preds...
+    store = EventStore.from_events(events)
+    path = tmp_path / "v1.kbtrace"
+    path.write_bytes(_as_version_1(store))  # ...written by v1, which had none
+    trace = open_trace(path)
+    assert trace.metadata.kernel == "old"
+    assert [replace(e, pred=-1) for e in store.events()] == trace.store.events()
+    assert FORMAT_VERSION == 2

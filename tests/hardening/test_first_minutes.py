@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from hardening_harness import child_env, invoke
 
 from kernbench import __version__, cli
 from kernbench.commands import bench
@@ -19,10 +20,8 @@ from kernbench_tui import cli as tui_cli
 from kernbench_tui.app import KernbenchApp
 from kernbench_tui.demo import DemoParams, demo_events
 
-from hardening_harness import child_env, invoke
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-from tui_harness import screen_text, settle  # noqa: E402
+from tui_harness import screen_text, settle
 
 
 @pytest.mark.parametrize("main, name", [(cli.main, "kernbench"), (tui_cli.main, "kernbench-tui")])

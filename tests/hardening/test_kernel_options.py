@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from hardening_harness import assert_failed_cleanly, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ from kernbench import Runtime, cli, tl
 from kernbench.errors import KernelError, LostMessageError
 from kernbench.kernels import registry
 from kernbench.runtime import api
-
-from hardening_harness import assert_failed_cleanly, invoke
 
 SPECS = registry.kernels()
 INT_PARAMS = [(name, p) for name, spec in SPECS.items() for p in spec.params if p.type is int]
@@ -107,7 +106,7 @@ def returns_a_generator():
 @pytest.mark.parametrize("kernel", [gen_kernel, async_kernel, functools.partial(gen_kernel), 42])
 def test_a_kernel_that_cannot_run_is_refused_at_launch(kernel):
     rt = Runtime("cube1")
-    with pytest.raises(TypeError, match="generator or async|must be a function"):
+    with pytest.raises(TypeError, match=r"generator or async|must be a function"):
         rt.launch(kernel, pes=[0])
 
 

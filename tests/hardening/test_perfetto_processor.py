@@ -67,7 +67,7 @@ def processed(path: Path) -> dict:
 
 
 def export_kernel(tmp_path: Path, argv: list[str]) -> tuple[Path, dict]:
-    spec, ns, rt, prepared, params = prepare(argv[0], argv[1:])
+    spec, _ns, rt, _prepared, _params = prepare(argv[0], argv[1:])
     result = rt.run(record=True)
     store = EventStore.from_events(result.events)
     path = tmp_path / "k.json"

@@ -9,15 +9,14 @@ import time
 
 import numpy as np
 import pytest
+from hardening_harness import assert_failed_cleanly, invoke, snapshot_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernbench import Runtime, cli, tl
 from kernbench.errors import KernbenchError, RunLimitError
 from kernbench.events.tracefile import open_trace
-from kernbench.runtime.limits import RunLimits
-
-from hardening_harness import assert_failed_cleanly, invoke, snapshot_files
+from kernbench.limits import RunLimits
 
 
 def spin_cycles():
@@ -74,7 +73,7 @@ def test_a_runaway_kernel_stops_naming_the_pe_and_its_line(case, pes):
     msg = str(info.value)
     assert re.search(cause, msg), msg
     assert re.search(r"sip0\.cube0\.pe\d \(program \d\)", msg), msg
-    assert f"test_run_limits.py:" in msg and line in msg, msg
+    assert "test_run_limits.py:" in msg and line in msg, msg
     recorded = info.value.recorded  # the events recorded before the stop are kept
     assert recorded is not None and (len(recorded) > 0 or kernel in (spin_python, spin_swallowing))
 

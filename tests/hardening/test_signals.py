@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from hardening_harness import child_env, duration_of, snapshot_files, spawn
 
 LONG_RUN = ["run", "gqa-decode", "--topology", "cube1", "--context", "16384"]
@@ -29,9 +28,9 @@ LARGEST = ["--topology", "paper", "--set", "sip.mesh.width=9", "--set", "sip.mes
 
 
 @pytest.mark.parametrize("module, argv, signum, fraction", [
-    ("kernbench.cli", LONG_RUN + ["--trace", "out.kbtrace"], signal.SIGINT, 0.2),
-    ("kernbench.cli", LONG_RUN + ["--trace", "out.kbtrace"], signal.SIGINT, 0.6),
-    ("kernbench.cli", LONG_RUN + ["--json"], signal.SIGTERM, 0.6),
+    ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.2),
+    ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.6),
+    ("kernbench.cli", [*LONG_RUN, "--json"], signal.SIGTERM, 0.6),
     ("kernbench_tui.cli", ["probe", *LARGEST], signal.SIGINT, 0.6),
     ("kernbench.cli", ["bench"], signal.SIGINT, 0.5),
 ])

@@ -12,12 +12,11 @@ import sys
 import time
 
 import pytest
+from hardening_harness import assert_failed_cleanly, child_env, spawn
 
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench_tui.demo import DemoParams, demo_events
-
-from hardening_harness import assert_failed_cleanly, child_env, spawn
 
 APP_COMMANDS = [[], ["open", "good.kbtrace"], ["run", "gemm-composite"], ["demo"]]
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")

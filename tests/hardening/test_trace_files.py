@@ -9,6 +9,7 @@ import struct
 import zlib
 
 import pytest
+from hardening_harness import assert_failed_cleanly, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from kernbench.events.store import EventStore
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata, open_trace, save_trace
 from kernbench_tui import cli
-
-from hardening_harness import assert_failed_cleanly, invoke
 
 _FIXED = struct.Struct("<8sHHIQI")
 
@@ -72,7 +71,7 @@ def test_flipped_bits_are_a_format_error_or_a_usable_trace(tmp_path, good, flips
 def test_a_cut_file_is_truncated(tmp_path, good, cut):
     path = tmp_path / "t.kbtrace"
     path.write_bytes(good[: cut % len(good)])
-    with pytest.raises(TraceFormatError, match="truncated|not a kernbench trace"):
+    with pytest.raises(TraceFormatError, match=r"truncated|not a kernbench trace"):
         open_trace(path)
 
 
@@ -83,7 +82,7 @@ HEADER_DAMAGE = {
     "kernel a number": lambda h: h["metadata"].update(kernel=3),
     "components not strings": lambda h: h.update(components=[1, 2]),
     "duplicate component": lambda h: h.update(components=h["components"][:1] * 2 + h["components"][2:]),
-    "strings without the empty first": lambda h: h.update(strings=["x"] + h["strings"][1:]),
+    "strings without the empty first": lambda h: h.update(strings=["x", *h["strings"][1:]]),
     "n_events negative": lambda h: h.update(n_events=-1),
     "n_events huge": lambda h: h.update(n_events=10**15),
     "n_events off by one": lambda h: h.update(n_events=h["n_events"] + 1),
@@ -149,7 +148,7 @@ def test_a_run_that_fails_in_the_app_exits_2_with_its_message(capsys):
         return app
 
     app = asyncio.run(run_app())
-    with pytest.raises(KernbenchError, match="the run failed: kernel.py:12: index out of range"):
+    with pytest.raises(KernbenchError, match=r"the run failed: kernel.py:12: index out of range"):
         cli.exit_status(app)
     got = invoke(lambda argv: cli.main(argv, launch=lambda source: cli.exit_status(app)), ["demo"], capsys)
     assert_failed_cleanly(got, 2, r"kernbench-tui: the run failed: kernel\.py:12")

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from hardening_harness import assert_failed_cleanly, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ from kernbench.errors import TopologyError
 from kernbench.topology.schema import Field, MapOf, Section
 from kernbench.topology.spec import TOPOLOGY_SCHEMA, load_spec
 from kernbench_probes import dma
-
-from hardening_harness import assert_failed_cleanly, invoke
 
 CUBE1 = Path(__file__).resolve().parents[2] / "topologies" / "cube1.yaml"
 

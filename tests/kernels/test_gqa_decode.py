@@ -46,7 +46,7 @@ def run(variant: str, topology: str = "cube1", record: bool = False, overrides=(
 @pytest.mark.parametrize("case", list(SHAPES))
 def test_variant_matches_numpy(variant, case):
     topology, shape = SHAPES[case]
-    rt, prepared, result = run(variant, topology, **shape)
+    _rt, prepared, result = run(variant, topology, **shape)
     err = prepared.check()
     assert err <= gq.TOLERANCE, f"{variant} on {case}: max |err| {err}"
     assert result.latency_ns >= dispatch_floor_ns(rt, result) > 0
@@ -208,7 +208,7 @@ def test_d7_over_cap_recipe_raises_at_emit_time():
 
 def test_d7_lowered_cap_rejects_opt2_but_not_opt3():
     cap = ["pe.attrs.pe_cost_model.max_composite_logical_bytes=256"]
-    rt, prepared = build("opt2", overrides=cap)
+    rt, _prepared = build("opt2", overrides=cap)
     with pytest.raises(CompositeCapError, match="max_composite_logical_bytes=256"):
         rt.run()
     _, prepared3, _ = run("opt3", overrides=cap)
@@ -238,7 +238,7 @@ def test_deterministic(variant):
 
 @pytest.mark.parametrize("variant", gq.VARIANTS)
 def test_live_replay_parity(variant):
-    rt, prepared, live = run(variant, "sip2x2", **SHAPES["sip2x2-cross-cube"][1])
+    rt, _prepared, live = run(variant, "sip2x2", **SHAPES["sip2x2-cross-cube"][1])
     rep = rt.replay(live)
     assert rep.latency_ns == live.latency_ns
     assert rep.dispatch_cycles == live.dispatch_cycles

@@ -5,7 +5,6 @@ the composite variants slower than ``primitive``).
 """
 
 import numpy as np
-import pytest
 
 import kernbench.tl as tl
 from kernbench.events.types import EventKind

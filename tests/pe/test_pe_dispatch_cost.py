@@ -12,17 +12,18 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernelkit import PE0, busy, dispatches, events, rng_array, run1
+from kernelkit import PE0, dispatches, events, rng_array, run1
 
 import kernbench.tl as tl
-from kernbench.cost_model import DispatchCostModel
 from kernbench.errors import CompositeCapError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import EventKind
-from kernbench.pe.commands import CompositeCmd, GemmCmd, MathCmd, OpSpec
+from kernbench.handles import HandleRef
+from kernbench.pe.commands import CompositeCmd, OpSpec
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.opkinds import OP_KINDS
+from kernbench.pe.requests import CommandLog, Issue
 from kernbench.runtime.api import Runtime
-from kernbench.tl.handles import HandleRef
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
@@ -126,7 +127,7 @@ def test_recorded_dispatch_equals_fixed_plus_logical_bytes_times_r(rt, name, ops
     comp = [e for e in dispatches(r) if e.label == "CompositeCmd"]
     assert len(comp) == 1
     cycles, nbytes = comp[0].value, int(comp[0].detail)
-    entry = [x for x in r.op_logs[PE0] if x["op"] == "composite"][0]
+    entry = next(x for x in r.op_logs[PE0] if x["op"] == "composite")
     assert len(entry["ops"]) == ops
     assert entry["logical_bytes"] == nbytes
     if expected_bytes is not None:
@@ -236,7 +237,7 @@ def test_logical_bytes_of_a_generated_composite_follows_d2(cube1):
 
 
 def _replay_log(rt: Runtime, *cmds):
-    fake = types.SimpleNamespace(command_logs={PE0: [("program", 0, 0)] + [("cmd", c) for c in cmds]})
+    fake = types.SimpleNamespace(command_logs={PE0: CommandLog(0, 0, tuple(Issue(c) for c in cmds))})
     return rt.replay(fake, record=True)
 
 
@@ -421,7 +422,7 @@ def test_the_cap_is_overridable_and_inclusive():
     r = _launch_named(at, "gemm")
     assert charges(r, "CompositeCmd")[0][1] == 54
     below = Runtime("cube1", overrides=["pe.attrs.pe_cost_model.max_composite_logical_bytes=53"])
-    with pytest.raises(CompositeCapError, match="54 logical bytes.*=53"):
+    with pytest.raises(CompositeCapError, match=r"54 logical bytes.*=53"):
         _launch_named(below, "gemm")
 
 

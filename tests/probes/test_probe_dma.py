@@ -5,8 +5,9 @@ import json
 import pytest
 
 from kernbench_probes.breakdown import with_queueing
-from kernbench_probes.dma import PAPER_REFERENCE, main, run_probe
+from kernbench_probes.dma import breakdowns, main, run_probe
 from kernbench_probes.render import render_text
+from kernbench_probes.results import PAPER_REFERENCE
 
 KIB32, MIB1 = 32 * 2**10, 2**20
 
@@ -156,12 +157,43 @@ def test_bad_size_is_a_usage_error():
     assert exc.value.code == 2
 
 
-def test_breakdown_flag_prints_charges_closing_to_the_latency(capsys):
+def test_breakdown_flag_prints_where_the_time_went_closing_to_the_latency(capsys):
     assert main(["--topology", "cube1", "--breakdown"]) == 0
     out = capsys.readouterr().out
-    assert "PE → local HBM (read 32KiB): what the model charged" in out
-    assert "simulated − sum of the above" in out
-    assert out.count("queueing") == 5
+    assert "PE → local HBM (read 32KiB): where the time went" in out
+    assert out.count("simulated − charges       0.000") == 5
+    assert "hbm channel drain" in out and "node overhead" in out
+
+
+@pytest.mark.parametrize("topology", ["paper", "sip2x2"])
+@pytest.mark.parametrize("timing", ["fast", "oracle"])
+def test_simulated_parts_tile_the_latency_and_agree_with_the_graphs_charges(topology, timing, request):
+    """The parts `--explain` uses add up to each idle transfer's latency; their overhead and
+    propagation are exactly the graph's (the last flit crosses every node and edge once), and
+    nothing queues behind another transfer on an idle machine."""
+    graph = request.getfixturevalue(topology)
+    result = run_probe(graph, sizes=(KIB32,), mode=timing)
+    for key, b in breakdowns(graph, result).items():
+        latency = result.row(key).latency_ns[KIB32]
+        assert sum(p.ns for p in b.parts) == pytest.approx(latency, abs=1e-9), key
+        assert all(p.end >= p.start for p in b.parts) and b.parts[0].start == 0.0
+        assert all(a.end == pytest.approx(z.start, abs=1e-12) for a, z in zip(b.parts, b.parts[1:], strict=False)), key
+        by = b.by_cause()
+        for cause, what in (("node overhead", "overhead"), ("propagation", "propagation")):
+            graph_ns = sum(c.ns for c in b.charges if c.what == what)
+            assert by.get(cause, 0.0) == pytest.approx(graph_ns, abs=1e-9), (key, cause)
+        assert "queueing" not in by
+
+
+def test_json_with_breakdown_gives_each_row_its_parts(capsys):
+    assert main(["--topology", "cube1", "--json", "--breakdown"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for row in doc["rows"]:
+        b = row["breakdown"]
+        assert set(b) == {"by_cause", "parts", "graph_charges_ns", "queueing_ns"}
+        assert sum(b["by_cause"].values()) == pytest.approx(row["latency_ns"]["32KiB"], abs=1e-6)
+        assert sum(p["ns"] for p in b["parts"]) == pytest.approx(row["latency_ns"]["32KiB"], abs=1e-6)
+        assert b["queueing_ns"] == 0.0
 
 
 @pytest.mark.parametrize("topology", ["cube1", "paper"])

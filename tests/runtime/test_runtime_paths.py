@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernelkit import PE0, f32, rng_array, run1
+from kernelkit import f32, rng_array, run1
 
 import kernbench.tl as tl
 from kernbench.events.types import EventKind
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def gemm_primitive(a, b, out, tile_k: int = 64):
     """Chunked lazy loads: prefetch the next K tile while the current one multiplies."""
-    m, k = a.shape
+    _, k = a.shape
     acc = None
     nxt = (tl.load(a[:, 0:tile_k]), tl.load(b[0:tile_k, :]))
     for k0 in range(0, k, tile_k):

@@ -116,5 +116,5 @@ def test_the_shared_link_slows_both_pes(cube1):
 
 def test_oracle_mode_is_selected_by_name():
     assert Runtime(load_topology("cube1"), mode="oracle").mode == "oracle"
-    with pytest.raises(ValueError, match="fast.*oracle"):
+    with pytest.raises(ValueError, match=r"fast.*oracle"):
         Runtime("cube1", mode="exact")

@@ -71,7 +71,7 @@ def brute_write_latency(graph, initiator: str, memory: str, bursts: list[int]) -
         arr = [d + hop.prop_ns + hop.next_overhead_ns for d in serve(arr, hop.flit_ns)]
     free: dict[int, float] = {}
     done = 0.0
-    for t, burst in zip(arr, bursts):  # flit k carries the k-th burst in address order
+    for t, burst in zip(arr, bursts, strict=True):  # flit k carries the k-th burst in address order
         c = burst % chans
         free[c] = max(free.get(c, 0.0), t) + b
         done = max(done, free[c])

@@ -25,7 +25,7 @@ EXACT_NS = 1e-6
 
 def assert_exact(graph, ops: list[Op]) -> list:
     fast, oracle = run(graph, "fast", ops), run(graph, "oracle", ops)
-    for op, f, o in zip(ops, fast, oracle):
+    for op, f, o in zip(ops, fast, oracle, strict=True):
         assert abs(f.end_ns - o.end_ns) <= EXACT_NS, (op, f.end_ns, o.end_ns)
         assert f.start_ns == o.start_ns
     return oracle
@@ -187,7 +187,7 @@ def test_flits_the_model_makes_simultaneous_go_in_transfer_order():
     noise (50.00000000000001) must not decide it (found by hypothesis)."""
     g = TOPOLOGIES["cube1"]
     burst = [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice0", 256)] * 3
-    ops = burst + [Op("read", "sip0.cube0.pe6.dma", "sip0.cube0.hbm.slice6", 32768, at_ns=2.0)] + burst
+    ops = [*burst, Op("read", "sip0.cube0.pe6.dma", "sip0.cube0.hbm.slice6", 32768, at_ns=2.0), *burst]
     ops.append(Op("read", "sip0.cube0.pe6.dma", "sip0.cube0.hbm.slice1", 257, 0, 2048, 1.9))
     oracle = assert_exact(g, ops)
     assert oracle[-1].end_ns == pytest.approx(52.0, abs=1e-9)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 import simpy
-
-from kernbench.sim.network import Network
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simrun import Op, latency
 
+from kernbench.sim.network import Network
 from kernbench.topology.compile import load_topology
 
 MODES = ["fast", "oracle"]
@@ -136,7 +135,7 @@ SIZES = st.integers(1, 256).map(lambda k: k * 256) | st.integers(256, 65536)
 @st.composite
 def isolated_ops(draw, n_cubes: int):
     kind = draw(st.sampled_from(["read", "write", "send"]))
-    cube = lambda: f"sip0.cube{draw(st.integers(0, n_cubes - 1))}"  # noqa: E731
+    cube = lambda: f"sip0.cube{draw(st.integers(0, n_cubes - 1))}"
     size = draw(SIZES)
     if kind == "send":
         a = draw(st.sampled_from(["host", f"{cube()}.pe{draw(st.integers(0, 7))}.ipcq"]))

@@ -6,8 +6,8 @@ import pytest
 import simpy
 
 from kernbench.collectives import Group
+from kernbench.models.alphabeta import Problem, message_cost, predict
 from kernbench.sim.network import Network
-from kernbench.studies.alphabeta import Problem, message_cost, predict
 from kernbench.topology.compile import load_topology
 
 PES = tuple(f"sip0.cube{c}.pe0" for c in range(6))

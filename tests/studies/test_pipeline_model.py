@@ -8,9 +8,9 @@ import simpy
 
 from kernbench.kernels import registry
 from kernbench.kernels.gemm_tiled import Tiling
+from kernbench.models.pipeline import Engines, dma_ns, predict
 from kernbench.runtime.api import Runtime
 from kernbench.sim.network import Network
-from kernbench.studies.pipeline import Engines, dma_ns, predict
 
 PE = "sip0.cube0.pe0"
 

@@ -10,7 +10,6 @@ from kernbench.commands import bench
 from kernbench.studies import allreduce as ar
 from kernbench.studies import gemm as g
 
-
 # --- all-reduce ---------------------------------------------------------------
 
 

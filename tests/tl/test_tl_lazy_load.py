@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernelkit import PE0, busy, events, f32, rng_array, run1
+from kernelkit import PE0, busy, events, rng_array, run1
 
 import kernbench.tl as tl
 from kernbench.events.types import EventKind, StallReason
 from kernbench.runtime.api import Runtime
-from kernbench.tl.context import ScratchError, current
+from kernbench.tl.context import current
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def test_graph_is_immutable(cube1):
 
 
 def test_unknown_node_suggests_a_close_id(paper):
-    with pytest.raises(RouteError, match="did you mean 'sip0.cube5.pe3.dma'"):
+    with pytest.raises(RouteError, match=r"did you mean 'sip0.cube5.pe3.dma'"):
         paper.node("sip0.cube5.pe3.dam")
 
 
@@ -160,7 +160,7 @@ def endpoint_sample(g, n_cubes: int, sips: int) -> list[str]:
             out += [f"sip{s}.cube{c}.pe{p}.dma" for p in (0, 3, 6)]
             out += [f"sip{s}.cube{c}.hbm.slice{k}" for k in (1, 4, 7)]
             out += [f"sip{s}.cube{c}.sram", f"sip{s}.cube{c}.pe5.ipcq"]
-    return out + ["host"]
+    return [*out, "host"]
 
 
 @pytest.mark.parametrize("topo, n_cubes, sips", [("cube1", 1, 1), ("sip2x2", 4, 1)])
@@ -173,7 +173,7 @@ def test_routes_never_pass_through_an_endpoint(request, topo, n_cubes, sips):
         assert len(set(r.nodes)) == len(r.nodes), r.nodes
         for n in r.nodes[1:-1]:
             assert g.nodes[n].kind not in ENDPOINT_KINDS, (a, b, r.nodes)
-        for x, y in zip(r.nodes, r.nodes[1:]):
+        for x, y in itertools.pairwise(r.nodes):
             g.edge(x, y)  # consecutive nodes are joined by an edge
 
 

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = {
     "gemm_primitive": ["gemm-primitive"],
     "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+    # the same decode step as opt3, for `kernbench-tui compare` (opt3 against opt2)
+    "gqa_small_opt3": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2",
+                       "--variant", "opt3"],
     # A's K-chunks as column blocks of row-major A: every row 1 KiB apart, on 2 of a slice's 8 channels
     "gemm_naive": ["gemm-primitive", "--layout", "naive"],
     "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
@@ -34,8 +37,8 @@ def load(name: str):
     meta = TraceMetadata(**json.loads(lines[0]))
     events = []
     for line in lines[1:]:
-        t, kind, comp, end, corr, label, value, detail, seq = json.loads(line)
-        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq))
+        t, kind, comp, end, corr, label, value, detail, seq, *pred = json.loads(line)  # recordings before pred have 9 fields
+        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *pred))
     return events, meta
 
 
@@ -52,7 +55,7 @@ def record(name: str) -> None:
     with open(DATA / f"{name}.jsonl", "w") as f:
         f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
         for e in rec.events():
-            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq]) + "\n")
+            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred]) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ panel while two children's partial sums arrive at once, and a send's hop path.
 
 from kernbench.events.store import EventStore
 from kernbench.events.types import EventKind
-from tui.app import KernbenchApp
-from tui.messages import SpanSelected
-from tui.sources import StoreSource
+from kernbench_tui.app import KernbenchApp
+from kernbench_tui.messages import SpanSelected
+from kernbench_tui.sources import StoreSource
 
 import pytest
 from real_traces import load

@@ -259,3 +259,39 @@ async def test_choosing_a_cube_in_the_picker_shows_all_its_pes():
         tree.select_node(cube)
         await pilot.pause()
         assert app.nav.pes == [f"sip0.cube0.pe{i}" for i in range(4)]
+
+
+def _count_calls(counts, name, obj, method):
+    inner = getattr(obj, method)
+
+    def counted(*args, **kwargs):
+        counts[name] += 1
+        return inner(*args, **kwargs)
+
+    setattr(obj, method, counted)
+
+
+@sync
+async def test_a_key_press_redraws_each_shown_widget_once_and_a_move_to_nowhere_not_at_all():
+    from collections import Counter
+
+    from kernbench_tui.widgets.header import TraceHeader
+    from kernbench_tui.widgets.panels import FifoPanel, StallsPanel
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        screen, counts = app.screen, Counter()
+        _count_calls(counts, "header", screen.query_one(TraceHeader), "render")
+        _count_calls(counts, "lanes", screen.query_one(LanesView), "_layout_rows")
+        _count_calls(counts, "fifo", screen.query_one(FifoPanel), "render")  # the tab shown
+        _count_calls(counts, "stalls", screen.query_one(StallsPanel), "render")  # a hidden tab
+        await pilot.press("full_stop")
+        await settle(app, pilot)
+        assert counts == {"header": 1, "lanes": 1, "fifo": 1}
+        counts.clear()
+        await pilot.press("f")  # already fitted: nothing moves, nothing is drawn again
+        await settle(app, pilot)
+        await pilot.press("w", "s")  # two moves, two redraws
+        await settle(app, pilot)
+        assert counts == {"header": 2, "lanes": 2, "fifo": 2}

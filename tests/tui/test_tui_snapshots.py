@@ -115,7 +115,7 @@ async def test_probe_screen(snap):
         await app.screen.workers.wait_for_complete()
         await settle(app, pilot)
         text = screen_text(app)
-        assert "PE → local HBM" in text and "what the model charged" in text
+        assert "PE → local HBM" in text and "where the time went" in text
         snap.assert_match(text, "probe.txt")
         await pilot.press("escape")
         assert not isinstance(app.screen, ProbeScreen)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,10 +38,32 @@ async def settle(app: KernbenchApp, pilot) -> None:
     await pilot.pause()
 
 
+# Rich's SVG export (what App.export_screenshot returns) places each run of text
+# at x = cell * CELL_PX on the line its clip path names.
+CELL_PX = 20 * 0.61
+_SVG_TEXT = re.compile(r'<text [^>]*?x="([0-9.e+-]+)"[^>]*?clip-path="url\(#[^)]*-line-(\d+)\)">(.*?)</text>')
+
+
 def screen_text(app: KernbenchApp) -> str:
-    """The rendered screen as plain text lines (trailing spaces removed)."""
-    strips = app.screen._compositor.render_strips()
-    return "\n".join(strip.text.rstrip() for strip in strips) + "\n"
+    """The rendered screen as plain text lines (trailing spaces removed).
+
+    Read from the public ``App.export_screenshot()``: every text run of the
+    SVG goes back to its line and cell, so no private Textual API is involved.
+    """
+    from rich.cells import cell_len
+
+    width, height = app.size
+    rows = [[" "] * width for _ in range(height)]
+    for x, y, escaped in _SVG_TEXT.findall(app.export_screenshot()):
+        row, col = rows[int(y)], round(float(x) / CELL_PX)
+        for ch in html.unescape(escaped).replace("\xa0", " "):
+            if col < width:
+                row[col] = ch
+            for extra in range(1, cell_len(ch)):  # a wide character covers the next cell
+                if col + extra < width:
+                    row[col + extra] = ""
+            col += cell_len(ch)
+    return "\n".join("".join(row).rstrip() for row in rows) + "\n"
 
 
 def sync(fn):
@@ -60,8 +84,7 @@ async def press(app: KernbenchApp, pilot, key) -> None:
     if isinstance(key, tuple):
         what, arg = key
         if what == "goto":
-            app.nav.goto(float(arg))
-            app.main.refresh_view()
+            app.main.go_to(float(arg))
         elif what == "type":
             app.focused.value = arg
         await pilot.pause()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -33,7 +34,8 @@ class GotoTimeScreen(ModalScreen[float | None]):
             yield Input(placeholder="time", id="goto-input")
             yield Static("", id="goto-error")
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    @on(Input.Submitted, "#goto-input")
+    def submitted(self, event: Input.Submitted) -> None:
         event.stop()
         try:
             t = parse_time(event.value)

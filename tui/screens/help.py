@@ -33,6 +33,26 @@ KEYS = [
     ("q", "quit"),
 ]
 
+COMPARE_KEYS = [
+    (". / ,", "next / previous event on the shown PEs of either run"),
+    ("] / [", "step forward / back by Δt"),
+    ("+ / -", "make Δt larger / smaller"),
+    ("g", "go to a time (250, 1.5us, 2ms)"),
+    ("n / N", "next / previous stall start on either run"),
+    ("w / s", "zoom in / out around the cursor (both runs)"),
+    ("a / d", "pan left / right"),
+    ("f", "fit the longer run"),
+    ("space", "play / pause through time"),
+    ("p", "search PEs by id (both runs; a PE one run lacks says so)"),
+    ("1-3", "FIFOs, stalls, loads panel (A above, B below)"),
+    ("tab", "next panel / widget"),
+    ("click", "put the cursor on the span under the mouse"),
+    ("h", "show / hide the HBM pseudo-channel lanes of shown PEs"),
+    ("ctrl+p", "command palette"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
 GLYPHS = [
     ("█", "busy (engine command, CPU dispatch)"),
     ("▓", "explicit CPU work (tl.cycles)"),
@@ -60,11 +80,15 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    def __init__(self, keys: list[tuple[str, str]] = KEYS) -> None:
+        super().__init__()
+        self.keys = keys
+
     def compose(self) -> ComposeResult:
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold", no_wrap=True)
         keys.add_column()
-        for k, what in KEYS:
+        for k, what in self.keys:
             keys.add_row(k, what)
         glyphs = Table.grid(padding=(0, 2))
         glyphs.add_column(style="bold", no_wrap=True)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
+from kernbench.events.types import Event
 from kernbench_tui.messages import PEsChosen, SpanSelected
-from kernbench_tui.navigator import ZOOM_FACTOR
+from kernbench_tui.navigator import ZOOM_FACTOR, Navigator, ViewState
+from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.goto import GotoTimeScreen
 from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.widgets.event_log import EventLog
@@ -19,6 +26,7 @@ from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
 
+T = TypeVar("T")
 PLAY_INTERVAL_S = 0.1
 PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel),
           ("log", "Log", EventLog), ("details", "Details", DetailsPanel))
@@ -56,163 +64,140 @@ class MainScreen(Screen):
         Binding("h", "channels", "HBM", show=False),
     ]
 
+    view: var[ViewState | None] = var(None, init=False)
+    """The navigator's state as last published; header, lanes and panels are bound to it."""
+    run: var[RunState | None] = var(None, init=False)
+    """The run behind the view (set by the app whenever its source reports)."""
+    playing = var(False, init=False)
+    """Space: the cursor advances by Δt every PLAY_INTERVAL_S while True."""
+
     def __init__(self) -> None:
         super().__init__()
         self._play_timer: Timer | None = None
 
     @property
-    def nav(self):
+    def nav(self) -> Navigator:
         return self.app.nav
 
     def compose(self) -> ComposeResult:
-        yield TraceHeader(id="header")
+        nav = self.nav
+        yield TraceHeader(nav, id="header").data_bind(MainScreen.view, MainScreen.run, MainScreen.playing)
         with Horizontal(id="body"):
-            yield PEPicker(self.app.model, id="picker")
+            yield PEPicker(nav.model, id="picker").data_bind(MainScreen.run)
             with Vertical(id="center"):
-                yield LanesView(self.nav, id="lanes")
+                yield LanesView(nav, id="lanes").data_bind(MainScreen.view)
                 with TabbedContent(id="panels", initial="tab-fifo"):
                     for key, title, cls in PANELS:
                         with TabPane(title, id=f"tab-{key}"):
-                            yield cls(id=f"panel-{key}")
+                            yield cls(nav, id=f"panel-{key}").data_bind(MainScreen.view)
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(LanesView).focus()
-        self.refresh_view()
+        self.run = self.app.run_state()
         self.app.start_source()
 
-    # ------------------------------------------------------------ view
-    @property
-    def playing(self) -> bool:
-        return self._play_timer is not None
+    # ------------------------------------------------------------ state
+    def move(self, step: Callable[..., T], *args: object) -> T:
+        """Make one navigator move and publish the state it leads to.
 
-    def status_text(self) -> str:
-        app = self.app
-        if app.error is not None:
-            state = "✗ failed"
-        elif app.running:
-            state = "● live"
-        else:
-            state = "■ done"
-        return f"{state} {'▶ playing' if self.playing else '⏸ paused'}"
+        Every key goes through here once, so a key press sets ``view`` once:
+        the bound widgets redraw once, and not at all if nothing moved.
+        """
+        result = step(*args)
+        self.view = self.nav.state()
+        return result
 
-    def refresh_view(self, *, picker: bool = False) -> None:
-        """Push the navigator's state to every visible widget."""
-        app = self.app
-        self.query_one(TraceHeader).show(self.nav, app.metadata, self.status_text(), len(app.store))
-        lanes = self.query_one(LanesView)
-        lanes.placeholder = app.placeholder()
-        lanes.sync()
-        self._show_active_panel()
-        if picker:
-            self.query_one(PEPicker).rebuild(force=True)
+    def watch_run(self, run: RunState) -> None:
+        self.query_one(LanesView).placeholder = run.placeholder
+        self.view = self.nav.state()  # the app moves the navigator as data arrives (follow, fit)
 
-    def _show_active_panel(self) -> None:
-        active = self.query_one("#panels", TabbedContent).active
-        if active:
-            key = active.removeprefix("tab-")
-            self.query_one(f"#panel-{key}").show(self.nav)
+    def watch_playing(self, playing: bool) -> None:
+        if playing:
+            self.move(self.nav.stop_following)
+            self._play_timer = self.set_interval(PLAY_INTERVAL_S, self._play_tick)
+        elif self._play_timer is not None:
+            self._play_timer.stop()
+            self._play_timer = None
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self._show_active_panel()
+    def _play_tick(self) -> None:
+        if not self.move(self.nav.play_tick) and not self.app.running:
+            self.playing = False
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 100, "-narrow")
         self.set_class(self.size.width < 70, "-tiny")
-        self.call_after_refresh(self._show_active_panel)
 
     # ------------------------------------------------------------ messages
-    def on_span_selected(self, message: SpanSelected) -> None:
-        self.nav.selected = message.event
-        self.nav.goto(message.at_ns)
+    @on(SpanSelected)
+    def span_selected(self, message: SpanSelected) -> None:
+        self.show_span(message.event, message.at_ns)
+
+    def show_span(self, event: Event, at_ns: float) -> None:
+        """A clicked span: select it, cursor where it was clicked, its details."""
+        self.move(self.nav.select, event, at_ns)
         self.query_one("#panels", TabbedContent).active = "tab-details"
-        self.refresh_view()
 
-    def on_pes_chosen(self, message: PEsChosen) -> None:
+    @on(PEsChosen)
+    def show_pes(self, message: PEsChosen) -> None:
         self.remove_class("-picker")
-        self.nav.pes = message.pes
         self.query_one(LanesView).scroll_to(y=0, animate=False)
-        self.refresh_view()
+        self.move(self.nav.show_pes, message.pes)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "log-filter":
-            self.query_one(LanesView).focus()
-            self._show_active_panel()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "log-filter":
-            self._show_active_panel()
+    @on(Input.Submitted, "#log-filter")
+    def log_filter_submitted(self) -> None:
+        self.query_one(LanesView).focus()
 
     # ------------------------------------------------------------ actions
     def action_next_event(self) -> None:
-        self.nav.next_event()
-        self.refresh_view()
+        self.move(self.nav.next_event)
 
     def action_prev_event(self) -> None:
-        self.nav.prev_event()
-        self.refresh_view()
+        self.move(self.nav.prev_event)
 
     def action_step(self, direction: int) -> None:
-        self.nav.step(direction)
-        self.refresh_view()
+        self.move(self.nav.step, direction)
 
     def action_dt(self, direction: int) -> None:
-        self.nav.change_dt(direction)
-        self.refresh_view()
+        self.move(self.nav.change_dt, direction)
 
     def action_stall(self, direction: int) -> None:
-        if self.nav.next_stall(direction) is None:
+        if self.move(self.nav.next_stall, direction) is None:
             self.notify("no further stall on the shown PEs", timeout=2)
         else:
             self.query_one("#panels", TabbedContent).active = "tab-stalls"
-        self.refresh_view()
 
     def action_zoom_in(self) -> None:
-        self.nav.zoom(ZOOM_FACTOR)
-        self.refresh_view()
+        self.move(self.nav.zoom, ZOOM_FACTOR)
 
     def action_zoom_out(self) -> None:
-        self.nav.zoom(1 / ZOOM_FACTOR)
-        self.refresh_view()
+        self.move(self.nav.zoom, 1 / ZOOM_FACTOR)
 
     def action_pan(self, direction: int) -> None:
-        self.nav.pan(direction)
-        self.refresh_view()
+        self.move(self.nav.pan, direction)
 
     def action_fit(self) -> None:
-        self.nav.fit()
-        self.refresh_view()
+        self.move(self.nav.fit)
 
     def action_follow(self) -> None:
-        self.nav.follow_live()
-        self.refresh_view()
+        self.move(self.nav.follow_live)
 
     def action_play(self) -> None:
-        if self._play_timer is not None:
-            self._play_timer.stop()
-            self._play_timer = None
-        else:
-            self.nav.follow = False
-            self._play_timer = self.set_interval(PLAY_INTERVAL_S, self._play_tick)
-        self.refresh_view()
+        self.playing = not self.playing
 
-    def _play_tick(self) -> None:
-        if not self.nav.play_tick() and not self.app.running:
-            self.action_play()
-            return
-        self.refresh_view()
+    def go_to(self, t_ns: float) -> None:
+        """Put the cursor at ``t_ns`` (the ``g`` prompt's answer)."""
+        self.move(self.nav.goto, t_ns)
 
     def action_goto(self) -> None:
         def done(t: float | None) -> None:
             if t is not None:
-                self.nav.goto(t)
-                self.refresh_view()
+                self.go_to(t)
 
         self.app.push_screen(GotoTimeScreen(self.nav.model.end_ns), done)
 
     def action_channels(self) -> None:
-        self.nav.toggle_channels()
-        self.refresh_view()
+        self.move(self.nav.toggle_channels)
 
     def action_probe(self) -> None:
         from kernbench_tui.screens.probe import ProbeScreen

@@ -8,14 +8,16 @@ detail. The row marked ``▶`` is the first event at or after the cursor.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.reactive import reactive
+from textual.widgets import Input
 
 from kernbench.events.types import EventKind
-from kernbench_tui.navigator import Navigator
+from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, unit_for
-from kernbench_tui.widgets.panels import panel_area
+from kernbench_tui.widgets.panels import Panel
 
 KIND_NAMES = {k.name.lower(): k for k in EventKind}
 
@@ -38,28 +40,20 @@ def parse_filter(text: str) -> tuple[set[EventKind] | None, str | None]:
     return kinds, (" ".join(words) or None)
 
 
-class EventLog(Vertical):
-    DEFAULT_CSS = """
-    EventLog { height: 1fr; }
-    EventLog Input { height: 1; border: none; padding: 0 1; margin: 0; }
-    EventLog Static { height: 1fr; padding: 0 1; }
-    """
+class EventLines(Panel):
+    """The events around the cursor that pass the filter, one per line."""
 
-    def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: words, kind:stall,dispatch … (enter)", id="log-filter")
-        yield Static(id="log-lines")
+    filter_text = reactive("")
 
-    def show(self, nav: Navigator) -> None:
-        text_filter = self.query_one("#log-filter", Input).value
-        kinds, needle = parse_filter(text_filter)
-        width, height = panel_area(self)
-        height = max(2, height - 1)
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        text = Text(no_wrap=True)
+        kinds, needle = parse_filter(self.filter_text)
+        height = max(2, height - 1)  # under the filter
         before_n = max(1, (height - 1) // 3)
         model = nav.model
         before, after = model.events_around(nav.cursor_ns, before_n, height - before_n, kinds=kinds, text=needle)
         unit, scale = unit_for(model.end_ns)
         resolution = scale / 1000 if scale > 1 else 0.001  # one unit, three decimals: a steady column
-        text = Text(no_wrap=True)
         for i, row in enumerate(before + after):
             e = model.store.event(row)
             mark = "▶" if i == len(before) else " "
@@ -71,4 +65,25 @@ class EventLog(Vertical):
             text.append(line[:width] + "\n", style=style)
         if not before and not after:
             text.append("no event matches the filter")
-        self.query_one("#log-lines", Static).update(text, layout=False)
+        return text
+
+
+class EventLog(Vertical):
+    DEFAULT_CSS = """
+    EventLog { height: 1fr; }
+    EventLog Input { height: 1; border: none; padding: 0 1; margin: 0; }
+    """
+
+    view: reactive[ViewState | None] = reactive(None, repaint=False)  # handed on to the lines
+
+    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.nav = nav
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: words, kind:stall,dispatch … (enter)", id="log-filter")
+        yield EventLines(self.nav, id="log-lines").data_bind(EventLog.view)
+
+    @on(Input.Changed, "#log-filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        self.query_one(EventLines).filter_text = event.value

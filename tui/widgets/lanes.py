@@ -18,6 +18,10 @@ Glyphs differ per state so the view reads without colour:
  ▚    several spans narrower than the cell
 ====  ====================================================
 
+Compared runs (``kernbench-tui compare``) are *sides*: per shown PE the
+title and lanes of run A, then of run B, under the one axis; a PE that a run
+lacks gets one line saying so.
+
 A run of busy cells long enough shows its command name. With ``h`` each
 shown PE also gets one row per pseudo-channel of its own HBM slice (the
 channels' bursts, ``pcN``), so a channel that drains alone stands out.
@@ -25,19 +29,24 @@ channels' bursts, ``pcN``), so a channel that drains alone stands out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kernbench.events.timeline import ENGINES, LaneCells, pe_of
+from kernbench.events.timeline import LaneCells, TimelineModel
+from kernbench.events.types import ENGINES
+from kernbench.topology.ids import pe_of
 from kernbench.events.types import Event, EventKind
 from kernbench_tui.messages import SpanSelected
-from kernbench_tui.navigator import Navigator
+from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_in, format_ns, nice_step, unit_for
 
 GUTTER = 9
@@ -68,6 +77,15 @@ def _style(color: str, text: bool, selected: bool) -> Style:
     if selected:
         style += Style(underline=True, bold=True, bgcolor="grey35")
     return style
+
+
+class Row(NamedTuple):
+    """One row under the axis: a PE's title (``lane`` None) or one of its lanes, in run ``side``."""
+
+    side: int
+    pe: str
+    lane: str | None
+    missing: bool = False  # that run has no such PE: the title says so and no lanes follow
 
 
 def engine_of(lane: str) -> str:
@@ -103,21 +121,35 @@ class LanesView(ScrollView, can_focus=True):
     LanesView:focus { background-tint: $foreground 3%; }
     """
 
-    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+    view: reactive[ViewState | None] = reactive(None, repaint=False)
+    """The navigator's state (bound to the screen's): a new one lays out the rows and redraws."""
+    placeholder = reactive("", repaint=False)
+    """Shown under the axis while no PE can be drawn (a run still preparing)."""
+    side_notes: reactive[tuple[str, ...]] = reactive(())
+    """Per side, why a shown PE has no lanes there (default: it is not in that run)."""
+
+    def __init__(self, nav: Navigator, *, sides: Sequence[tuple[str, TimelineModel]] = (), id: str | None = None) -> None:
+        """``sides``: (label, model) of each run drawn under the one axis; default the navigator's model alone."""
         super().__init__(id=id)
         self.nav = nav
-        self.placeholder = ""  # shown under the axis while no PE can be drawn (a run still preparing)
+        self.sides = list(sides) or [("", nav.model)]
         self._cache: dict[tuple, list[Segment]] = {}
-        self._rows: list[tuple[str, str | None]] = []  # (PE, lane; None for its title row)
+        self._rows: list[Row] = []
 
     # ------------------------------------------------------------ layout
     @property
     def n_cells(self) -> int:
         return max(1, self.scrollable_content_region.width - GUTTER)
 
-    def sync(self) -> None:
-        """Re-read the navigator (call after any change of cursor/window/data)."""
-        self._rows = [(pe, lane) for pe in self.nav.pes for lane in (None, *self.nav.lanes(pe))]
+    def watch_view(self) -> None:
+        self._layout_rows()
+
+    def watch_placeholder(self) -> None:
+        self._layout_rows()
+
+    def _layout_rows(self) -> None:
+        """Re-read the rows to draw; the lines themselves are drawn when the screen next paints."""
+        self._rows = [row for pe in self.nav.pes for side in range(len(self.sides)) for row in self._pe_rows(side, pe)]
         rows = AXIS_ROWS + len(self._rows)
         if not self.nav.pes and self.placeholder:
             rows += 1
@@ -127,17 +159,25 @@ class LanesView(ScrollView, can_focus=True):
             self._cache.clear()
         self.refresh(layout=relayout)
 
+    def _pe_rows(self, side: int, pe: str) -> list[Row]:
+        """A PE's title row, then its lanes; only the title (saying why) where that run lacks the PE."""
+        model = self.sides[side][1]
+        if len(self.sides) > 1 and pe not in model.pes():
+            return [Row(side, pe, None, missing=True)]
+        lanes = model.lanes_of(pe) + (model.channels_of(pe) if self.nav.channels else [])
+        return [Row(side, pe, lane) for lane in (None, *lanes)]
+
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
-        self.sync()
+        self._layout_rows()
 
-    def row_target(self, y: int) -> tuple[str | None, str | None]:
-        """(pe, lane) under widget row ``y``; lane is None on a title row."""
+    def row_target(self, y: int) -> Row | None:
+        """The row under widget row ``y`` (None on the axis or below the last row)."""
         if y < AXIS_ROWS:
-            return None, None
+            return None
         r = y - AXIS_ROWS + int(self.scroll_offset.y)
         if not 0 <= r < len(self._rows):
-            return None, None
+            return None
         return self._rows[r]
 
     def time_at(self, x: int) -> float:
@@ -157,15 +197,15 @@ class LanesView(ScrollView, can_focus=True):
             return self._axis_labels(width)
         if y == 1:
             return self._axis_ticks(width)
-        pe, lane = self.row_target(y)
-        if pe is None:
+        row = self.row_target(y)
+        if row is None:
             if y == AXIS_ROWS and self.placeholder and not self.nav.pes:
                 text = f"{'':<{GUTTER}}{self.placeholder}"
                 return Strip([Segment(text[:width].ljust(width), Style(italic=True))], width)
             return Strip.blank(width, Style())  # a style, not None: NO_COLOR's filter needs one
-        if lane is None:
-            return self._title_row(pe, width)
-        return self._lane_row(lane, width)
+        if row.lane is None:
+            return self._title_row(row, width)
+        return self._lane_row(self.sides[row.side][1], row.lane, width)
 
     def _ticks(self) -> tuple[float, list[tuple[int, float]]]:
         nav, n = self.nav, self.n_cells
@@ -212,10 +252,16 @@ class LanesView(ScrollView, can_focus=True):
             segs.append(Segment("".join(row[cur + 1 :]), Style(dim=True)))
         return Strip(segs, width).adjust_cell_length(width)
 
-    def _title_row(self, pe: str, width: int) -> Strip:
-        model = self.nav.model
-        util = model.pe_utilization(pe)
-        cpu = model.lane_state(f"{pe}.cpu", self.nav.cursor_ns)
+    def _title_row(self, row: Row, width: int) -> Strip:
+        label, model = self.sides[row.side]
+        pe = f"{label} {row.pe}" if label else row.pe
+        if row.missing:
+            notes = self.side_notes
+            why = (notes[row.side] if row.side < len(notes) else "") or f"not in run {label}"
+            text = f"  {pe}  — {why}"
+            return Strip([Segment(text[:width].ljust(width), Style(dim=True, italic=True))], width)
+        util = model.pe_utilization(row.pe)
+        cpu = model.lane_state(f"{row.pe}.cpu", self.nav.cursor_ns)
         if cpu.status == "stalled" and cpu.event is not None:
             what = f"  cpu stalled: {cpu.event.label}" + (f" ({cpu.event.detail})" if cpu.event.detail else "")
         elif cpu.status == "busy" and cpu.event is not None:
@@ -225,21 +271,21 @@ class LanesView(ScrollView, can_focus=True):
         text = f"▾ {pe}  util {util:4.0%}{what}"
         return Strip([Segment(text[:width].ljust(width), Style(bold=True))], width)
 
-    def _lane_segments(self, lane: str) -> list[Segment]:
+    def _lane_segments(self, model: TimelineModel, lane: str) -> list[Segment]:
         nav, n = self.nav, self.n_cells
         sel = nav.selected
         sel_key = (sel.t_ns, sel.seq) if sel is not None and sel.component == lane else None
-        key = (lane, nav.t0, nav.t1, n, id(nav.model.store), nav.model.store.version, sel_key)
+        key = (lane, nav.t0, nav.t1, n, id(model.store), model.store.version, sel_key)
         cached = self._cache.get(key)
         if cached is None:
-            cells = nav.model.lane_cells(lane, nav.t0, nav.t1, n)
-            cached = self._cache[key] = self._draw_cells(lane, cells, sel if sel_key else None)
+            cells = model.lane_cells(lane, nav.t0, nav.t1, n)
+            cached = self._cache[key] = self._draw_cells(model, lane, cells, sel if sel_key else None)
         return cached
 
-    def _draw_cells(self, lane: str, cells: LaneCells, selected: Event | None) -> list[Segment]:
+    def _draw_cells(self, model: TimelineModel, lane: str, cells: LaneCells, selected: Event | None) -> list[Segment]:
         channel = pe_of(lane) is None  # a pseudo-channel lane: its label is the slice, the same on every span
         base = ENGINE_COLORS.get(engine_of(lane), CHANNEL_COLOR if channel else "white")
-        strings = self.nav.model.store.strings
+        strings = model.store.strings
         n = len(cells.busy)
         busy, count, starts = cells.busy.tolist(), cells.count.tolist(), cells.starts.tolist()
         kinds, labels = cells.kind.tolist(), cells.label.tolist()
@@ -279,12 +325,12 @@ class LanesView(ScrollView, can_focus=True):
             segments.append(Segment("".join(run_chars), _style(*run_key)))
         return segments
 
-    def _lane_row(self, lane: str, width: int) -> Strip:
+    def _lane_row(self, model: TimelineModel, lane: str, width: int) -> Strip:
         engine = engine_of(lane)
         sel = self.nav.selected
         marker = "▸" if sel is not None and sel.component == lane else " "
         gutter = Segment(f"{marker}{engine:<{GUTTER - 2}} ", Style(dim=marker == " "))
-        strip = Strip([gutter, *self._lane_segments(lane)])
+        strip = Strip([gutter, *self._lane_segments(model, lane)])
         cur = self.cursor_col()
         if cur is not None:
             x = GUTTER + cur
@@ -298,11 +344,11 @@ class LanesView(ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is None or offset.x < GUTTER:
             return
-        _pe, lane = self.row_target(offset.y)
-        if lane is None:
+        row = self.row_target(offset.y)
+        if row is None or row.lane is None:
             return
         t = self.time_at(offset.x)
         cell_ns = self.nav.width_ns / self.n_cells
-        span = self.nav.model.span_near(lane, t, cell_ns)
+        span = self.sides[row.side][1].span_near(row.lane, t, cell_ns)
         if span is not None:
             self.post_message(SpanSelected(span, t))

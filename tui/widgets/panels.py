@@ -1,18 +1,25 @@
 """The panels under the lanes: what is true at the cursor.
 
-Each panel is a :class:`Static` whose ``show(nav)`` renders plain lines, so
-it costs O(what it lists) and reads the same without colour.
+Each panel is bound to the screen's ``view`` and draws, in ``render``, the
+plain lines ``text(nav)`` returns: O(what it lists), the same without colour,
+and only when it is on screen (a hidden tab is drawn when it is shown).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 from rich.text import Text
-from textual.widgets import Static, TabbedContent
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import TabbedContent
 
-from kernbench.events.timeline import pe_of
+from kernbench.events.timeline import TimelineModel
+from kernbench.topology.ids import pe_of
 from kernbench.events.types import EventKind
-from kernbench_tui.navigator import Navigator
+from kernbench_tui.navigator import Navigator, ViewState
 from kernbench_tui.timefmt import format_ns
 from kernbench_tui.widgets.sparkline import sparkline
 
@@ -45,16 +52,37 @@ def panel_area(widget) -> tuple[int, int]:
     return max(20, node.size.width - 2), max(1, node.size.height - 2)
 
 
-class Panel(Static):
+class Panel(Widget):
     DEFAULT_CSS = """
     Panel { height: 1fr; padding: 0 1; }
     """
 
-    def lines_available(self) -> int:
-        return panel_area(self)[1]
+    view: reactive[ViewState | None] = reactive(None, repaint=False)
 
-    def content_width(self) -> int:
-        return panel_area(self)[0]
+    def __init__(self, nav: Navigator, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.nav = nav
+        self._shown = False
+
+    def watch_view(self) -> None:
+        # Only a shown panel redraws for a new view; a hidden tab is drawn when it is shown.
+        # (Refreshing a hidden widget makes Textual map the whole screen again, ~3 ms a key.)
+        if self._shown:
+            self.refresh()
+
+    def on_show(self) -> None:
+        self._shown = True
+        self.refresh()
+
+    def on_hide(self) -> None:
+        self._shown = False
+
+    def render(self) -> Text:
+        return Text(no_wrap=True) if self.view is None else self.text(self.nav, *panel_area(self))
+
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        """The panel's lines for ``nav``'s cursor and window, fitted to ``width`` × ``height``."""
+        raise NotImplementedError
 
 
 class FifoPanel(Panel):
@@ -64,8 +92,8 @@ class FifoPanel(Panel):
     the busiest links over the window, with their occupancy along it.
     """
 
-    def show(self, nav: Navigator) -> None:
-        model, width, rows = nav.model, self.content_width(), self.lines_available() - 1
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model, rows = nav.model, height - 1
         t = nav.cursor_ns
         over = model.deepest_fifos_over(nav.t0, nav.t1, k=max(rows, 1) * 4)
         spark_w = max(8, min(40, width // 3))
@@ -73,8 +101,7 @@ class FifoPanel(Panel):
         text = Text(no_wrap=True)
         if not over:
             self._show_links(nav, text, width, rows, spark_w, name_w)
-            self.update(text, layout=False)
-            return
+            return text
         now = {f.edge: f.depth for f in model.deepest_fifos_at(t, k=max(rows, 1) * 4)}
         ranked = sorted(over, key=lambda f: (-now.get(f.edge, 0.0), -f.depth, f.edge))[: max(rows, 0)]
         text.append(_fit(f"{'FIFO (edge)':<{name_w}} {'now':>5} {'max':>5}  depth over window (flits)", width) + "\n", style="bold")
@@ -84,7 +111,7 @@ class FifoPanel(Panel):
             text.append(f"{short_edge(f.edge, name_w):<{name_w}} {depth:>5.0f} {f.depth:>5.0f}  ")
             text.append(sparkline(series.tolist(), f.depth), style="yellow" if depth else "dim")
             text.append("\n")
-        self.update(text, layout=False)
+        return text
 
     def _show_links(self, nav: Navigator, text: Text, width: int, rows: int, spark_w: int, name_w: int) -> None:
         model = nav.model
@@ -104,13 +131,13 @@ class FifoPanel(Panel):
 class StallsPanel(Panel):
     """Dispatch stalls of the shown PEs at the cursor: reason, duration, what on."""
 
-    def show(self, nav: Navigator) -> None:
-        model, width = nav.model, self.content_width()
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model = nav.model
         t = nav.cursor_ns
         stalls = model.stalls_at(t, nav.pes or None)
         text = Text(no_wrap=True)
         text.append(_fit(f"{'PE':<16} {'reason':<22} {'waits on':<18} {'since':>9} {'lasts':>9}", width) + "\n", style="bold")
-        for s in stalls[: max(1, self.lines_available() - 2)]:
+        for s in stalls[: max(1, height - 2)]:
             mark = "▸" if nav.selected is not None and (nav.selected.t_ns, nav.selected.seq) == (s.t_ns, s.seq) else " "
             line = (f"{mark}{pe_of(s.component) or s.component:<15} {_fit(s.label, 22):<22} {_fit(s.detail, 18):<18} "
                     f"{format_ns(s.t_ns):>9} {format_ns(s.duration_ns):>9}")
@@ -120,21 +147,21 @@ class StallsPanel(Panel):
         nxt = nav.stall_start(+1)
         if nxt is not None:
             text.append(f"next stall on the shown PEs starts at {format_ns(nxt)}  (n / N: next / previous)", style="dim")
-        self.update(text, layout=False)
+        return text
 
 
 class LoadsPanel(Panel):
     """Lazy loads in flight at the cursor."""
 
-    def show(self, nav: Navigator) -> None:
-        model, width = nav.model, self.content_width()
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        model = nav.model
         t = nav.cursor_ns
         pes = set(nav.pes)
         loads = [ld for ld in model.loads_in_flight(t) if not pes or pe_of(ld.component) in pes]
         hw = max(10, min(28, width - 62))
         text = Text(no_wrap=True)
         text.append(_fit(f"{'handle':<{hw}} {'PE':<16} {'bytes':>8} {'issued':>9} {'done':>11} {'waited at':>10}", width) + "\n", style="bold")
-        for ld in loads[: max(1, self.lines_available() - 2)]:
+        for ld in loads[: max(1, height - 2)]:
             done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
             waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
             line = (f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
@@ -144,19 +171,18 @@ class LoadsPanel(Panel):
             text.append("no lazy load in flight at the cursor\n")
         else:
             text.append(f"{len(loads)} in flight", style="dim")
-        self.update(text, layout=False)
+        return text
 
 
 class DetailsPanel(Panel):
     """Everything about the selected span (click one, or n / N to a stall)."""
 
-    def show(self, nav: Navigator) -> None:
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
         e = nav.selected
         text = Text(no_wrap=True)
         if e is None:
             text.append("no span selected — click a span in the lanes, or press n for the next stall")
-            self.update(text, layout=False)
-            return
+            return text
         rows = [
             ("kind", e.kind.name),
             ("component", e.component),
@@ -173,11 +199,11 @@ class DetailsPanel(Panel):
         for i in range(half):
             left = f"{rows[i][0]:>10}: {rows[i][1]}"
             right = f"{rows[i + half][0]:>10}: {rows[i + half][1]}" if i + half < len(rows) else ""
-            text.append(_fit(f"{left:<40}{right}", self.content_width()) + "\n")
-        self._related(nav, e, text)
-        self.update(text, layout=False)
+            text.append(_fit(f"{left:<40}{right}", width) + "\n")
+        self._related(nav, e, text, width)
+        return text
 
-    def _related(self, nav: Navigator, e, text: Text) -> None:
+    def _related(self, nav: Navigator, e, text: Text, width: int) -> None:
         """What else the same request (corr_id) caused: kinds, span, the hops' path."""
         rows = nav.model.rows_with_corr(e.corr_id)
         if len(rows) <= 1:
@@ -189,7 +215,6 @@ class DetailsPanel(Panel):
         )
         t0 = float(store.col("t_ns")[rows].min())
         t1 = float(store.col("end_ns")[rows].max())
-        width = self.content_width()
         text.append(_fit(f"{'request':>10}: corr_id {e.corr_id}, {format_ns(t0)} → {format_ns(t1)}", width) + "\n", style="dim")
         text.append(_fit(f"{'caused':>10}: {counts}", width) + "\n", style="dim")
         hops = rows[kinds == int(EventKind.EDGE_BUSY)]
@@ -200,3 +225,24 @@ class DetailsPanel(Panel):
                 seen[name] = seen.get(name, 0) + 1
             path = "  ".join(short_edge(name, 60) + (f" ×{n}" if n > 1 else "") for name, n in seen.items())
             text.append(_fit(f"{'path':>10}: {path}", width) + "\n", style="dim")
+
+
+class PairPanel(Panel):
+    """A panel for each of two runs, stacked under their labels, at the one shared cursor."""
+
+    def __init__(self, nav: Navigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *,
+                 id: str | None = None) -> None:
+        super().__init__(nav, id=id)
+        self._inner = inner(nav)  # never mounted: only its text() is used, once per side
+        self.sides = sides
+
+    def text(self, nav: Navigator, width: int, height: int) -> Text:
+        out = Text(no_wrap=True)
+        each = max(2, height // len(self.sides) - 1)
+        for label, model in self.sides:
+            out.append(_fit(label, width) + "\n", style="bold underline")
+            lines = self._inner.text(replace(nav, model=model, selected=None), width, each).split("\n")
+            for line in lines[:each]:
+                out.append_text(line)
+                out.append("\n")
+        return out

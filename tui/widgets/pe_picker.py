@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widgets import Input, Tree
 
 from kernbench.events.timeline import TimelineModel, natural_key
 from kernbench_tui.messages import PEsChosen
+from kernbench_tui.navigator import data_key
+from kernbench_tui.run_state import RunState
 
 
 def _split(pe: str) -> tuple[str, str, str]:
@@ -25,10 +31,16 @@ class PEPicker(Vertical):
     PEPicker Tree { height: 1fr; padding: 0; }
     """
 
-    def __init__(self, model: TimelineModel, *, id: str | None = None) -> None:
+    run: reactive[RunState | tuple[RunState, ...] | None] = reactive(None, repaint=False, init=False)
+    """The run (or both compared runs) whose PEs are listed, bound to the screen's: refilled when it changes."""
+
+    def __init__(self, model: TimelineModel, *, utilization: Callable[[str], str] | None = None,
+                 id: str | None = None) -> None:
+        """``utilization(pe)``: the text after each PE (default: the model's utilization, ``82%``)."""
         super().__init__(id=id)
         self.model = model
-        self._shown: tuple[tuple[str, ...], str, int] | None = None
+        self.utilization = utilization or (lambda pe: f"{model.pe_utilization(pe):4.0%}")
+        self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="p: search PE", id="pe-search")
@@ -37,16 +49,20 @@ class PEPicker(Vertical):
         tree.guide_depth = 2
         yield tree
 
-    def rebuild(self, force: bool = False) -> None:
-        """Refill the tree if the PE set, the search or the data changed.
+    def watch_run(self) -> None:
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Refill the tree if the PE set, the search or the finished data changed.
 
         Utilization is the model's one definition (as in the lane title); while a
         run is live it is left out, since it would be of the part simulated so far.
         """
         needle = self.query_one("#pe-search", Input).value.strip().lower()
         pes = tuple(self.model.pes())
-        live = bool(getattr(self.app, "running", False))
-        key = (pes, needle, live, self.model.store.version if force else 0)
+        runs = self.run if isinstance(self.run, tuple) else (self.run,)  # compare binds both runs
+        live = any(run is not None and run.running for run in runs)
+        key = (pes, needle, live, None if live else data_key(self.model))
         if key == self._shown:
             return
         self._shown = key
@@ -69,14 +85,16 @@ class PEPicker(Vertical):
                 sips[sip] = tree.root.add(sip, data=members[sip], expand=True)
             if cube not in cubes:
                 cubes[cube] = sips[sip].add(cube.split(".")[1], data=members[cube], expand=True)
-            util = "   …" if live else f"{self.model.pe_utilization(pe):4.0%}"
+            util = "   …" if live else self.utilization(pe)
             cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util}", data=[pe])
 
-    def on_input_changed(self, event: Input.Changed) -> None:
+    @on(Input.Changed, "#pe-search")
+    def search_changed(self, event: Input.Changed) -> None:
         event.stop()
         self.rebuild()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    @on(Input.Submitted, "#pe-search")
+    def search_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         needle = event.value.strip().lower()
         matches = sorted((p for p in self.model.pes() if needle in p.lower()), key=natural_key)
@@ -84,7 +102,8 @@ class PEPicker(Vertical):
             self.post_message(PEsChosen(matches[:1]))
         self.query_one("#pe-tree", Tree).focus()
 
-    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+    @on(Tree.NodeSelected, "#pe-tree")
+    def node_selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
         if event.node.data:
             self.post_message(PEsChosen(list(event.node.data)))

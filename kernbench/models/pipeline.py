@@ -45,10 +45,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernbench.cost_model import DispatchCostModel
-from kernbench.pe.commands import CompositeCmd, DmaReadCmd, DmaWriteCmd, GemmCmd, IpcqSendCmd, MathCmd, OpSpec
-from kernbench.tl.handles import HandleRef
+import numpy as np
+
+from kernbench.handles import HandleRef, HbmTensor
+from kernbench.pe.commands import CompositeCmd, DmaReadCmd, DmaWriteCmd, GemmCmd, IpcqSendCmd, MathCmd, OpSpec, PeCommand
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.topology.graph import Graph
+from kernbench.topology.ids import local_slice, pe_key
 
 if TYPE_CHECKING:
     from kernbench.kernels.gemm_tiled import Tiling
@@ -92,7 +95,7 @@ class PipelineModel:
     def bound(self) -> str:
         """What sets II: an engine, or the recurrence."""
         busy = self.busy_ns()
-        top = max(sorted(busy), key=busy.get)
+        top = max(sorted(busy), key=lambda engine: busy[engine])
         return "recurrence" if self.recurrence_ns > busy[top] else top
 
     @property
@@ -119,7 +122,7 @@ class Engines:
     cost: DispatchCostModel
 
     @classmethod
-    def of(cls, graph: Graph, pe: str) -> "Engines":
+    def of(cls, graph: Graph, pe: str) -> Engines:
         a = graph.node(f"{pe}.cpu").attrs
         return cls(
             a["clock_freq_ghz"], a["gemm_tflops"] * 1e3, a["gemm_pipeline_cycles"] / a["clock_freq_ghz"],
@@ -136,7 +139,7 @@ class Engines:
     def tcm_ns(self, nbytes: float) -> float:
         return nbytes / self.tcm_gbps
 
-    def dispatch_ns(self, cmd) -> float:
+    def dispatch_ns(self, cmd: PeCommand) -> float:
         return self.cost.cycles_to_ns(self.cost.dispatch_cycles(cmd)) + self.cpu_overhead_ns
 
 
@@ -148,24 +151,23 @@ def dma_ns(graph: Graph, pe: str, memory: str, nbytes: int) -> float:
     burst_ns = m["burst_bytes"] / m["channel_bw_gbps"]
     rate = max(max(h.flit_ns for h in data.hops), burst_ns / m["channels"])
     flits = -(-nbytes // m["burst_bytes"])
-    return req.header_ns + burst_ns + data.header_ns + sum(h.flit_ns for h in data.hops) + (flits - 1) * rate
+    ns: float = req.header_ns + burst_ns + data.header_ns + sum(h.flit_ns for h in data.hops) + (flits - 1) * rate
+    return ns
 
 
 # --- the two forms -------------------------------------------------------------
 
+# Stand-ins for the operands of the commands whose dispatch cost is modelled (it depends on a
+# command's kind and descriptor size only, not on the handles or regions it names).
 _REF = HandleRef(0, "h", (1,), "float16")
+_PTR = HbmTensor("p", "", 0, np.zeros(1, np.float16)).whole()
 _OP = {"a": _REF, "b": _REF}
 
 
-def _slice(pe: str) -> str:
-    prefix, p = pe.rsplit(".pe", 1)
-    return f"{prefix}.hbm.slice{p}"
-
-
-def _split_k_tail(graph: Graph, t: "Tiling", pe: str, peer: str, e: Engines) -> float:
+def _split_k_tail(graph: Graph, t: Tiling, pe: str, peer: str, e: Engines) -> float:
     """The leader's last tile: ksplit − 1 float32 partials arrive back to back over its
     inbound link (they share it), each is added as it lands, then C is stored."""
-    from kernbench.studies.alphabeta import message_cost
+    from kernbench.models.alphabeta import message_cost
 
     c32 = 4 * t.tile_m * t.tile_n
     add = e.tcm_ns(2 * c32) + e.math_ns(t.tile_m * t.tile_n) + e.tcm_ns(c32)
@@ -175,11 +177,11 @@ def _split_k_tail(graph: Graph, t: "Tiling", pe: str, peer: str, e: Engines) -> 
     for j in range(1, t.ksplit):
         landed = t_send + cost.alpha_ns + j * cost.flits(c32) * cost.flit_ns
         done = max(done, landed) + add
-    store = e.dispatch_ns(DmaWriteCmd(_REF, _REF, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, _slice(pe), c32 // 2)
+    store = e.dispatch_ns(DmaWriteCmd(_REF, _PTR, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, local_slice(pe), c32 // 2)
     return done + store
 
 
-def _split_k_work(t: "Tiling", e: Engines, per_tile: int) -> tuple[list[Stage], float]:
+def _split_k_work(t: Tiling, e: Engines, per_tile: int) -> tuple[list[Stage], float]:
     """The leader's ksplit − 1 partial sums of every output tile, spread over its pipeline
     tiles; and the chain they form (each sum needs the last) as a bound on II."""
     if t.ksplit == 1:
@@ -194,12 +196,12 @@ def _split_k_work(t: "Tiling", e: Engines, per_tile: int) -> tuple[list[Stage], 
     return stages, share * (e.tcm_ns(2 * c32) + e.math_ns(elems) + e.tcm_ns(c32))
 
 
-def primitive_model(graph: Graph, t: "Tiling") -> PipelineModel:
+def primitive_model(graph: Graph, t: Tiling) -> PipelineModel:
     pe, peer = _pes(graph, t)
     e = Engines.of(graph, pe)
-    mem = _slice(pe)
+    mem = local_slice(pe)
     a, b, c32 = 2 * t.tile_m * t.tile_k, 2 * t.tile_k * t.tile_n, 4 * t.tile_m * t.tile_n
-    read = e.dispatch_ns(DmaReadCmd(_REF, _REF, 0))
+    read = e.dispatch_ns(DmaReadCmd(_PTR, _REF, 0))
     dot = e.dispatch_ns(GemmCmd(_REF, _REF, _REF, 1, 1, 1))
     add = e.dispatch_ns(MathCmd("add", (_REF, _REF), _REF, {}))
     stages = (
@@ -215,17 +217,17 @@ def primitive_model(graph: Graph, t: "Tiling") -> PipelineModel:
     )
     accumulate = e.tcm_ns(2 * c32) + e.math_ns(t.tile_m * t.tile_n) + e.tcm_ns(c32)
     split, split_chain = _split_k_work(t, e, t.steps)
-    store_c = e.dispatch_ns(DmaWriteCmd(_REF, _REF, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, mem, c32 // 2)
+    store_c = e.dispatch_ns(DmaWriteCmd(_REF, _PTR, 0)) + e.sched_overhead_ns + dma_ns(graph, pe, mem, c32 // 2)
     tail = (accumulate if t.steps > 1 else 0.0) + (_split_k_tail(graph, t, pe, peer, e) if t.ksplit > 1 else store_c)
     issue = 2 * read + e.sched_overhead_ns
     recurrence = max(accumulate if t.steps > 1 else 0.0, split_chain)
     return PipelineModel("primitive", _busiest(t) * t.steps, (*stages, *split), issue, recurrence, tail)
 
 
-def composite_model(graph: Graph, t: "Tiling") -> PipelineModel:
+def composite_model(graph: Graph, t: Tiling) -> PipelineModel:
     pe, peer = _pes(graph, t)
     e = Engines.of(graph, pe)
-    mem = _slice(pe)
+    mem = local_slice(pe)
     kp = t.k // t.ksplit
     a, b, c16, c32 = 2 * t.tile_m * kp, 2 * kp * t.tile_n, 2 * t.tile_m * t.tile_n, 4 * t.tile_m * t.tile_n
     hbm_out = t.ksplit == 1
@@ -248,23 +250,21 @@ def composite_model(graph: Graph, t: "Tiling") -> PipelineModel:
     return PipelineModel("composite", _busiest(t) * n, (*stages, *split), issue, split_chain, tail)
 
 
-def _busiest(t: "Tiling") -> int:
+def _busiest(t: Tiling) -> int:
     """Output tiles of the busiest worker."""
     return -(-t.tiles // t.workers)
 
 
-def _pes(graph: Graph, t: "Tiling") -> tuple[str, str]:
+def _pes(graph: Graph, t: Tiling) -> tuple[str, str]:
     """The leader PE of the busiest worker and its last K-part peer (program order = PE order)."""
-    pes = sorted((n.id[: -len(".cpu")] for n in graph.nodes_of_kind("pe_cpu")), key=_pe_key)
+    pes = sorted((n.id[: -len(".cpu")] for n in graph.nodes_of_kind("pe_cpu")), key=pe_key)
     return pes[0], pes[t.ksplit - 1]
 
 
-def _pe_key(pe: str) -> tuple[int, ...]:
-    return tuple(int(x.lstrip("sipcube")) for x in pe.split("."))
 
 
 MODELS = {"primitive": primitive_model, "composite": composite_model}
 
 
-def predict(graph: Graph, t: "Tiling") -> PipelineModel:
+def predict(graph: Graph, t: Tiling) -> PipelineModel:
     return MODELS[t.form](graph, t)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from functools import cache
+from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from kernbench.sim.region import Region, region_of_view
 
@@ -35,18 +36,18 @@ class HandleRef:
         object.__setattr__(self, "nbytes", math.prod(self.shape) * _itemsize(self.dtype))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
-@lru_cache(maxsize=None)
+@cache
 def _dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-@lru_cache(maxsize=None)
-def dtype_name(dtype: Any) -> str:
+@cache
+def dtype_name(dtype: DTypeLike) -> str:
     """``np.dtype(dtype).name``, remembered (numpy computes it anew each time)."""
     return np.dtype(dtype).name
 
@@ -72,10 +73,10 @@ class HbmTensor:
     def nbytes(self) -> int:
         return int(self.array.nbytes)
 
-    def __getitem__(self, index: Any) -> "Ptr":
+    def __getitem__(self, index: Any) -> Ptr:
         return Ptr(self, index if isinstance(index, tuple) else (index,))
 
-    def whole(self) -> "Ptr":
+    def whole(self) -> Ptr:
         return Ptr(self, (slice(None),))
 
     def __repr__(self) -> str:
@@ -91,13 +92,13 @@ class Ptr:
     bursts at its real addresses.
     """
 
-    __slots__ = ("tensor", "index", "_view", "_region")
+    __slots__ = ("_region", "_view", "index", "tensor")
 
-    def __init__(self, tensor: HbmTensor, index: tuple):
+    def __init__(self, tensor: HbmTensor, index: tuple[Any, ...]):
         self.tensor = tensor
         self.index = index
         _check_index(tensor, index)
-        self._view = tensor.array[index]
+        self._view: np.ndarray = tensor.array[index]
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
         self._region: Region | None = None
@@ -151,7 +152,7 @@ class Ptr:
         return f"{self.tensor.name}[{','.join(parts)}]"
 
 
-def _check_index(tensor: HbmTensor, index: tuple) -> None:
+def _check_index(tensor: HbmTensor, index: tuple[Any, ...]) -> None:
     """Basic indexing within bounds only: anything else has no address to move."""
     shape = tensor.shape
     dims = [x for x in index if x is not Ellipsis and x is not None]
@@ -186,12 +187,20 @@ def _check_index(tensor: HbmTensor, index: tuple) -> None:
         )
 
 
+class ScratchOwner(Protocol):
+    """What a scratch handle needs of its kernel context (:class:`kernbench.tl.context.KernelContext`)."""
+
+    def release(self, hid: int, nbytes: int) -> None: ...
+
+    def need(self, handles: tuple[object, ...]) -> None: ...
+
+
 class TensorHandle:
     """A tensor a kernel holds: data in TCM scratch, or an HBM-resident ``tl.ref``."""
 
-    __slots__ = ("ref", "data", "ptr", "owner", "__weakref__")
+    __slots__ = ("__weakref__", "data", "owner", "ptr", "ref")
 
-    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: Any = None):
+    def __init__(self, ref: HandleRef, data: np.ndarray | None, ptr: Ptr | None = None, owner: ScratchOwner | None = None):
         self.ref = ref
         self.data = data
         self.ptr = ptr
@@ -221,9 +230,8 @@ class TensorHandle:
 
     def numpy(self) -> np.ndarray:
         """The handle's value (waits for a pending load/recv like any consuming op)."""
-        from kernbench.tl.context import current
-
-        current().need((self,))
+        if self.owner is not None:  # only scratch handles have loads or receives in flight
+            self.owner.need((self,))
         return np.array(self.data, copy=True)
 
     def __repr__(self) -> str:

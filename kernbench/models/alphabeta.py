@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from kernbench.collectives.group import Group, Ring, pieces
 from kernbench.topology.graph import Graph
 
-
 #: The formulas each prediction evaluates (N bytes per PE, p PEs, c bytes per message).
 FORMULAS = {
     "ring": "T = 2(p−1)·m·α + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",

@@ -59,12 +59,8 @@ class WallTimeExceeded(BaseException):
 @contextmanager
 def wall_clock_watchdog(limits: RunLimits) -> Iterator[None]:
     """Raise :class:`WallTimeExceeded` in the main thread once ``max_wall_s`` has passed."""
-    usable = (
-        limits.max_wall_s is not None
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
+    wall_s = limits.max_wall_s
+    if wall_s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
@@ -72,7 +68,7 @@ def wall_clock_watchdog(limits: RunLimits) -> Iterator[None]:
         raise WallTimeExceeded()
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, limits.max_wall_s, WATCHDOG_REPEAT_S)
+    signal.setitimer(signal.ITIMER_REAL, wall_s, WATCHDOG_REPEAT_S)
     try:
         yield
     finally:

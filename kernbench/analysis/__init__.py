@@ -1,0 +1,1 @@
+"""Reading recorded runs: the critical path and the latency attribution (critical)."""

@@ -1,0 +1,101 @@
+"""A recorded run's figures, read from its events alone (so a run and a trace file compare alike).
+
+Latency, PEs, commands and dispatch cycles, each engine's busy time and
+share, PE_CPU's stalls by reason, and the critical-path attribution
+(:mod:`kernbench.analysis.critical`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernbench.analysis.critical import Attribution, PathError, attribute
+from kernbench.events.store import EventStore
+from kernbench.events.types import ENGINES, EventKind
+from kernbench.topology.ids import pe_of
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one run did, from its events."""
+
+    name: str
+    latency_ns: float
+    pes: int
+    commands: int
+    dispatch_cycles: float
+    engine_busy_ns: dict[str, float]  # per engine kind, all PEs
+    stall_ns: dict[str, float]  # PE_CPU stalls per reason
+    attribution: Attribution | None
+    why_no_attribution: str = ""
+
+    def engine_util_pct(self) -> dict[str, float]:
+        """Busy time of each engine kind over (latency × PEs), in percent."""
+        span = self.latency_ns * self.pes
+        return {e: (100.0 * ns / span if span > 0 else 0.0) for e, ns in self.engine_busy_ns.items()}
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "name": self.name,
+            "latency_ns": round(self.latency_ns, 6),
+            "pes": self.pes,
+            "commands": self.commands,
+            "dispatch_cycles": round(self.dispatch_cycles, 6),
+            "engine_busy_ns": {e: round(v, 6) for e, v in self.engine_busy_ns.items()},
+            "engine_util_pct": {e: round(v, 3) for e, v in self.engine_util_pct().items()},
+            "stall_ns": {k: round(v, 6) for k, v in self.stall_ns.items()},
+        }
+        if self.attribution is not None:
+            out["attribution"] = self.attribution.as_json()
+        return out
+
+
+def summarize(store: EventStore, name: str = "", latency_ns: float | None = None) -> RunSummary:
+    """The figures of a recorded run (``latency_ns``: the run's own, when known)."""
+    cols = store.columns()
+    kind, comp = cols["kind"], cols["component"]
+    dur = np.maximum(cols["end_ns"] - cols["t_ns"], 0.0)
+    lanes = {}  # component index -> (pe, engine)
+    for i, c in enumerate(store.components):
+        pe = pe_of(c)
+        if pe is not None:
+            lanes[i] = (pe, c[len(pe) + 1 :])
+    busy = dict.fromkeys(ENGINES, 0.0)
+    stalls: dict[str, float] = {}
+    dispatch = kind == int(EventKind.DISPATCH)
+    for k in (EventKind.DISPATCH, EventKind.CPU_WORK, EventKind.ENGINE_BUSY):
+        rows = kind == int(k)
+        sums = np.bincount(comp[rows], weights=dur[rows], minlength=len(store.components))
+        for i in np.flatnonzero(sums).tolist():
+            engine = lanes.get(i, (None, None))[1]
+            if engine in busy:
+                busy[engine] += float(sums[i])
+    stall_rows = np.flatnonzero(kind == int(EventKind.STALL))
+    for r in stall_rows.tolist():
+        reason = store.strings[int(cols["label"][r])]
+        stalls[reason] = stalls.get(reason, 0.0) + float(dur[r])
+    end = float(latency_ns) if latency_ns is not None else _end(store)
+    try:
+        attribution: Attribution | None = attribute(store, latency_ns)
+        why = ""
+    except PathError as exc:
+        attribution, why = None, str(exc)
+    return RunSummary(
+        name=name,
+        latency_ns=end,
+        pes=len({pe for pe, _ in lanes.values()}),
+        commands=int(dispatch.sum()),
+        dispatch_cycles=float(cols["value"][dispatch].sum()),
+        engine_busy_ns=busy,
+        stall_ns=dict(sorted(stalls.items())),
+        attribution=attribution,
+        why_no_attribution=why,
+    )
+
+
+def _end(store: EventStore) -> float:
+    kind = store.col("kind")
+    lanes = np.isin(kind, [int(EventKind.DISPATCH), int(EventKind.CPU_WORK), int(EventKind.ENGINE_BUSY)])
+    return float(store.col("end_ns")[lanes].max()) if lanes.any() else store.end_ns

@@ -1,0 +1,165 @@
+"""``kernbench compare A B``: two runs side by side, and what moved the latency.
+
+Each side is a ``.kbtrace`` file or a run written as one argument, the
+kernel and its ``kernbench run`` options: ``"gqa-decode --variant opt3"``,
+``"gemm-primitive --layout naive --topology sip2x2"``. Both sides are read
+(or simulated, events recorded) and summarized from their events alike:
+latency, commands, dispatch cycles, per-engine utilization, PE_CPU stalls,
+and the critical-path attribution; then B − A for each, the attribution
+delta by cause, by component kind, and the components that gained or lost
+the most. ``--json`` prints ``{"a": …, "b": …, "delta": …}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from kernbench.analysis.summary import RunSummary, summarize
+from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
+from kernbench.errors import KernbenchError
+from kernbench.events.store import EventStore
+from kernbench.outputs import to_json
+
+K = TypeVar("K", bound=Hashable)
+WIDTH = 110
+TOP_CHANGES = 10
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("compare", help="two runs (or trace files) side by side, and the attribution delta",
+                              description=__doc__.split("\n")[0])
+    p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
+    p.add_argument("b", metavar="B", help="the other side, the same way")
+    p.add_argument("--json", action="store_true", help="print one JSON object {a, b, delta}")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    sides = []
+    for which, text in (("A", args.a), ("B", args.b)):  # check both before simulating either
+        try:
+            side = parse_side(text)
+            sides.append((which, side, check_side(side)))
+        except SideError as exc:
+            raise KernbenchError(f"compare {which}: {exc}") from None
+    a, b = (load(which, side, trace) for which, side, trace in sides)
+    if args.json:
+        print(to_json({"a": a.as_json(), "b": b.as_json(), "delta": delta(a, b)}, indent=2, sort_keys=False))
+    else:
+        print(compare_text(a, b), end="")
+    return 0
+
+
+def load(which: str, side: Side, trace: object) -> RunSummary:
+    """A side's summary: from its trace file, or from a recorded run of it."""
+    from kernbench.events.tracefile import Trace
+
+    if isinstance(side, TraceSide):
+        assert isinstance(trace, Trace)
+        end = trace.metadata.end_ns or None
+        return summarize(trace.store, side.text, end)
+    assert isinstance(side, RunSide)
+    from kernbench.commands.run import limits_of, prepare
+
+    try:
+        _spec, ns, rt, _prepared, _params = prepare(side.kernel, side.options)
+        result = rt.run(record=True, limits=limits_of(ns))
+    except KernbenchError as exc:
+        raise KernbenchError(f"compare {which}: {exc}") from None
+    return summarize(EventStore.from_events(result.events or []), side.text, result.latency_ns)
+
+
+def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
+    """B − A of every figure, and of the attribution by cause, component kind and component."""
+    out: dict[str, object] = {
+        "latency_ns": round(b.latency_ns - a.latency_ns, 6),
+        "latency_pct": round(_pct(b.latency_ns - a.latency_ns, a.latency_ns), 3),
+        "commands": b.commands - a.commands,
+        "dispatch_cycles": round(b.dispatch_cycles - a.dispatch_cycles, 6),
+        "engine_util_pct": _sub(b.engine_util_pct(), a.engine_util_pct(), 3),
+        "stall_ns": _sub(b.stall_ns, a.stall_ns, 6),
+    }
+    if a.attribution is not None and b.attribution is not None:
+        out["by_cause"] = _sub(b.attribution.by_cause, a.attribution.by_cause, 6)
+        out["by_component_kind"] = _sub(b.attribution.by_component_kind, a.attribution.by_component_kind, 6)
+        out["by_component"] = [
+            {"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)
+        ]
+    return out
+
+
+def _component_changes(a: RunSummary, b: RunSummary) -> list[tuple[tuple[str, str], float]]:
+    assert a.attribution is not None and b.attribution is not None
+    changes = _sub(b.attribution.by_component, a.attribution.by_component, 6)
+    moved = [(k, v) for k, v in changes.items() if v != 0.0]
+    return sorted(moved, key=lambda kv: (-abs(kv[1]), kv[0]))[:TOP_CHANGES]
+
+
+def compare_text(a: RunSummary, b: RunSummary) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=WIDTH, color_system=None, highlight=False)
+    console.print(f"A  {a.name}", markup=False)
+    console.print(f"B  {b.name}", markup=False)
+    t = _table("", ("A", "B", "B − A"))
+    t.add_row("latency ns", f"{a.latency_ns:,.3f}", f"{b.latency_ns:,.3f}", _signed(b.latency_ns - a.latency_ns, a.latency_ns))
+    t.add_row("PEs", str(a.pes), str(b.pes), f"{b.pes - a.pes:+d}")
+    t.add_row("commands", f"{a.commands:,}", f"{b.commands:,}", f"{b.commands - a.commands:+,d}")
+    t.add_row("dispatch cycles", f"{a.dispatch_cycles:,.1f}", f"{b.dispatch_cycles:,.1f}", _signed(b.dispatch_cycles - a.dispatch_cycles, a.dispatch_cycles))
+    ua, ub = a.engine_util_pct(), b.engine_util_pct()
+    for e in ua:
+        t.add_row(f"util % {e}", f"{ua[e]:.1f}", f"{ub[e]:.1f}", f"{ub[e] - ua[e]:+.1f}")
+    for reason in sorted(set(a.stall_ns) | set(b.stall_ns)):
+        sa, sb = a.stall_ns.get(reason, 0.0), b.stall_ns.get(reason, 0.0)
+        t.add_row(f"stalled ns: {reason}", f"{sa:,.1f}", f"{sb:,.1f}", f"{sb - sa:+,.1f}")
+    console.print(t)
+    if a.attribution is None or b.attribution is None:
+        why = a.why_no_attribution or b.why_no_attribution
+        console.print(f"no attribution delta: {why}", markup=False)
+        return buf.getvalue()
+    for title, da, db in (
+        ("critical path by cause", a.attribution.by_cause, b.attribution.by_cause),
+        ("critical path by component kind", a.attribution.by_component_kind, b.attribution.by_component_kind),
+    ):
+        t = _table(title, ("A ns", "B ns", "B − A"))
+        keys = sorted(set(da) | set(db), key=lambda k: -abs(db.get(k, 0.0) - da.get(k, 0.0)))
+        for k in keys:
+            t.add_row(k, f"{da.get(k, 0.0):,.3f}", f"{db.get(k, 0.0):,.3f}", f"{db.get(k, 0.0) - da.get(k, 0.0):+,.3f}")
+        t.add_row("total", f"{sum(da.values()):,.3f}", f"{sum(db.values()):,.3f}", f"{sum(db.values()) - sum(da.values()):+,.3f}")
+        console.print(t)
+    changes = _component_changes(a, b)
+    t = _table(f"components that gained or lost the most on the path (top {TOP_CHANGES})", ("cause", "B − A ns"))
+    for (comp, cause), ns in changes:
+        t.add_row(comp, cause, f"{ns:+,.3f}")
+    if not changes:
+        t.add_row("(none: the paths spend the same time everywhere)", "", "")
+    console.print(t)
+    return buf.getvalue()
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, title=title or None, title_justify="left", pad_edge=False)
+    t.add_column("")
+    for c in columns:
+        t.add_column(c, justify="right")
+    return t
+
+
+def _sub(b: Mapping[K, float], a: Mapping[K, float], digits: int) -> dict[K, float]:
+    """``b − a`` key by key (a key missing on one side counts 0), in first-seen order."""
+    keys = list(dict.fromkeys([*a, *b]))
+    return {k: round(b.get(k, 0.0) - a.get(k, 0.0), digits) for k in keys}
+
+
+def _signed(d: float, base: float) -> str:
+    return f"{d:+,.3f} ({_pct(d, base):+.1f}%)" if base else f"{d:+,.3f}"
+
+
+def _pct(d: float, base: float) -> float:
+    return 100.0 * d / base if base else 0.0

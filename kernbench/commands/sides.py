@@ -1,0 +1,96 @@
+"""One side of a comparison as a person writes it: a trace file, or a run ``"KERNEL [options]"``.
+
+``kernbench compare A B`` and ``kernbench-tui compare A B`` read each side with
+:func:`parse_side` and check it with :func:`check_side` before anything is
+simulated::
+
+    parse_side("runs/opt3.kbtrace")              # TraceSide('runs/opt3.kbtrace')
+    parse_side("gqa-decode --variant opt3")      # RunSide(('gqa-decode', '--variant', 'opt3'))
+
+A side is a trace when it is one word that ends in ``.kbtrace`` or names a
+path (has a ``/``); anything else is a kernel and the options of ``kernbench
+run KERNEL``, split as a shell would (quotes keep a value with spaces whole).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kernbench.errors import KernbenchError
+
+if TYPE_CHECKING:
+    from kernbench.events.tracefile import Trace
+
+TRACE_SUFFIX = ".kbtrace"
+
+
+class SideError(KernbenchError):
+    """A side of a comparison that cannot be read or run (the caller says which side)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSide:
+    """A saved trace (``kernbench run … --trace FILE``)."""
+
+    path: str
+
+    @property
+    def text(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True, slots=True)
+class RunSide:
+    """A kernel to simulate: ``argv`` is the kernel's name, then its ``kernbench run`` options."""
+
+    argv: tuple[str, ...]
+
+    @property
+    def kernel(self) -> str:
+        return self.argv[0]
+
+    @property
+    def options(self) -> list[str]:
+        return list(self.argv[1:])
+
+    @property
+    def text(self) -> str:
+        return shlex.join(self.argv)
+
+
+Side = TraceSide | RunSide
+
+
+def parse_side(text: str) -> Side:
+    """Read one side as written on the command line (see the module docstring)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise SideError(f"{text!r}: {exc}") from None
+    if not words:
+        raise SideError("an empty side: give a .kbtrace file or a kernel with its options, e.g. \"gqa-decode --variant opt3\"")
+    if len(words) == 1 and (words[0].endswith(TRACE_SUFFIX) or os.sep in words[0] or "/" in words[0]):
+        return TraceSide(words[0])
+    return RunSide(tuple(words))
+
+
+def check_side(side: Side) -> Trace | None:
+    """Everything about a side that can fail before it runs: the trace file (opened and
+    validated) or the kernel, its options and its topology. Raises :class:`SideError`.
+
+    Returns the opened trace of a :class:`TraceSide` (so it is read once), None for a run.
+    """
+    try:
+        if isinstance(side, TraceSide):
+            from kernbench.events.tracefile import open_trace
+
+            return open_trace(side.path)
+        from kernbench.commands.run import check_run
+
+        check_run(side.kernel, side.options)
+        return None
+    except KernbenchError as exc:  # each names what it read: the file, or the kernel and option
+        raise SideError(str(exc)) from None

@@ -1,0 +1,126 @@
+"""Where a transfer's time went: its critical flit's journey, part by part.
+
+A transfer ends when its *critical flit* arrives: the last data flit of a
+send or a read, or, for a write, the acknowledgement that leaves when the
+write's last burst is in memory. Walking that flit's journey from the
+transfer's start, every instant is one of:
+
+``overhead``       a node's per-flit overhead (the source's, each router's, the memory's)
+``serialization``  the edge serializing this transfer's flits (this flit and its own
+                   earlier flits queued ahead of it)
+``queueing``       waiting in a FIFO (edge or HBM channel) while it served another
+                   transfer's flits (``behind``: that transfer's corr id)
+``propagation``    the edge's propagation delay
+``drain``          an HBM/SRAM pseudo-channel serving this transfer's bursts
+
+The parts are built from the instants the engine computed (arrival and
+departure at each FIFO), so they tile ``[start, end]`` exactly; a FIFO's
+wait is split by whose flits the server was busy with, which each timing
+mode reports from its own bookkeeping (:class:`FifoLog`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kernbench.topology.graph import Route
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """``[start, end]`` of a transfer's time spent on ``component`` for ``cause``."""
+
+    start: float
+    end: float
+    component: str
+    cause: str
+    behind: int = -1  # queueing: the corr id of the transfer it waited behind
+
+    @property
+    def ns(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The critical flit at one FIFO: arrival ``a``, departure ``d``, service ``s``, and who else
+    the server was busy with while it waited (``shares``: (corr id, ns), in the order served)."""
+
+    a: float
+    d: float
+    s: float
+    shares: tuple[tuple[int, float], ...]
+
+
+class Journey:
+    """Parts of one flit's journey, appended instant by instant from the transfer's start."""
+
+    __slots__ = ("t", "parts")
+
+    def __init__(self, t0: float) -> None:
+        self.t = t0
+        self.parts: list[Part] = []
+
+    def to(self, t: float, component: str, cause: str, behind: int = -1) -> None:
+        """The flit was on ``component`` for ``cause`` until ``t``."""
+        if t > self.t:
+            self.parts.append(Part(self.t, t, component, cause, behind))
+            self.t = t
+
+    def fifo(self, name: str, stop: Stop, own: str) -> None:
+        """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service."""
+        begin = self.t
+        wait = stop.d - stop.s - begin
+        if wait > 0.0:
+            foreign = sum(ns for _, ns in stop.shares)
+            scale = wait / foreign if foreign > wait else 1.0
+            t = begin
+            for corr, ns in stop.shares:
+                t += ns * scale
+                self.to(min(t, stop.d - stop.s), name, "queueing", corr)
+        self.to(stop.d, name, own)
+
+    def leg(self, route: Route, stops: list[Stop], arrive: float, data: bool) -> None:
+        """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""
+        hops = route.hops
+        for h, (hop, stop) in enumerate(zip(hops, stops, strict=True)):
+            self.to(stop.a, route.nodes[h], "overhead")
+            self.fifo(hop.edge.id, stop, "serialization" if data else "queueing")
+            self.to(stop.d + hop.prop_ns, hop.edge.id, "propagation")
+        self.to(arrive, route.nodes[-1], "overhead")
+
+
+class FifoLog:
+    """Who a FIFO served when: ``(start, end, seq, corr)`` per service, in service order (the oracle's log)."""
+
+    __slots__ = ("starts", "ends", "owners")
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.owners: list[tuple[int, int]] = []
+
+    def add(self, start: float, end: float, seq: int, corr: int) -> None:
+        self.starts.append(start)
+        self.ends.append(end)
+        self.owners.append((seq, corr))
+
+    def shares(self, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:
+        """Time in ``[x, y]`` the server spent on other transfers' flits, per transfer, in service order."""
+        return merge_shares(
+            (corr, min(self.ends[i], y) - max(self.starts[i], x))
+            for i in range(bisect.bisect_right(self.ends, x), len(self.ends))
+            if self.starts[i] < y and self.owners[i][0] != own_seq
+            for corr in (self.owners[i][1],)
+        )
+
+
+def merge_shares(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+    """Sum positive shares per corr id, keeping the order each first appears."""
+    out: dict[int, float] = {}
+    for corr, ns in items:
+        if ns > 0.0:
+            out[corr] = out.get(corr, 0.0) + ns
+    return tuple(out.items())

@@ -1,0 +1,67 @@
+"""``kernbench compare A B``: side by side, and what moved the latency."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernbench.cli import main
+
+SMALL = "gqa-decode --topology cube1 --context 512 --heads 16 --kv-heads 2"
+
+
+def compare_json(capsys, a, b):
+    assert main(["compare", a, b, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_run_against_itself_moves_nothing(capsys):
+    doc = compare_json(capsys, SMALL, SMALL)
+    d = doc["delta"]
+    assert d["latency_ns"] == 0.0 and d["commands"] == 0 and d["dispatch_cycles"] == 0.0
+    assert all(v == 0.0 for v in d["by_cause"].values()) and all(v == 0.0 for v in d["by_component_kind"].values())
+    assert d["by_component"] == [] and all(v == 0.0 for v in d["engine_util_pct"].values())
+    assert doc["a"] == {**doc["b"], "name": doc["a"]["name"]}
+
+
+def test_the_deltas_are_b_minus_a_and_the_attribution_delta_sums_to_the_latency_delta(capsys):
+    doc = compare_json(capsys, f"{SMALL} --variant opt3", f"{SMALL} --variant opt2")
+    a, b, d = doc["a"], doc["b"], doc["delta"]
+    assert d["latency_ns"] == pytest.approx(b["latency_ns"] - a["latency_ns"], abs=1e-6)
+    assert d["commands"] == b["commands"] - a["commands"] < 0  # opt2 issues fewer, larger commands
+    assert sum(d["by_cause"].values()) == pytest.approx(d["latency_ns"], abs=1e-5)
+    assert sum(d["by_component_kind"].values()) == pytest.approx(d["latency_ns"], abs=1e-5)
+    assert d["by_cause"]["dispatch"] < 0  # the saving is PE_CPU dispatch (ADR-0064's point)
+    for side in (a, b):
+        assert sum(side["attribution"]["by_cause"].values()) == pytest.approx(side["latency_ns"], abs=1e-6)
+
+
+def test_a_trace_file_compares_the_same_as_the_run_it_recorded(capsys, tmp_path):
+    trace = tmp_path / "opt3.kbtrace"
+    assert main(["run", *f"{SMALL} --variant opt3".split(), "--trace", str(trace)]) == 0
+    capsys.readouterr()
+    doc = compare_json(capsys, str(trace), f"{SMALL} --variant opt3")
+    assert doc["delta"]["latency_ns"] == 0.0 and doc["delta"]["commands"] == 0
+    assert all(v == 0.0 for v in doc["delta"]["by_cause"].values())
+
+
+def test_text_shows_both_sides_and_the_changes(capsys):
+    assert main(["compare", f"{SMALL} --variant opt3", f"{SMALL} --variant opt2"]) == 0
+    out = capsys.readouterr().out
+    for text in ("latency ns", "dispatch cycles", "util % gemm", "critical path by cause", "components that gained or lost"):
+        assert text in out
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        ("gemx", SMALL, "compare A: unknown kernel 'gemx'"),
+        (SMALL, "missing.kbtrace", "compare B: missing.kbtrace: no such trace file"),
+        (SMALL, f"{SMALL} --context -3", "compare B: "),
+    ],
+)
+def test_a_bad_side_is_one_line_naming_the_side(capsys, a, b, message):
+    assert main(["compare", a, b]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,76 @@
+"""The compare screen: two runs stacked on one time axis, one cursor, one set of keys.
+
+Per shown PE the lanes of run A, then of run B (a PE one run lacks gets one
+line saying so); the header gives both latencies and their difference; the
+panels show each run's state at the cursor. Every key of the main screen that
+moves the cursor, the window or the PE choice acts on both runs at once.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from kernbench.events.types import Event
+from kernbench_tui.run_state import RunState
+from kernbench_tui.screens.help import COMPARE_KEYS, HelpScreen
+from kernbench_tui.screens.main import MainScreen
+from kernbench_tui.widgets.compare_header import CompareHeader
+from kernbench_tui.widgets.lanes import LanesView
+from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, StallsPanel
+from kernbench_tui.widgets.pe_picker import PEPicker
+
+PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
+ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log"}  # live following, the probe, the event log
+
+
+class CompareScreen(MainScreen):
+    run: var[tuple[RunState, ...] | None] = var(None, init=False)
+    """Each side's run (set by the app whenever a side reports)."""
+
+    def compose(self) -> ComposeResult:
+        nav, app = self.nav, self.app
+        lanes_sides = [(side.label, side.model) for side in app.sides]
+        panel_sides = [(f"{side.label}  {side.text}", side.model) for side in app.sides]
+        yield CompareHeader(nav, app.sides, id="header").data_bind(CompareScreen.view, CompareScreen.run,
+                                                                  CompareScreen.playing)
+        with Horizontal(id="body"):
+            yield PEPicker(app.pair, utilization=app.pair.utilization_text, id="picker").data_bind(
+                run=CompareScreen.run)
+            with Vertical(id="center"):
+                yield LanesView(nav, sides=lanes_sides, id="lanes").data_bind(CompareScreen.view)
+                with TabbedContent(id="panels", initial="tab-stalls"):
+                    for key, title, cls in PAIR_PANELS:
+                        with TabPane(title, id=f"tab-{key}"):
+                            yield PairPanel(nav, cls, panel_sides, id=f"panel-{key}").data_bind(CompareScreen.view)
+        yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ONLY_FOR_ONE_RUN or (action == "panel" and parameters and parameters[0] not in
+                                          {key for key, _, _ in PAIR_PANELS}):
+            return False
+        return True
+
+    def watch_run(self, runs: tuple[RunState, ...]) -> None:
+        lanes = self.query_one(LanesView)
+        lanes.side_notes = tuple(run.placeholder for run in runs)
+        lanes.placeholder = "  ".join(run.placeholder for run in runs if run.placeholder)
+        self.view = self.nav.state()
+
+    def action_stall(self, direction: int) -> None:
+        """n / N: to where the next (previous) stall starts on either run; no selection (it would be one run's)."""
+        t = self.nav.stall_start(direction)
+        if t is None:
+            self.notify("no further stall on the shown PEs of either run", timeout=2)
+            return
+        self.move(self.nav.goto, t)
+        self.query_one("#panels", TabbedContent).active = "tab-stalls"
+
+    def show_span(self, event: Event, at_ns: float) -> None:
+        """A click on a span puts the cursor there (the panels show both runs at it)."""
+        self.move(self.nav.goto, at_ns)
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(COMPARE_KEYS))
