@@ -39,7 +39,7 @@ LANE = "kernbench/pe/lane.py"
 CMDS = "kernbench/pe/commands.py"
 WORK = "kernbench/pe/work.py"
 PE = "kernbench/pe/processing_element.py"
-COST = "kernbench/cost_model.py"
+COST = "kernbench/pe/cost.py"
 COMPILE = "kernbench/topology/compile.py"
 GRAPH = "kernbench/topology/graph.py"
 SCHEMA = "kernbench/topology/schema.py"
@@ -189,16 +189,16 @@ MUTANTS: list[Mutant] = [
       "a tile's chunk reaches one byte past its end"),
     # --- topology -------------------------------------------------------------------
     M("topology.compile.hop-tiebreak-reversed", COMPILE,
-      "heapq.heappush(heap, (round(cost + w, 9), hops + 1, path + (nxt,)))",
-      "heapq.heappush(heap, (round(cost + w, 9), hops - 1, path + (nxt,)))",
+      "heapq.heappush(heap, (round(cost + w, 9), hops + 1, (*path, nxt)))",
+      "heapq.heappush(heap, (round(cost + w, 9), hops - 1, (*path, nxt)))",
       "equal-latency CUBE paths prefer more hops (issue 12 survivor)"),
     M("topology.compile.route-cost-drops-overhead", COMPILE,
       "adj[u].append((v, prop + 1.0 / bw + overhead[v]))",
       "adj[u].append((v, prop + 1.0 / bw))",
       "router overheads dropped from the CUBE route cost (issue 12 survivor)"),
     M("topology.compile.ring-ties-go-down", COMPILE,
-      "step = 1 if up <= n_sips - up else -1",
-      "step = 1 if up < n_sips - up else -1",
+      "step = 1 if up <= self.sips - up else -1",
+      "step = 1 if up < self.sips - up else -1",
       "SIP ring ties go down instead of up"),
     M("topology.compile.dma-overhead-dropped", COMPILE,
       '"dma": pes["dma_overhead_ns"],',
@@ -226,8 +226,8 @@ MUTANTS: list[Mutant] = [
       "dur = cost.cycles_to_ns(cycles)",
       "PE_CPU's node overhead not charged per command"),
     M("pe.cpu.queue-depth-plus-one", CPU,
-      "if len(q) >= pe.queue_depth:",
-      "if len(q) > pe.queue_depth:",
+      "if len(q) >= self.pe.queue_depth:",
+      "if len(q) > self.pe.queue_depth:",
       "the scheduler queue holds one command more than its depth"),
     M("pe.cpu.retire-boundary", CPU,
       "is not None and t_done <= self.t:",
@@ -238,7 +238,7 @@ MUTANTS: list[Mutant] = [
       "        else:\n            self.t = self.t\n        self.waiting_on = None",
       "a full queue whose oldest command's end is known does not stall"),
     M("pe.cpu.cycles-not-converted", CPU,
-      "dur = cost.cycles_to_ns(cmd.cycles)",
+      "dur = pe.cost.cycles_to_ns(cmd.cycles)",
       "dur = cmd.cycles",
       "tl.cycles counted as ns whatever the clock"),
     M("pe.cost.cycles-times-clock", COST,
@@ -254,12 +254,12 @@ MUTANTS: list[Mutant] = [
       "in_bytes = cmd.a.nbytes",
       "FETCH of a GEMM reads only A"),
     M("pe.scheduler.no-sched-overhead", SCHED,
-      "_, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id)",
-      "_, arrive = pe.sched.reserve(t_ns, 0.0, cmd.name, corr_id)",
+      "_, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)",
+      "_, arrive = pe.sched.reserve(t_ns, 0.0, cmd.name, corr_id, pred=dispatch)",
       "PE_SCHEDULER's overhead not charged"),
     M("pe.scheduler.channel-unlimited", SCHED,
-      "            if prev is not None and not prev.processed:\n                yield prev\n            start = env.now",
-      "            start = env.now",
+      "            if prev is not None and not prev.processed:\n                yield prev\n",
+      "",
       "DMA channels of unlimited capacity (transfers overlap)"),
     M("pe.scheduler.write-ignores-source", SCHED,
       "pe.wr, (cmd.src,), arrive,",
@@ -286,7 +286,7 @@ MUTANTS: list[Mutant] = [
       'pe.gemm_ns(work) if engine == "gemm"',
       "every tile does the whole GEMM"),
     M("pe.lane.no-in-order", LANE,
-      "start = earliest_ns if earliest_ns > self.free_ns else self.free_ns",
+      "start = earliest_ns if earliest_ns > free else free",
       "start = earliest_ns",
       "an engine lane runs commands in parallel"),
     M("pe.pe.fetch-store-one-lane", PE,
@@ -302,11 +302,11 @@ MUTANTS: list[Mutant] = [
       "return flops / self._gemm_flops_per_ns",
       "PE_GEMM's pipeline fill not charged"),
     M("pe.commands.ipcq-send-field-less", CMDS,
-      '    """Send handle ``src`` to PE ``dst_pe`` over the NoC."""\n\n    dst_pe: int\n    src: Any\n    size_bytes: int\n'
-      '    payload: Any = field(default=None, repr=False)  # the value sent (numerics only)\n\n'
+      '    """Send handle ``src`` to PE ``dst_pe`` over the NoC."""\n\n    dst_pe: int\n    src: HandleRef\n    size_bytes: int\n'
+      '    payload: np.ndarray | None = field(default=None, repr=False)  # the value sent (numerics only)\n\n'
       "    @cached_property\n    def logical_bytes(self) -> int:\n        return FRAMING + SCALAR + HANDLE + SCALAR",
-      '    """Send handle ``src`` to PE ``dst_pe`` over the NoC."""\n\n    dst_pe: int\n    src: Any\n    size_bytes: int\n'
-      '    payload: Any = field(default=None, repr=False)  # the value sent (numerics only)\n\n'
+      '    """Send handle ``src`` to PE ``dst_pe`` over the NoC."""\n\n    dst_pe: int\n    src: HandleRef\n    size_bytes: int\n'
+      '    payload: np.ndarray | None = field(default=None, repr=False)  # the value sent (numerics only)\n\n'
       "    @cached_property\n    def logical_bytes(self) -> int:\n        return FRAMING + SCALAR + HANDLE",
       "IpcqSendCmd.logical_bytes one field short (issue 12 survivor)"),
     M("pe.commands.math-one-input-less", CMDS,
@@ -392,8 +392,8 @@ MUTANTS: list[Mutant] = [
       "a Fortran-ordered column header is accepted"),
     # --- probes -----------------------------------------------------------------------
     M("probes.dma.best-worst-le", PROBE,
-      "round(b, 9) < round(w, 9)",
-      "round(b, 9) <= round(w, 9)",
+      "round(best, 9) < round(worst, 9)",
+      "round(best, 9) <= round(worst, 9)",
       "the probe's best < worst check weakened to <= (issue 12 survivor)"),
     M("probes.dma.d2h-strict", PROBE,
       "round(d, 9) >= round(h, 9)",

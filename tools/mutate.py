@@ -79,7 +79,6 @@ FULL_SKIP = ("tests/tui", "tests/hardening")
 AREA_TESTS = {
     "kernbench/sim/": ("tests/sim", "tests/probes"),
     "kernbench/pe/": ("tests/pe", "tests/tl", "tests/kernels", "tests/runtime"),
-    "kernbench/cost_model.py": ("tests/pe", "tests/kernels"),
     "kernbench/topology/": ("tests/topology", "tests/probes", "tests/sim"),
     "kernbench/events/": ("tests/events",),
     "probes/": ("tests/probes",),

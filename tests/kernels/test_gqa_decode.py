@@ -46,7 +46,7 @@ def run(variant: str, topology: str = "cube1", record: bool = False, overrides=(
 @pytest.mark.parametrize("case", list(SHAPES))
 def test_variant_matches_numpy(variant, case):
     topology, shape = SHAPES[case]
-    _rt, prepared, result = run(variant, topology, **shape)
+    rt, prepared, result = run(variant, topology, **shape)
     err = prepared.check()
     assert err <= gq.TOLERANCE, f"{variant} on {case}: max |err| {err}"
     assert result.latency_ns >= dispatch_floor_ns(rt, result) > 0
