@@ -85,9 +85,7 @@ AREA_TESTS = {
 }
 ALWAYS = ("tests/oracles",)
 
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "*.pyc"
-)
+COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "*.pyc")
 PACKAGE_LINKS = {"kernbench_probes": "probes", "kernbench_tui": "tui", "kernbench_topologies": "topologies"}
 
 
@@ -130,7 +128,10 @@ def make_scratch(base: Path, tests_from: str | None = None) -> Path:
         (dst / name).symlink_to(target, target_is_directory=True)
     check = subprocess.run(
         [sys.executable, "-c", "import kernbench, kernbench_probes; print(kernbench.__file__); print(kernbench_probes.__file__)"],
-        cwd=dst, env=child_env(dst), capture_output=True, text=True,
+        cwd=dst,
+        env=child_env(dst),
+        capture_output=True,
+        text=True,
     )
     paths = check.stdout.split()
     if check.returncode or len(paths) != 2 or not all(Path(p).resolve().is_relative_to(dst.resolve()) for p in paths):
@@ -186,18 +187,26 @@ def confirmed(status: str, killer: str, tree: Path, target: Path, original: str,
     return again == "survived"
 
 
-def run_stage(tests: list[str], tree: Path, timeout: float, target: Path, original: str, mutated: str, skip: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
+def run_stage(
+    tests: list[str], tree: Path, timeout: float, target: Path, original: str, mutated: str, skip: tuple[str, ...]
+) -> tuple[str, str, tuple[str, ...]]:
     """One stage, re-run without any test that also fails on the pristine tree (at most 3 times)."""
     for _ in range(3):
         status, killer = run_tests(tests, tree, timeout, skip)
         if confirmed(status, killer, tree, target, original, mutated, timeout):
             return status, killer, skip
-        skip = skip + (killer,)
+        skip = (*skip, killer)
     return "error", f"flaky: {', '.join(skip)}", skip
 
 
 def run_mutant(
-    m: Mutant, tree: Path, timeout: float, full: bool, override: list[str] | None, skip: tuple[str, ...] = (), full_skip: tuple[str, ...] = FULL_SKIP
+    m: Mutant,
+    tree: Path,
+    timeout: float,
+    full: bool,
+    override: list[str] | None,
+    skip: tuple[str, ...] = (),
+    full_skip: tuple[str, ...] = FULL_SKIP,
 ) -> Record:
     t0 = time.monotonic()
     why = applicability(m)
@@ -258,8 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only report which mutants still apply")
     ap.add_argument("--json", metavar="PATH", help="also write the records as JSON")
     ap.add_argument("--tests-from", metavar="REF", help="run the tests/ folder of this git commit (e.g. main, for the rate before)")
-    ap.add_argument("--without", nargs="+", default=[], metavar="PATH",
-                    help="leave these tests out (e.g. --without tests/oracles: the suite before the oracles were added)")
+    ap.add_argument(
+        "--without",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="leave these tests out (e.g. --without tests/oracles: the suite before the oracles were added)",
+    )
     args = ap.parse_args(argv)
     chosen = select(args.only)
     if not chosen:
@@ -279,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         def work(m: Mutant) -> Record:
             tree = free.pop()
             try:
-                return run_mutant(m, tree, args.timeout, not args.no_full, args.tests, tuple(args.without), () if args.everything else FULL_SKIP)
+                return run_mutant(
+                    m, tree, args.timeout, not args.no_full, args.tests, tuple(args.without), () if args.everything else FULL_SKIP
+                )
             finally:
                 free.append(tree)
 

@@ -24,6 +24,8 @@ docs/timing.md:
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 
@@ -41,7 +43,7 @@ def _path(graph, src: str, dst: str) -> list[str]:
 
 def _cross(graph, path: list[str], times: list[float]) -> list[float]:
     """Data flits (sorted arrival times at ``path[0]``'s output) to their arrivals at ``path[-1]``."""
-    for a, b in zip(path, path[1:]):
+    for a, b in itertools.pairwise(path):
         e = graph.edge(a, b)
         dep = lindley(times, graph.flit_bytes / e.bw_gbps)
         times = [d + e.prop_ns + graph.nodes[b].overhead_ns for d in dep]
@@ -49,7 +51,7 @@ def _cross(graph, path: list[str], times: list[float]) -> list[float]:
 
 
 def _control(graph, path: list[str], t: float) -> float:
-    for a, b in zip(path, path[1:]):
+    for a, b in itertools.pairwise(path):
         t += graph.edge(a, b).prop_ns + graph.nodes[b].overhead_ns
     return t
 
@@ -88,7 +90,7 @@ def write_ns(graph, initiator: str, memory: str, starts: list[int], run_bytes: i
     arrive = _cross(graph, _path(graph, initiator, memory), [t0] * len(ids))
     done = 0.0
     for c in range(channels):
-        mine = sorted(a for a, b in zip(arrive, ids) if b % channels == c)
+        mine = sorted(a for a, b in zip(arrive, ids, strict=False) if b % channels == c)
         if mine:
             done = max(done, lindley(mine, burst_ns)[-1])
     return _control(graph, _path(graph, memory, initiator), done)

@@ -20,14 +20,15 @@ The clock runs at 2 GHz here so that cycles and nanoseconds differ.
 
 from __future__ import annotations
 
+import itertools
 from math import ceil
 
 import numpy as np
+import oracle_flits as ref
 import pytest
 from kernelkit import PE0, busy, dispatches, events, rng_array, run1
 
 import kernbench.tl as tl
-import oracle_flits as ref
 from kernbench.events.types import EventKind, StallReason
 from kernbench.runtime.api import Runtime
 
@@ -156,10 +157,10 @@ def test_a_full_scheduler_queue_stalls_until_the_oldest_command_completes(rt):
     for i in range(1, depth):
         assert fs[i].t_ns == pytest.approx(max(ds[i].end_ns + a["sched_overhead_ns"], fs[i - 1].end_ns), abs=EPS)
     assert fs[1].t_ns < gs[0].end_ns
-    for g, s in zip(gs, ss):
+    for g, s in zip(gs, ss, strict=False):
         assert s.t_ns == pytest.approx(g.end_ns, abs=EPS)
     # PE_GEMM runs the commands back to back, in order, one at a time
-    for g0, g1 in zip(gs, gs[1:]):
+    for g0, g1 in itertools.pairwise(gs):
         assert g1.t_ns == pytest.approx(g0.end_ns, abs=EPS)
         assert g1.end_ns - g1.t_ns == pytest.approx(gemm_ns(a, m, m, m), abs=EPS)
 
@@ -219,7 +220,7 @@ def test_a_composite_streams_tiles_at_most_two_ahead_of_fetch(rt):
     assert reads[2].t_ns > reads[1].end_ns + 100  # the buffers really were the limit
     fetch_ns = (streamed + held["p"].nbytes) / tiles / a["tcm_bw_gbps"]
     elems = M * N / tiles
-    for f, mth, s in zip(fetches, maths, stores):
+    for f, mth, s in zip(fetches, maths, stores, strict=False):
         assert f.end_ns - f.t_ns == pytest.approx(fetch_ns, abs=EPS)
         assert mth.end_ns - mth.t_ns == pytest.approx(math_ns(a, elems), abs=EPS)
         assert s.end_ns - s.t_ns == pytest.approx(M * N * 4 / tiles / a["tcm_bw_gbps"], abs=EPS)

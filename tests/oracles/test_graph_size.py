@@ -14,7 +14,10 @@ TORUS_BUG = pytest.mark.xfail(
     "dimension's links and PHYs are missing, so the size limit under-counts a torus",
 )
 CASES = [
-    ("cube1", []), ("sip2x2", []), ("mesh2x3", []), ("paper", []),
+    ("cube1", []),
+    ("sip2x2", []),
+    ("mesh2x3", []),
+    ("paper", []),
     pytest.param("torus2x3", [], marks=TORUS_BUG),
     pytest.param("paper_torus", [], marks=TORUS_BUG),
     ("cube1", ["cube.pes.count=2", "cube.pes.attach=[r0, r1]", "cube.hbm.attach=[r2, r3]"]),

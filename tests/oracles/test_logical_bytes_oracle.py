@@ -84,10 +84,13 @@ def test_a_math_command_counts_each_input_and_each_extra_by_type(n_inputs, extra
 
 def op_bytes(n_operands: int, has_out: bool, extra: dict) -> int:
     return (
-        OPCODE + ENUM
-        + TUPLE_LEN + HANDLE * n_operands
+        OPCODE
+        + ENUM
+        + TUPLE_LEN
+        + HANDLE * n_operands
         + (HANDLE if has_out else 0)
-        + TUPLE_LEN + sum(map(extra_value_bytes, extra.values()))
+        + TUPLE_LEN
+        + sum(map(extra_value_bytes, extra.values()))
     )
 
 
@@ -97,10 +100,7 @@ ops = st.tuples(st.integers(0, 3), st.booleans(), extras)
 @settings(max_examples=200, deadline=None)
 @given(specs=st.lists(ops, min_size=1, max_size=6), rw=st.integers(0, 4))
 def test_a_composite_sums_its_ops_and_its_rw_handles_without_deduplication(specs, rw):
-    built = tuple(
-        OpSpec("add", {f"x{i}": H for i in range(n)}, H if has_out else None, extra=dict(extra))
-        for n, has_out, extra in specs
-    )
+    built = tuple(OpSpec("add", {f"x{i}": H for i in range(n)}, H if has_out else None, extra=dict(extra)) for n, has_out, extra in specs)
     cmd = CompositeCmd(built, tuple([H] * rw))
     want = FRAMING + TUPLE_LEN + sum(op_bytes(*s) for s in specs) + TUPLE_LEN + HANDLE * rw
     assert cmd.logical_bytes == want

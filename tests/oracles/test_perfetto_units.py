@@ -24,7 +24,10 @@ def trace():
         Event(3250.0, EventKind.LOAD_ISSUE, CPU, corr_id=4, label="h0", value=64.0, seq=2),
         Event(4750.0, EventKind.QUEUE_DEPTH, EDGES[0], value=3.0, seq=3),
     ]
-    evs += [Event(100.0 * (i + 1), EventKind.EDGE_BUSY, e, end_ns=100.0 * (i + 1) + 8, corr_id=7, value=8, seq=10 + i) for i, e in enumerate(EDGES)]
+    evs += [
+        Event(100.0 * (i + 1), EventKind.EDGE_BUSY, e, end_ns=100.0 * (i + 1) + 8, corr_id=7, value=8, seq=10 + i)
+        for i, e in enumerate(EDGES)
+    ]
     return perfetto_trace(EventStore.from_events(evs))["traceEvents"]
 
 
@@ -44,7 +47,7 @@ def test_queue_depth_counters_are_in_microseconds_and_flits(trace):
 
 
 def test_a_transfer_is_one_flow_from_its_first_hop_to_its_last(trace):
-    flow = sorted(((e["ts"], e["ph"]) for e in trace if e.get("cat") == "transfer"))
+    flow = sorted((e["ts"], e["ph"]) for e in trace if e.get("cat") == "transfer")
     assert flow == [(0.1, "s"), (0.2, "t"), (0.3, "f")]
     assert all(e["id"] == 7 for e in trace if e.get("cat") == "transfer")
 

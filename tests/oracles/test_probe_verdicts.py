@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from kernbench.topology.compile import load_topology
 from kernbench_probes.cases import Case, CaseFinder, simulate
 from kernbench_probes.dma import Row, check_invariants
@@ -50,9 +48,7 @@ def test_the_best_and_worst_remote_slices_are_the_brute_force_extremes_first_in_
     g = load_topology("sip2x2")
     src = "sip0.cube0.pe0"
     size = 4096
-    remote = sorted(
-        (n.id for n in g.nodes_of_kind("hbm_slice") if (n.attrs["sip"], n.attrs["cube"]) != (0, 0)), key=_natural
-    )
+    remote = sorted((n.id for n in g.nodes_of_kind("hbm_slice") if (n.attrs["sip"], n.attrs["cube"]) != (0, 0)), key=_natural)
     lat = {m: simulate(g, "read", f"{src}.dma", m, size) for m in remote}
     best = min(remote, key=lambda m: (round(lat[m], 9), _natural(m)))
     worst = min(remote, key=lambda m: (-round(lat[m], 9), _natural(m)))

@@ -58,7 +58,7 @@ def _brute_force(graph, a: str, b: str) -> tuple[str, ...]:
             graph.edge(prefix + u, prefix + v).prop_ns
             + graph.flit_bytes / graph.edge(prefix + u, prefix + v).bw_gbps
             + graph.nodes[prefix + v].overhead_ns
-            for u, v in zip(path, path[1:])
+            for u, v in itertools.pairwise(path)
         )
 
     paths = []
@@ -69,7 +69,7 @@ def _brute_force(graph, a: str, b: str) -> tuple[str, ...]:
             return
         for n in adj[path[-1]]:
             if n not in path:
-                walk(path + [n])
+                walk([*path, n])
 
     walk([a])
     return min(paths, key=lambda p: (round(latency(p), 9), len(p), p))
@@ -77,8 +77,8 @@ def _brute_force(graph, a: str, b: str) -> tuple[str, ...]:
 
 def test_the_crafted_template_has_a_latency_tie_and_a_slow_router(crafted):
     pre = "sip0.cube0."
-    hop = lambda u, v: crafted.edge(pre + u, pre + v).prop_ns + crafted.flit_bytes / crafted.edge(pre + u, pre + v).bw_gbps  # noqa: E731
-    ov = lambda r: crafted.nodes[pre + r].overhead_ns  # noqa: E731
+    hop = lambda u, v: crafted.edge(pre + u, pre + v).prop_ns + crafted.flit_bytes / crafted.edge(pre + u, pre + v).bw_gbps
+    ov = lambda r: crafted.nodes[pre + r].overhead_ns
     assert hop("r0", "r1") + ov("r1") == pytest.approx(hop("r0", "r2") + ov("r2") + hop("r2", "r1") + ov("r1"))
     assert hop("r2", "hub") + hop("hub", "r3") < hop("r2", "r3")  # shortest wire, if overheads were free
 
@@ -133,13 +133,13 @@ def test_shipped_topologies_route_every_cube_pair_by_brute_force_latency():
             return
         for n in adj[path[-1]]:
             if n not in path:
-                yield from paths(a, b, path + [n])
+                yield from paths(a, b, [*path, n])
 
     pre = "sip0.cube0."
     for a, b in itertools.permutations(routers, 2):
-        lat = lambda p: sum(  # noqa: E731
+        lat = lambda p: sum(
             g.edge(pre + u, pre + v).prop_ns + g.flit_bytes / g.edge(pre + u, pre + v).bw_gbps + g.nodes[pre + v].overhead_ns
-            for u, v in zip(p, p[1:])
+            for u, v in itertools.pairwise(p)
         )
         best = min(paths(a, b), key=lambda p: (round(lat(p), 9), len(p), p))
         got = tuple(n.rsplit(".", 1)[1] for n in g.route(pre + a, pre + b).nodes)

@@ -10,10 +10,10 @@ every such overhead set to a distinct non-zero value.
 
 from __future__ import annotations
 
+import oracle_flits as ref
 import pytest
 import simpy
 
-import oracle_flits as ref
 from kernbench.events.bus import Bus
 from kernbench.sim.network import Network
 from kernbench.sim.region import Region
