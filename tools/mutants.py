@@ -24,6 +24,8 @@ class Mutant:
     replace: str
     why: str
     tests: tuple[str, ...] = ()
+    #: why no observable result can change, when that was shown (it still runs and is reported)
+    equivalent: str = ""
 
 
 M = Mutant
@@ -520,11 +522,30 @@ MUTANTS: list[Mutant] = [
     ),
     # --- events -----------------------------------------------------------------------
     M(
-        "events.timeline.active-at-end",
+        "events.timeline.active-count-at-end",
         TIMELINE,
         'active = n_started - int(np.searchsorted(ends, t, side="right"))',
         'active = n_started - int(np.searchsorted(ends, t, side="left"))',
-        "a span is active at its end instant",
+        "spans ending at t counted as active",
+        equivalent=(
+            "the count only bounds the backward scan that follows, and the scan keeps a row only if end > t: "
+            "overcounting makes it scan further, never find a different set (slower, same answer)"
+        ),
+    ),
+    M(
+        "events.timeline.active-at-end",
+        TIMELINE,
+        'active = n_started - int(np.searchsorted(ends, t, side="right"))\n'
+        "        if active <= 0:\n            return []\n"
+        '        end_col = self.store.col("end_ns")\n'
+        "        found: list[int] = []\n        i = n_started - 1\n        while i >= 0 and len(found) < active:\n"
+        "            r = int(rows[i])\n            if end_col[r] > t:",
+        'active = n_started - int(np.searchsorted(ends, t, side="left"))\n'
+        "        if active <= 0:\n            return []\n"
+        '        end_col = self.store.col("end_ns")\n'
+        "        found: list[int] = []\n        i = n_started - 1\n        while i >= 0 and len(found) < active:\n"
+        "            r = int(rows[i])\n            if end_col[r] >= t:",
+        "a span is active at its end instant (count and scan both)",
     ),
     M(
         "events.timeline.depth-strictly-before",

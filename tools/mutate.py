@@ -93,7 +93,7 @@ PACKAGE_LINKS = {"kernbench_probes": "probes", "kernbench_tui": "tui", "kernbenc
 class Record:
     id: str
     file: str
-    status: str  # killed | survived | timeout | n/a | error
+    status: str  # killed | survived | equivalent (survived, shown equivalent) | timeout | n/a | error
     stage: str  # "subset" | "full" | ""
     killer: str  # the first failing test, or why not applicable
     seconds: float
@@ -227,6 +227,8 @@ def run_mutant(
             stage = "full"
     finally:
         target.write_text(original)
+    if status == "survived" and m.equivalent:
+        status, killer = "equivalent", m.equivalent
     return Record(m.id, m.file, status, stage, killer, round(time.monotonic() - t0, 1))
 
 
@@ -247,12 +249,16 @@ def table(records: list[Record]) -> str:
 
 def summary(records: list[Record]) -> str:
     ran = [r for r in records if r.status != "n/a"]
-    count = {s: sum(r.status == s for r in ran) for s in ("killed", "survived", "timeout", "error")}
+    count = {s: sum(r.status == s for r in ran) for s in ("killed", "survived", "equivalent", "timeout", "error")}
     na = len(records) - len(ran)
-    rate = 100.0 * count["survived"] / len(ran) if ran else 0.0
+    lived = count["survived"] + count["equivalent"]
+    rate = 100.0 * lived / len(ran) if ran else 0.0
+    real = len(ran) - count["equivalent"]
+    rate_real = 100.0 * count["survived"] / real if real else 0.0
     return (
-        f"ran {len(ran)}, killed {count['killed']}, survived {count['survived']}, timeout {count['timeout']}, "
-        f"error {count['error']}, not applicable {na}; survival rate {rate:.1f} %"
+        f"ran {len(ran)}, killed {count['killed']}, survived {lived} ({count['equivalent']} shown equivalent), "
+        f"timeout {count['timeout']}, error {count['error']}, not applicable {na}; "
+        f"survival rate {rate:.1f} % ({rate_real:.1f} % of the non-equivalent)"
     )
 
 
