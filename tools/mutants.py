@@ -366,6 +366,11 @@ MUTANTS: list[Mutant] = [
         "is not None and t_done <= self.t:",
         "is not None and t_done < self.t:",
         "a command done exactly now still holds its queue slot",
+        equivalent=(
+            "a full queue whose oldest command is done exactly now goes to _queue_space, which sees it ready at self.t, "
+            "pops it and stalls max(self.t, t_done) - self.t = 0 ns (no STALL span, cpu_stall_ns += 0); "
+            "one not full keeps it until the next check retires it: no time, span or count changes"
+        ),
     ),
     M(
         "pe.cpu.queue-full-no-stall",
