@@ -679,11 +679,8 @@ MUTANTS: list[Mutant] = [
         'data = graph.route(case.memory, case.initiator) if case.op == "read" else graph.route(case.initiator, case.memory)',
         'data = graph.route(case.initiator, case.memory) if case.op == "read" else graph.route(case.memory, case.initiator)',
         "Util% from the request route's bottleneck",
-        # Survives: every link is built as two directed edges of one bandwidth and a route's
-        # latency order is the same both ways, so route(a, b) and route(b, a) have the same
-        # bottleneck on every shipped topology (checked for every PE DMA x HBM slice pair of
-        # cube1, sip2x2, mesh2x3, paper, paper_torus). It would differ only where the router-name
-        # tie-break picks non-mirrored equal-latency paths of different bottlenecks, which
-        # no shipped or test topology has: not killed, not provably equivalent.
+        # Every shipped link has one bandwidth both ways, so both directions have the same
+        # bottleneck everywhere (checked for every PE DMA x HBM slice pair of the shipped
+        # topologies); tests/oracles/test_probe_util_direction.py slows one direction of one link.
     ),
 ]
