@@ -4,7 +4,9 @@ Usage::
 
     python tools/mutation_report.py --after A.json [A2.json ...] --before B.json [B2.json ...] > table.md
 
-Later files override earlier ones per mutant id (re-runs of a few mutants).
+Later files override earlier ones per mutant id (re-runs of a few mutants);
+a mutant that survived the first ``--after`` file survived the smaller suite
+before too.
 The "before" suite is the current suite less this branch's tests (see
 ``BRANCH_TESTS``): a mutant the *after* pass killed with a test that is not
 one of them was killed by the suite before as well (same code, same test,
@@ -49,12 +51,14 @@ def load(paths: list[str]) -> dict[str, dict]:
     return out
 
 
-def before_of(after: dict, before: dict[str, dict]) -> tuple[str, str]:
+def before_of(after: dict, before: dict[str, dict], first: dict[str, dict]) -> tuple[str, str]:
     if after["id"] in before:
         b = before[after["id"]]
         return b["status"], b["killer"]
     if after["status"] == "killed" and not after["killer"].startswith(BRANCH_TESTS):
         return "killed", "(same test as after)"
+    if first.get(after["id"], {}).get("status") == "survived":
+        return "survived", "(survived a larger suite: the first after pass)"
     if after["status"] in ("survived", "equivalent"):
         return after["status"], "(the suite before is a subset)"
     return "not measured", ""
@@ -65,14 +69,16 @@ def main() -> int:
     ap.add_argument("--after", nargs="+", required=True)
     ap.add_argument("--before", nargs="*", default=[])
     args = ap.parse_args()
-    after, before = load(args.after), load(args.before)
+    after, before, first = load(args.after), load(args.before), load(args.after[:1])
     lines = ["| mutant | before | after | killed by (after) / note |", "|---|---|---|---|"]
     counts = {"before": {}, "after": {}}
     for m in MUTANTS:
         a = after.get(m.id)
         if a is None:
             continue
-        b_status, _ = before_of(a, before)
+        b_status, _ = before_of(a, before, first)
+        if m.equivalent and b_status == "survived":
+            b_status = "equivalent"
         counts["after"][a["status"]] = counts["after"].get(a["status"], 0) + 1
         counts["before"][b_status] = counts["before"].get(b_status, 0) + 1
         note = a["killer"].replace("|", "\\|")
