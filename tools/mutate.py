@@ -25,7 +25,10 @@ Usage::
     .venv/bin/python tools/mutate.py --no-full       # first pass only
 
 Prints a table and a summary line (ran, killed, survived, survival rate);
-``--json PATH`` also writes the records.
+``--json PATH`` also writes the records. A survivor whose mutant carries an
+``equivalent`` reason is reported as ``equivalent``.
+``tools/mutation_report.py`` merges records into the before/after table of
+``tools/mutation-results.md``.
 """
 
 from __future__ import annotations
