@@ -92,6 +92,15 @@ def test_valid_checksum_over_bad_columns_is_still_corrupt(saved, tmp_path):
         open_trace(path)
 
 
+@pytest.mark.parametrize("extra", [b"x", b"\0", b"xx"])
+def test_any_byte_after_the_payload_is_reported_as_corrupt(saved, extra):
+    # exactly one trailing byte sits just past what the header promises: it must not slip through
+    path, _, _ = saved
+    path.write_bytes(path.read_bytes() + extra)
+    with pytest.raises(TraceFormatError, match="unexpected bytes after the payload"):
+        open_trace(path)
+
+
 def _as_version_1(store: EventStore) -> bytes:
     """``store`` written the way format v1 wrote it: no ``pred`` column."""
     import io

@@ -46,10 +46,30 @@ def run(variant: str, topology: str = "cube1", record: bool = False, overrides=(
 @pytest.mark.parametrize("case", list(SHAPES))
 def test_variant_matches_numpy(variant, case):
     topology, shape = SHAPES[case]
-    _rt, prepared, result = run(variant, topology, **shape)
+    rt, prepared, result = run(variant, topology, **shape)
     err = prepared.check()
     assert err <= gq.TOLERANCE, f"{variant} on {case}: max |err| {err}"
-    assert result.latency_ns > 0
+    assert result.latency_ns >= dispatch_floor_ns(rt, result) > 0
+    for pe, busy in result.engine_busy_ns.items():
+        for engine in ("cpu", "gemm", "math", "dma.rd", "dma.wr", "ipcq"):
+            # one command at a time per engine: no engine is busy longer than the run
+            assert busy[engine] <= result.latency_ns + 1e-6, (pe, engine, busy[engine], result.latency_ns)
+
+
+def dispatch_floor_ns(rt, result) -> float:
+    """The longest PE_CPU program: every command's dispatch charge, one after another,
+    recomputed from its logged logical bytes by the ADR-0064 formula
+    (``FIXED(type) + logical_bytes × R`` cycles, D8: composites 40, single ops 8)."""
+    attrs = rt.graph.nodes[f"{result.pes[0]}.cpu"].attrs
+    cost, clock = attrs["pe_cost_model"], attrs["clock_freq_ghz"]
+
+    def charge(entry) -> float:
+        if entry["op"] == "cpu/cycles":
+            return entry["dispatch_cycles"] / clock  # tl.cycles: exactly n cycles (D5)
+        fixed = cost["fixed_per_cmd_cycles"] if entry["op"] == "composite" else cost["fixed_per_single_op_cmd_cycles"]
+        return (fixed + entry["logical_bytes"] * cost["byte_cycles_recip"]) / clock + attrs["cpu_overhead_ns"]
+
+    return max(sum(charge(e) for e in log) for log in result.op_logs.values())
 
 
 def test_registered_with_params_and_default_topology():
