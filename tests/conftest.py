@@ -7,7 +7,14 @@ import pytest
 # Deterministic TUI rendering for every test that imports textual, whichever folder is collected first.
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
+from hypothesis import settings
+
 from kernbench.topology.compile import load_topology
+
+# No per-example deadline anywhere: on a shared 2-core CI machine one slow example is load,
+# not a bug (a deadline failure under load once passed for a mutant's kill).
+settings.register_profile("kernbench", deadline=None)
+settings.load_profile("kernbench")
 
 
 @pytest.fixture(scope="session")
