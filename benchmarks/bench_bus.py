@@ -69,7 +69,9 @@ def main() -> None:
     print(f"per event, empty loop                     : {empty:7.1f} ns")
     print(f"per event, guarded publish, no subscriber : {idle:7.1f} ns  (+{idle - empty:.1f} ns over the empty loop)")
     print(f"per event, publish into a Recorder        : {recorded:7.1f} ns")
-    print(f"ratio recorder / no subscriber            : {recorded / idle:7.1f}x  (net of the loop: {(recorded - empty) / max(idle - empty, 1e-9):.0f}x)")
+    print(
+        f"ratio recorder / no subscriber            : {recorded / idle:7.1f}x  (net of the loop: {(recorded - empty) / max(idle - empty, 1e-9):.0f}x)"
+    )
 
     paper = load_topology("paper")
     scenario_wall_ms(paper, False)  # warm the route cache

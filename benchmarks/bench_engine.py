@@ -136,13 +136,17 @@ def main() -> None:
     wall_f, lat_f, _ = contended_mix(cube1, "fast")
     wall_o, lat_o, _ = contended_mix(cube1, "oracle")
     worst = max(abs(a - b) for a, b in zip(lat_f, lat_o, strict=True))
-    print(f"contended mix (cube1, 12 streams): fast {wall_f * 1e3:7.1f} ms, oracle {wall_o * 1e3:7.1f} ms wall "
-          f"(oracle / fast = {wall_o / wall_f:.1f}x); largest latency difference {worst:.2e} ns")
+    print(
+        f"contended mix (cube1, 12 streams): fast {wall_f * 1e3:7.1f} ms, oracle {wall_o * 1e3:7.1f} ms wall "
+        f"(oracle / fast = {wall_o / wall_f:.1f}x); largest latency difference {worst:.2e} ns"
+    )
 
     wall_b, _, events = contended_mix(cube1, "fast", Bus())
     bare = bare_simpy_timeouts_per_second(50_000 if quick else 200_000)
     ev_rate = events / wall_b
-    print(f"modeled events/s (contended mix, observed)        : {ev_rate:10,.0f}  = {ev_rate / bare:.2f} x bare SimPy ({bare:,.0f} timeouts/s)")
+    print(
+        f"modeled events/s (contended mix, observed)        : {ev_rate:10,.0f}  = {ev_rate / bare:.2f} x bare SimPy ({bare:,.0f} timeouts/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -56,14 +56,18 @@ def main() -> None:
         t2 = time.process_time()
         store_s, walk_s = min(store_s, t1 - t), min(walk_s, t2 - t1)
     total = store_s + walk_s
-    print(f"gqa-decode ({args.variant}) on paper: latency {result.latency_ns:,.3f} ns, {len(events):,} events, "
-          f"path {len(a.path)} segments, attribution sums to the latency within {abs(sum(a.by_cause.values()) - result.latency_ns):.1e} ns")
+    print(
+        f"gqa-decode ({args.variant}) on paper: latency {result.latency_ns:,.3f} ns, {len(events):,} events, "
+        f"path {len(a.path)} segments, attribution sums to the latency within {abs(sum(a.by_cause.values()) - result.latency_ns):.1e} ns"
+    )
     print(f"  run, no events          {plain:8.3f} s")
     print(f"  run, events recorded    {recorded:8.3f} s   ({recorded / plain:.2f}x)")
     print(f"  column store            {store_s:8.3f} s")
     print(f"  critical path + sums    {walk_s:8.3f} s")
-    print(f"  attribution in all      {total:8.3f} s   = {100 * total / recorded:.1f} % of the recorded run, "
-          f"{100 * total / plain:.1f} % of the plain run (budget 20 %)")
+    print(
+        f"  attribution in all      {total:8.3f} s   = {100 * total / recorded:.1f} % of the recorded run, "
+        f"{100 * total / plain:.1f} % of the plain run (budget 20 %)"
+    )
 
 
 if __name__ == "__main__":

@@ -146,12 +146,16 @@ def main() -> None:
         t_live, m_live = best(lambda kernel=kernel: live_run(kernel), args.repeats)
         t_rep, m_rep = best(lambda rt=rt, live=live: rt.replay(live), args.repeats)
         print(f"\n{kernel.__name__}: {(kernel.__doc__ or '').strip()}")
-        print(f"  {cmds} commands on one PE of cube1, simulated latency {live.latency_ns:.0f} ns, "
-              f"{modeled / cmds:.2f} modeled events and {ev_live / cmds:.2f} SimPy events per command")
+        print(
+            f"  {cmds} commands on one PE of cube1, simulated latency {live.latency_ns:.0f} ns, "
+            f"{modeled / cmds:.2f} modeled events and {ev_live / cmds:.2f} SimPy events per command"
+        )
         for name, t, m in (("live", t_live, m_live), ("replay", t_rep, m_rep)):
             eps = modeled / t
-            print(f"  {name:<7}: {cmds / t:10,.0f} commands/s  ({t * 1e3:7.1f} ms best, {m * 1e3:7.1f} median)  "
-                  f"{eps:10,.0f} modeled events/s = {eps / bare_eps:.2f} of bare SimPy")
+            print(
+                f"  {name:<7}: {cmds / t:10,.0f} commands/s  ({t * 1e3:7.1f} ms best, {m * 1e3:7.1f} median)  "
+                f"{eps:10,.0f} modeled events/s = {eps / bare_eps:.2f} of bare SimPy"
+            )
     print("\ntarget: engine (modeled) events/s >= 0.33 of bare SimPy timeouts/s")
     rt, live = live_run()
 

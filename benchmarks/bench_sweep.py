@@ -35,8 +35,9 @@ def sweep(argv: list[str], out: Path, cache: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds of it and its workers) of ``kernbench sweep ARGV --out OUT`` in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kernbench.cli", *argv, "--out", str(out), "--cache-dir", str(cache)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", *argv, "--out", str(out), "--cache-dir", str(cache)], check=True, stdout=subprocess.DEVNULL
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -54,10 +55,24 @@ def main() -> None:
     ap.add_argument("--dask", action="store_true", help="also time a 2-worker distributed.LocalCluster")
     args = ap.parse_args()
     seeds = ",".join(str(s) for s in range(args.points))
-    base = ["sweep", "gqa-decode", "--topology", "cube1", "--heads", "16", "--kv-heads", "2",
-            "--context", str(args.context), "--grid", f"seed={seeds}"]
-    print(f"{args.points} points: gqa-decode on cube1, 16/2 heads, context {args.context:,}, one per seed; "
-          f"{len(os.sched_getaffinity(0))} usable CPU(s)")
+    base = [
+        "sweep",
+        "gqa-decode",
+        "--topology",
+        "cube1",
+        "--heads",
+        "16",
+        "--kv-heads",
+        "2",
+        "--context",
+        str(args.context),
+        "--grid",
+        f"seed={seeds}",
+    ]
+    print(
+        f"{args.points} points: gqa-decode on cube1, 16/2 heads, context {args.context:,}, one per seed; "
+        f"{len(os.sched_getaffinity(0))} usable CPU(s)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cache = folder / "cache"

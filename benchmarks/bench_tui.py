@@ -191,37 +191,41 @@ def main() -> None:
     t_build = time.perf_counter() - t0
     n = len(store)
     print(f"trace: {n:,} events from the synthetic kernel (32 PEs), simulated+stored in {t_build:.1f} s")
-    print(f"memory: {store.nbytes() / n:.1f} bytes/event = {store.nbytes() / n:.0f} MB per million events "
-          f"(columns + indices, string tables excluded)")
+    print(
+        f"memory: {store.nbytes() / n:.1f} bytes/event = {store.nbytes() / n:.0f} MB per million events "
+        f"(columns + indices, string tables excluded)"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.kbtrace"
         t0 = time.perf_counter()
         save_trace(path, store, meta)
         t_save = time.perf_counter() - t0
-        print(f"save: {t_save:.2f} s, file {path.stat().st_size / 1e6:.1f} MB "
-              f"({path.stat().st_size / n:.1f} bytes/event)")
+        print(f"save: {t_save:.2f} s, file {path.stat().st_size / 1e6:.1f} MB ({path.stat().st_size / n:.1f} bytes/event)")
         opens = []
         for _ in range(3):
             t0 = time.perf_counter()
             opened = open_trace(path).store
             opens.append(time.perf_counter() - t0)
         assert len(opened) == n
-        print(f"open: {min(opens) * 1000:.0f} ms (best of 3), per million events "
-              f"{min(opens) * 1e6 / n * 1000:.0f} ms")
+        print(f"open: {min(opens) * 1000:.0f} ms (best of 3), per million events {min(opens) * 1e6 / n * 1000:.0f} ms")
         del opened
 
         for pes in (1, 8):
             lat = asyncio.run(key_latencies(path, size, pes))
             print(f"keypress-to-frame at {size[0]}x{size[1]}, {pes} PE(s) shown ({pes * 8} lanes):")
             for group, xs in lat.items():
-                print(f"  {group:<6} n={len(xs):3d}  median {statistics.median(xs):6.1f} ms"
-                      f"   p95 {percentile(xs, 0.95):6.1f} ms   max {max(xs):6.1f} ms")
+                print(
+                    f"  {group:<6} n={len(xs):3d}  median {statistics.median(xs):6.1f} ms"
+                    f"   p95 {percentile(xs, 0.95):6.1f} ms   max {max(xs):6.1f} ms"
+                )
 
         n_live, wall, lat = asyncio.run(live_latencies(size, 16, 800))
-        print(f"live (simulation in a child process): {n_live:,} events simulated and ingested in {wall:.1f} s; "
-              f"keypress-to-frame during the run median {statistics.median(lat):.1f} ms, "
-              f"p95 {percentile(lat, 0.95):.1f} ms (n={len(lat)})")
+        print(
+            f"live (simulation in a child process): {n_live:,} events simulated and ingested in {wall:.1f} s; "
+            f"keypress-to-frame during the run median {statistics.median(lat):.1f} ms, "
+            f"p95 {percentile(lat, 0.95):.1f} ms (n={len(lat)})"
+        )
 
         t_first = first_frame_s(path, size)
         print(f"launch to first frame (fresh interpreter, imports + open + draw): {t_first:.2f} s")

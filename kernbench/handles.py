@@ -173,9 +173,7 @@ def _check_index(tensor: HbmTensor, index: tuple[Any, ...]) -> None:
                 if not isinstance(v, (int, np.integer)):
                     raise IndexError(f"{tensor.name}: slice {name} must be an integer, not {v!r}")
                 if not -n <= int(v) <= n:
-                    raise IndexError(
-                        f"{tensor.name}{shape}: slice {name} {int(v)} is past the end of axis {axis} (size {n})"
-                    )
+                    raise IndexError(f"{tensor.name}{shape}: slice {name} {int(v)} is past the end of axis {axis} (size {n})")
             if x.step is not None and (not isinstance(x.step, (int, np.integer)) or int(x.step) == 0):
                 raise IndexError(f"{tensor.name}: slice step must be a nonzero integer, not {x.step!r}")
             continue

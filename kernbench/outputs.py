@@ -26,7 +26,9 @@ from kernbench.errors import OutputPathError
 PART_SUFFIX = ".part"
 
 
-def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]], inputs: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+def check_outputs(
+    outputs: Iterable[tuple[str, str | os.PathLike[str] | None]], inputs: Iterable[str | os.PathLike[str] | None] = ()
+) -> None:
     """``outputs`` as ``(flag, path)`` pairs (``None`` paths are skipped); raise on the first bad one."""
     seen: dict[Path, str] = {}
     ins = {_identity(Path(p)) for p in inputs if p is not None and Path(p).is_file()}

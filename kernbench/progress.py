@@ -72,9 +72,16 @@ def sweep_progress(label: str, total: int, enabled: bool) -> Iterator[Callable[[
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("eta"), TimeRemainingColumn(), console=_console(), transient=True,
-        redirect_stdout=False, redirect_stderr=False,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=_console(),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
     )
     with bar:
         task = bar.add_task(label, total=total)

@@ -154,9 +154,7 @@ def charges(graph: Graph, case: Case, size_bytes: int) -> list[Charge]:
         for j in range(len(firsts))
         if (count := (n - j + period - 1) // period) > 0
     )
-    out.append(
-        Charge("memory", "drain", f"{mem.channel_name(firsts[-neg_j])} last burst", finish - (n - 1) * rate)
-    )
+    out.append(Charge("memory", "drain", f"{mem.channel_name(firsts[-neg_j])} last burst", finish - (n - 1) * rate))
     out += _header("ack", back, with_src=False)
     return out
 

@@ -53,7 +53,9 @@ def simulate(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int,
     return latency
 
 
-def transfer(graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast", explain: bool = False) -> TransferResult:
+def transfer(
+    graph: Graph, op: Op, initiator: str, memory: str, size_bytes: int, mode: Mode = "fast", explain: bool = False
+) -> TransferResult:
     """One transfer on a fresh, idle machine (``explain``: with where its time went)."""
     env = simpy.Environment()
     net = Network(env, graph, mode=mode, explain=explain)
@@ -152,11 +154,7 @@ class CaseFinder:
             picks["cross-half"] = self._nearest(in_half(lambda h: h != half))
         picks["cross-cube-best"] = self._nearest(remote)
         picks["cross-cube-worst"] = self._nearest(remote, worst=True)
-        cases = [
-            Case(k, CASE_LABELS[k], "read", self.initiator, m)
-            for k in HOP_ORDER
-            if (m := picks.get(k)) is not None
-        ]
+        cases = [Case(k, CASE_LABELS[k], "read", self.initiator, m) for k in HOP_ORDER if (m := picks.get(k)) is not None]
         if "host" in g.nodes and local is not None:
             cases.append(Case("h2d-write", CASE_LABELS["h2d-write"], "write", "host", local))
             cases.append(Case("d2h-read", CASE_LABELS["d2h-read"], "read", "host", local))

@@ -72,9 +72,7 @@ def run_probe(graph: Graph, source: str = DEFAULT_SOURCE, sizes: Sequence[int] =
         util = {s: 100.0 * (s / lat[s]) / bw for s in sizes}
         rows.append(Row(case, lat, util, bw))
     first = sizes[0]
-    return ProbeResult(
-        graph.name, source, tuple(sizes), tuple(rows), tuple(check_invariants(rows, first)), finder.simulated, mode
-    )
+    return ProbeResult(graph.name, source, tuple(sizes), tuple(rows), tuple(check_invariants(rows, first)), finder.simulated, mode)
 
 
 def check_invariants(rows: Sequence[Row], size: int) -> list[Verdict]:
@@ -146,15 +144,26 @@ def to_json(result: ProbeResult, parts: dict[str, Breakdown] | None = None) -> d
 def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     p.add_argument("--topology", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")
+    p.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)"
+    )
     p.add_argument("--source", default=DEFAULT_SOURCE, help=f"source PE (default: {DEFAULT_SOURCE})")
-    p.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})")
+    p.add_argument(
+        "--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES), help=f"comma-separated transfer sizes (default: {DEFAULT_SIZES})"
+    )
     p.add_argument("--json", action="store_true", help="print the table and verdicts as JSON")
-    p.add_argument("--breakdown", action="store_true",
-                   help="where each case's time went at the first size (as `kernbench run --explain` attributes it), "
-                        "checked against the graph's own charges")
-    p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
-                   help="fast: trains in closed form (default); oracle: every flit as its own step (same results, slower)")
+    p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="where each case's time went at the first size (as `kernbench run --explain` attributes it), "
+        "checked against the graph's own charges",
+    )
+    p.add_argument(
+        "--timing",
+        choices=("fast", "oracle"),
+        default="fast",
+        help="fast: trains in closed form (default); oracle: every flit as its own step (same results, slower)",
+    )
     return p
 
 

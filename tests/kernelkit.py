@@ -24,10 +24,9 @@ def run1(rt: Runtime, kernel: Callable[..., Any], *args: Any, pes: Sequence[int]
 
 def events(result: RunResult, kind: EventKind, component: str | None = None, label: str | None = None) -> list[Event]:
     return [
-        e for e in result.events
-        if e.kind is kind
-        and (component is None or e.component == component)
-        and (label is None or e.label == label)
+        e
+        for e in result.events
+        if e.kind is kind and (component is None or e.component == component) and (label is None or e.label == label)
     ]
 
 

@@ -45,12 +45,19 @@ def test_console_scripts_and_entry_points_name_installed_modules():
 def test_the_wheel_installs_no_generic_top_level_names(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("kernbench-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == TOP_LEVEL
-    for data in ("kernbench_topologies/paper.yaml", "kernbench_tui/app.tcss", "kernbench/commands/goldens.json", "kernbench/runtime/api.py"):
+    for data in (
+        "kernbench_topologies/paper.yaml",
+        "kernbench_tui/app.tcss",
+        "kernbench/commands/goldens.json",
+        "kernbench/runtime/api.py",
+    ):
         assert data in names

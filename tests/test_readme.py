@@ -54,9 +54,15 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
     section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
     for status in (exit_codes.OK, exit_codes.CHECK_FAILED, exit_codes.BAD_INPUT, exit_codes.INTERRUPTED):
         assert f"| {status} |" in section
-    for number in (f"{compile.MAX_GRAPH_NODES:,}", f"{compile.MAX_GRAPH_EDGES:,}", f"{limits.DEFAULT_MAX_COMMANDS_PER_PE:,}",
-                   f"{yamldoc.MAX_NODES:,}", f"nesting {yamldoc.MAX_DEPTH} deep", f"{limits.DEFAULT_MAX_WALL_S:g} s",
-                   f"{yamldoc.MAX_BYTES // 2**20} MiB"):
+    for number in (
+        f"{compile.MAX_GRAPH_NODES:,}",
+        f"{compile.MAX_GRAPH_EDGES:,}",
+        f"{limits.DEFAULT_MAX_COMMANDS_PER_PE:,}",
+        f"{yamldoc.MAX_NODES:,}",
+        f"nesting {yamldoc.MAX_DEPTH} deep",
+        f"{limits.DEFAULT_MAX_WALL_S:g} s",
+        f"{yamldoc.MAX_BYTES // 2**20} MiB",
+    ):
         assert number in section, number
 
 

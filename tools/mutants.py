@@ -424,8 +424,8 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.scheduler.write-ignores-source",
         SCHED,
-        "pe.wr, (cmd.src,), arrive,",
-        "pe.wr, (), arrive,",
+        "            pe.wr,\n            (cmd.src,),",
+        "            pe.wr,\n            (),",
         "a DMA write does not wait for the data it writes",
     ),
     M(
@@ -514,8 +514,8 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.commands.rw-handles-free",
         CMDS,
-        "            + TUPLE_LEN\n            + HANDLE * len(self.rw_handles)",
-        "            + TUPLE_LEN",
+        "+ TUPLE_LEN + HANDLE * len(self.rw_handles)",
+        "+ TUPLE_LEN",
         "a composite's rw_handles cost no descriptor bytes",
     ),
     M(
@@ -611,15 +611,15 @@ MUTANTS: list[Mutant] = [
     M(
         "events.perfetto.instant-ts-in-ns",
         PERFETTO,
-        '"ts": _us(start[row]),\n                           "pid": pid, "tid": tid, "args": args})',
-        '"ts": start[row],\n                           "pid": pid, "tid": tid, "args": args})',
+        '"ts": _us(start[row]), "pid": pid, "tid": tid, "args": args}',
+        '"ts": start[row], "pid": pid, "tid": tid, "args": args}',
         "Perfetto instant timestamps in ns, not us (issue 12 survivor)",
     ),
     M(
         "events.perfetto.counter-ts-in-ns",
         PERFETTO,
-        '"cat": "fifo", "ts": _us(start[row]),',
-        '"cat": "fifo", "ts": start[row],',
+        '"cat": "fifo",\n                "ts": _us(start[row]),',
+        '"cat": "fifo",\n                "ts": start[row],',
         "Perfetto counter timestamps in ns, not us (issue 12 survivor)",
     ),
     M(

@@ -38,8 +38,17 @@ class DebuggerCommands(Provider):
             return []
         entries = self._entries(screen)
         if isinstance(screen, CompareScreen):  # one run's commands (follow, probe, save) do not apply
-            keep = {"Go to time…", "Next stall", "Previous stall", "Fit whole run", "Zoom in", "Zoom out",
-                    "Play / pause", "HBM channel lanes", "Help"}
+            keep = {
+                "Go to time…",
+                "Next stall",
+                "Previous stall",
+                "Fit whole run",
+                "Zoom in",
+                "Zoom out",
+                "Play / pause",
+                "HBM channel lanes",
+                "Help",
+            }
             return [entry for entry in entries if entry[0] in keep]
         return entries
 
@@ -58,15 +67,16 @@ class DebuggerCommands(Provider):
             ("HBM channel lanes", "show or hide each PE's pseudo-channel lanes (h)", screen.action_channels),
             ("Critical path", "show or hide the critical path on the lanes and panels (c)", screen.action_critical_path),
             ("Next path step", "cursor to the next step of the critical path (>)", partial(screen.action_path_step, 1)),
-            ("Previous path step", "cursor to the previous step of the critical path (<)",
-             partial(screen.action_path_step, -1)),
+            ("Previous path step", "cursor to the previous step of the critical path (<)", partial(screen.action_path_step, -1)),
             ("Why panel", "the critical path step by step, with causes (6)", partial(screen.action_panel, "why")),
             ("Help", "keys and glyphs", screen.action_help),
             ("Probe: DMA hop-distance table", "latency by hop distance with path breakdowns", screen.action_probe),
-            (f"Save trace to {stem}.kbtrace", "write the events so far as a trace file",
-             partial(self._save, f"{stem}.kbtrace", save_trace)),
-            (f"Export Perfetto JSON to {stem}.json", "open it in ui.perfetto.dev",
-             partial(self._save, f"{stem}.json", save_perfetto)),
+            (
+                f"Save trace to {stem}.kbtrace",
+                "write the events so far as a trace file",
+                partial(self._save, f"{stem}.kbtrace", save_trace),
+            ),
+            (f"Export Perfetto JSON to {stem}.json", "open it in ui.perfetto.dev", partial(self._save, f"{stem}.json", save_perfetto)),
         ]
 
     def _save(self, name: str, writer: Writer) -> None:

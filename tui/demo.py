@@ -52,8 +52,7 @@ class _Demo:
         self.queued_flits: dict[str, int] = {}
 
     # -- publishing helpers
-    def span(self, kind: EventKind, comp: str, t0: float, label: str = "", value: float = 0.0, detail: str = "",
-             corr: int = -1) -> None:
+    def span(self, kind: EventKind, comp: str, t0: float, label: str = "", value: float = 0.0, detail: str = "", corr: int = -1) -> None:
         self.bus.emit(t0, kind, comp, self.env.now, corr, label, value, detail)
 
     def instant(self, kind: EventKind, comp: str, label: str = "", value: float = 0.0, detail: str = "", corr: int = -1) -> None:
@@ -70,8 +69,9 @@ class _Demo:
         self.corr += 1
         return self.corr
 
-    def transfer(self, pe: str, cube: str, channel: str, size: int, write: bool, corr: int,
-                 done: simpy.Event | None = None, handle: str = "") -> ProcessGenerator:
+    def transfer(
+        self, pe: str, cube: str, channel: str, size: int, write: bool, corr: int, done: simpy.Event | None = None, handle: str = ""
+    ) -> ProcessGenerator:
         env, p = self.env, self.p
         router = f"{cube}.r{1 + int(pe.rsplit('pe', 1)[1]) % 3}"
         hbm = f"{cube}.hbm.pc{channel}"
@@ -172,9 +172,7 @@ class _Demo:
     def run(self) -> TraceMetadata:
         pes = [f"sip0.cube{i // 8}.pe{i % 8}" for i in range(self.p.n_pes)]
         self.engines = {
-            f"{pe}.{e}": simpy.Resource(self.env, capacity=1)
-            for pe in pes
-            for e in ("dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
+            f"{pe}.{e}": simpy.Resource(self.env, capacity=1) for pe in pes for e in ("dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
         }
         for pe in pes:
             self.env.process(self.cpu(pe, pe.rsplit(".", 1)[0]))

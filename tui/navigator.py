@@ -76,8 +76,20 @@ class Navigator(Generic[Model]):
 
     def state(self) -> ViewState:
         """The view state now (compare with an earlier one to see whether anything moved)."""
-        return ViewState(self.cursor_ns, self.t0, self.t1, self.dt_ns, tuple(self.pes), self.selected,
-                         self.follow, self.channels, data_key(self.model), self.why, self.overlay, self.why_step)
+        return ViewState(
+            self.cursor_ns,
+            self.t0,
+            self.t1,
+            self.dt_ns,
+            tuple(self.pes),
+            self.selected,
+            self.follow,
+            self.channels,
+            data_key(self.model),
+            self.why,
+            self.overlay,
+            self.why_step,
+        )
 
     # ----------------------------------------------------------- critical path
     def set_path(self, why: WhyPath, overlay: bool = True) -> None:

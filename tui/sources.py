@@ -171,9 +171,7 @@ class ProcessSource:
                     tag, payload = receiver.recv()
                 except EOFError:
                     proc.join(timeout=5)
-                    raise KernbenchError(
-                        f"the simulation process ended without a result (exit code {proc.exitcode})"
-                    ) from None
+                    raise KernbenchError(f"the simulation process ended without a result (exit code {proc.exitcode})") from None
                 if tag == "batch":
                     emit_batch(payload)
                 elif tag == "status":
@@ -218,8 +216,9 @@ def _ensure_resource_tracker() -> None:
         sys.stderr = saved
 
 
-def _child_main(target: str, args: tuple[object, ...], conn: multiprocessing.connection.Connection, batch_events: int,
-                batch_s: float) -> None:
+def _child_main(
+    target: str, args: tuple[object, ...], conn: multiprocessing.connection.Connection, batch_events: int, batch_s: float
+) -> None:
     """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result.
 
     The child belongs to its parent: Ctrl-C in the terminal is the app's to

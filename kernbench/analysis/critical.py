@@ -79,8 +79,16 @@ class Segment:
         return self.end_ns - self.start_ns
 
     def as_json(self) -> dict[str, object]:
-        d: dict[str, object] = {"start_ns": self.start_ns, "end_ns": self.end_ns, "component": self.component, "cause": self.cause,
-             "kind": self.kind, "corr_id": self.corr_id, "label": self.label, "via": self.via}
+        d: dict[str, object] = {
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "component": self.component,
+            "cause": self.cause,
+            "kind": self.kind,
+            "corr_id": self.corr_id,
+            "label": self.label,
+            "via": self.via,
+        }
         if self.behind >= 0:
             d["behind"] = self.behind
         return d
@@ -232,11 +240,19 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
         if t1 <= t0:  # empty parts are left out before "via" is given: the first kept part carries it
             continue
         part_comp = store.components[int(cols["component"][r])]
-        out.append(Segment(
-            t0, t1, part_comp,
-            *_cause_kind(store.strings[int(cols["label"][r])], part_comp),
-            corr, label, via if not out else "transfer", int(cols["value"][r]), comp,
-        ))
+        out.append(
+            Segment(
+                t0,
+                t1,
+                part_comp,
+                *_cause_kind(store.strings[int(cols["label"][r])], part_comp),
+                corr,
+                label,
+                via if not out else "transfer",
+                int(cols["value"][r]),
+                comp,
+            )
+        )
     return out
 
 
@@ -261,11 +277,26 @@ def compact(path: Iterable[Segment]) -> list[Segment]:
     """Consecutive segments on the same component for the same cause, joined."""
     out: list[Segment] = []
     for s in path:
-        if out and out[-1].component == s.component and out[-1].cause == s.cause and out[-1].behind == s.behind \
-                and abs(out[-1].end_ns - s.start_ns) <= TOLERANCE_NS:
+        if (
+            out
+            and out[-1].component == s.component
+            and out[-1].cause == s.cause
+            and out[-1].behind == s.behind
+            and abs(out[-1].end_ns - s.start_ns) <= TOLERANCE_NS
+        ):
             prev = out[-1]
-            out[-1] = Segment(prev.start_ns, s.end_ns, prev.component, prev.cause, prev.kind, prev.corr_id, prev.label,
-                              prev.via, prev.behind, prev.span_component)
+            out[-1] = Segment(
+                prev.start_ns,
+                s.end_ns,
+                prev.component,
+                prev.cause,
+                prev.kind,
+                prev.corr_id,
+                prev.label,
+                prev.via,
+                prev.behind,
+                prev.span_component,
+            )
         else:
             out.append(s)
     return out

@@ -83,8 +83,13 @@ def path_steps(path: tuple[Segment, ...] | list[Segment]) -> list[Step]:
         first = spans[i][0]
         if len(spans[i]) == 1 and first.kind not in NETWORK_KINDS:
             j = i + 1
-            while j < len(spans) and len(spans[j]) == 1 and spans[j][0].component == first.component \
-                    and spans[j][0].cause == first.cause and spans[j][0].kind not in NETWORK_KINDS:
+            while (
+                j < len(spans)
+                and len(spans[j]) == 1
+                and spans[j][0].component == first.component
+                and spans[j][0].cause == first.cause
+                and spans[j][0].kind not in NETWORK_KINDS
+            ):
                 j += 1
             steps.append(Step(tuple(g[0] for g in spans[i:j]), transfer=False))
             i = j

@@ -34,6 +34,7 @@ from kernbench.handles import HbmTensor
 
 __all__ = ["ALGORITHMS", "BUFFERS", "Group", "Ring", "all_gather", "all_reduce", "chunk_elements", "reduce_scatter"]
 
+
 def _ring(buf: HbmTensor, g: Group, me: int, chunk: int) -> None:
     ring.all_reduce(buf, Ring.of(g.snake, me, 0, buf.shape[0], chunk))
 

@@ -136,10 +136,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
     mode.add_argument("--study", choices=("allreduce", "gemm", "all"), help="run a study and print its tables (model vs simulator) instead")
-    p.add_argument("--goldens", type=Path, default=GOLDENS, metavar="FILE", help="goldens file (default: the one shipped in kernbench/commands/)")
+    p.add_argument(
+        "--goldens", type=Path, default=GOLDENS, metavar="FILE", help="goldens file (default: the one shipped in kernbench/commands/)"
+    )
     p.add_argument("--json", action="store_true", help="print the latencies and the differences as one JSON object")
-    p.add_argument("--timing", choices=("fast", "oracle"), default="fast",
-                   help=f"fast (default; goldens are its latencies to the bit) or oracle, flit by flit (matches them within {ORACLE_TOLERANCE_NS:g} ns)")
+    p.add_argument(
+        "--timing",
+        choices=("fast", "oracle"),
+        default="fast",
+        help=f"fast (default; goldens are its latencies to the bit) or oracle, flit by flit (matches them within {ORACLE_TOLERANCE_NS:g} ns)",
+    )
     return p
 
 
@@ -162,8 +168,12 @@ def run(args: argparse.Namespace) -> int:
     if args.regen:
         save_goldens(path, now)
     if args.json:
-        print(to_json({"goldens": str(path), "latency_ns": dict(sorted(now.items())), "differences": moved,
-                       "regenerated": bool(args.regen)}, indent=2))
+        print(
+            to_json(
+                {"goldens": str(path), "latency_ns": dict(sorted(now.items())), "differences": moved, "regenerated": bool(args.regen)},
+                indent=2,
+            )
+        )
         return 1 if args.check and moved else 0
     if args.regen:
         print(f"wrote {len(now)} bench latencies to {path}")

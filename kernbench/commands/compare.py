@@ -33,8 +33,9 @@ TOP_CHANGES = 10
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("compare", help="two runs (or trace files) side by side, and the attribution delta",
-                              description=__doc__.split("\n")[0])
+    p = subparsers.add_parser(
+        "compare", help="two runs (or trace files) side by side, and the attribution delta", description=__doc__.split("\n")[0]
+    )
     p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
     p.add_argument("b", metavar="B", help="the other side, the same way")
     p.add_argument("--json", action="store_true", help="print one JSON object {a, b, delta}")
@@ -89,9 +90,7 @@ def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
     if a.attribution is not None and b.attribution is not None:
         out["by_cause"] = _sub(b.attribution.by_cause, a.attribution.by_cause, 6)
         out["by_component_kind"] = _sub(b.attribution.by_component_kind, a.attribution.by_component_kind, 6)
-        out["by_component"] = [
-            {"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)
-        ]
+        out["by_component"] = [{"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)]
     return out
 
 
@@ -111,7 +110,12 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
     t.add_row("latency ns", f"{a.latency_ns:,.3f}", f"{b.latency_ns:,.3f}", _signed(b.latency_ns - a.latency_ns, a.latency_ns))
     t.add_row("PEs", str(a.pes), str(b.pes), f"{b.pes - a.pes:+d}")
     t.add_row("commands", f"{a.commands:,}", f"{b.commands:,}", f"{b.commands - a.commands:+,d}")
-    t.add_row("dispatch cycles", f"{a.dispatch_cycles:,.1f}", f"{b.dispatch_cycles:,.1f}", _signed(b.dispatch_cycles - a.dispatch_cycles, a.dispatch_cycles))
+    t.add_row(
+        "dispatch cycles",
+        f"{a.dispatch_cycles:,.1f}",
+        f"{b.dispatch_cycles:,.1f}",
+        _signed(b.dispatch_cycles - a.dispatch_cycles, a.dispatch_cycles),
+    )
     ua, ub = a.engine_util_pct(), b.engine_util_pct()
     for e in ua:
         t.add_row(f"util % {e}", f"{ua[e]:.1f}", f"{ub[e]:.1f}", _delta(ub[e] - ua[e], 1))

@@ -42,7 +42,9 @@ def explain_text(a: Attribution, path_lines: int | None = None) -> str:
     console.print(t)
     lines = path_text(a.path)
     shown = lines if path_lines is None or len(lines) <= path_lines else lines[-path_lines:]
-    console.print(f"the path ({len(lines)} steps{'' if shown is lines else f', the last {len(shown)}'}): start–end ns, where, what, why then")
+    console.print(
+        f"the path ({len(lines)} steps{'' if shown is lines else f', the last {len(shown)}'}): start–end ns, where, what, why then"
+    )
     for line in shown:
         console.print(line, soft_wrap=True, markup=False)
     return buf.getvalue()

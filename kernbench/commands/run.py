@@ -81,7 +81,9 @@ def _limit(kind: type, unit: str) -> Callable[[str], float | int | None]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {text!r}") from None
         if not (0 <= value < float("inf")) or (kind is int and value != int(value)):
-            raise argparse.ArgumentTypeError(f"expected a {'whole ' if kind is int else ''}number of {unit} >= 0 (0: no limit), got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a {'whole ' if kind is int else ''}number of {unit} >= 0 (0: no limit), got {text!r}"
+            )
         return kind(value) or None
 
     return parse
@@ -92,18 +94,47 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--topology", dict(default=None, metavar="NAME|PATH", help="topology (default: the kernel's)")),
     ("--set", dict(dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")),
     ("--json", dict(action="store_true", help="print one JSON object")),
-    ("--explain", dict(action="store_true",
-                       help="attribute every ns of the latency along the critical path (by cause, component kind, component)")),
-    ("--timing", dict(choices=("fast", "oracle"), default="fast",
-                      help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)")),
+    (
+        "--explain",
+        dict(action="store_true", help="attribute every ns of the latency along the critical path (by cause, component kind, component)"),
+    ),
+    (
+        "--timing",
+        dict(
+            choices=("fast", "oracle"),
+            default="fast",
+            help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)",
+        ),
+    ),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
     ("--perfetto", dict(metavar="FILE", help="export Chrome/Perfetto trace JSON")),
-    ("--max-commands-per-pe", dict(type=_limit(int, "commands"), default=DEFAULT_MAX_COMMANDS_PER_PE, metavar="N",
-                                   help=f"stop a PE's kernel after N commands (default {DEFAULT_MAX_COMMANDS_PER_PE:,}; 0: no limit)")),
-    ("--max-sim-ns", dict(type=_limit(float, "ns"), default=DEFAULT_MAX_SIM_NS, metavar="NS",
-                          help=f"stop the run past this simulated time (default {DEFAULT_MAX_SIM_NS:g} ns; 0: no limit)")),
-    ("--max-wall-s", dict(type=_limit(float, "seconds"), default=DEFAULT_MAX_WALL_S, metavar="S",
-                          help=f"stop the run after this wall time (default {DEFAULT_MAX_WALL_S:g} s; 0: no limit)")),
+    (
+        "--max-commands-per-pe",
+        dict(
+            type=_limit(int, "commands"),
+            default=DEFAULT_MAX_COMMANDS_PER_PE,
+            metavar="N",
+            help=f"stop a PE's kernel after N commands (default {DEFAULT_MAX_COMMANDS_PER_PE:,}; 0: no limit)",
+        ),
+    ),
+    (
+        "--max-sim-ns",
+        dict(
+            type=_limit(float, "ns"),
+            default=DEFAULT_MAX_SIM_NS,
+            metavar="NS",
+            help=f"stop the run past this simulated time (default {DEFAULT_MAX_SIM_NS:g} ns; 0: no limit)",
+        ),
+    ),
+    (
+        "--max-wall-s",
+        dict(
+            type=_limit(float, "seconds"),
+            default=DEFAULT_MAX_WALL_S,
+            metavar="S",
+            help=f"stop the run after this wall time (default {DEFAULT_MAX_WALL_S:g} s; 0: no limit)",
+        ),
+    ),
 )
 
 
@@ -177,7 +208,9 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     return spec, ns, rt, prepared, params
 
 
-def report(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: registry.Params) -> dict[str, Any]:
+def report(
+    spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: registry.Params
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kernel": spec.name,
         "topology": rt.graph.name,
@@ -199,8 +232,20 @@ def run(args: argparse.Namespace) -> int:
     if args.list or not args.kernel:
         table = registry.kernels()
         if args.json:
-            print(to_json([{"name": n, "description": k.description, "default_topology": k.default_topology,
-                            "options": {p.name: p.default for p in k.params}} for n, k in table.items()], indent=2))
+            print(
+                to_json(
+                    [
+                        {
+                            "name": n,
+                            "description": k.description,
+                            "default_topology": k.default_topology,
+                            "options": {p.name: p.default for p in k.params},
+                        }
+                        for n, k in table.items()
+                    ],
+                    indent=2,
+                )
+            )
         else:
             for name, spec in table.items():
                 print(f"{name}\t{spec.description}")
@@ -237,7 +282,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _meta(spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, params: registry.Params, end_ns: float | None) -> TraceMetadata:
+def _meta(
+    spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, params: registry.Params, end_ns: float | None
+) -> TraceMetadata:
     from kernbench.events.tracefile import TraceMetadata
 
     extra: dict[str, Any] = {"params": params}
@@ -284,7 +331,24 @@ def print_report(data: dict[str, Any], result: RunResult) -> None:
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
     console.print(f"max |err| vs numpy {data['max_abs_err']:.3g}")
-    extra = {k: v for k, v in data.items() if k not in {"kernel", "topology", "variant", "params", "latency_ns", "engine_util_pct", "dispatch_cycles", "commands", "pes", "max_abs_err", "attribution"}}
+    extra = {
+        k: v
+        for k, v in data.items()
+        if k
+        not in {
+            "kernel",
+            "topology",
+            "variant",
+            "params",
+            "latency_ns",
+            "engine_util_pct",
+            "dispatch_cycles",
+            "commands",
+            "pes",
+            "max_abs_err",
+            "attribution",
+        }
+    }
     for k, v in extra.items():
         console.print(f"{k:<18} {v}")
     t = Table(box=box.SIMPLE_HEAD, title="engines (all PEs)", title_justify="left")
@@ -313,6 +377,12 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return TraceMetadata(kernel=spec.name, topology=rt.graph.name, variant=prepared.variant, end_ns=result.latency_ns, extra={"params": params, "latency_ns": result.latency_ns})
+        return TraceMetadata(
+            kernel=spec.name,
+            topology=rt.graph.name,
+            variant=prepared.variant,
+            end_ns=result.latency_ns,
+            extra={"params": params, "latency_ns": result.latency_ns},
+        )
 
     return fn, meta

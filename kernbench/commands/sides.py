@@ -71,7 +71,7 @@ def parse_side(text: str) -> Side:
     except ValueError as exc:  # an unclosed quote
         raise SideError(f"{text!r}: {exc}") from None
     if not words:
-        raise SideError("an empty side: give a .kbtrace file or a kernel with its options, e.g. \"gqa-decode --variant opt3\"")
+        raise SideError('an empty side: give a .kbtrace file or a kernel with its options, e.g. "gqa-decode --variant opt3"')
     if len(words) == 1 and (words[0].endswith(TRACE_SUFFIX) or os.sep in words[0] or "/" in words[0]):
         return TraceSide(words[0])
     return RunSide(tuple(words))

@@ -78,11 +78,28 @@ def usable_cpus() -> int:
 SWEEP_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--grid", dict(action="append", default=[], metavar="KEY=V1,V2,…", help="a swept key and its values (repeatable; see below)")),
     *((flag, kwargs) for flag, kwargs in COMMON_OPTIONS if flag in _KEEP),
-    ("--jobs", dict(type=_jobs, default=None, metavar="N", help="worker processes (default: the CPUs this process may use; 1: in this process)")),
-    ("--scheduler", dict(default=None, metavar="ADDRESS", help="run the points on the Dask cluster of this scheduler (tcp://host:8786; pip install 'kernbench[dask]')")),
+    (
+        "--jobs",
+        dict(type=_jobs, default=None, metavar="N", help="worker processes (default: the CPUs this process may use; 1: in this process)"),
+    ),
+    (
+        "--scheduler",
+        dict(
+            default=None,
+            metavar="ADDRESS",
+            help="run the points on the Dask cluster of this scheduler (tcp://host:8786; pip install 'kernbench[dask]')",
+        ),
+    ),
     ("--out", dict(default=None, metavar="FILE.csv|FILE.json", help="write every point's metrics, one row per point")),
     ("--json", dict(action="store_true", help="print the rows as a JSON list instead of a table")),
-    ("--plot", dict(default=None, metavar="METRIC:KEY", help="draw METRIC (latency_ns, …) against the swept KEY, one line per value of the other keys")),
+    (
+        "--plot",
+        dict(
+            default=None,
+            metavar="METRIC:KEY",
+            help="draw METRIC (latency_ns, …) against the swept KEY, one line per value of the other keys",
+        ),
+    ),
     ("--no-cache", dict(action="store_true", help="simulate every point (and do not store the results)")),
     ("--cache-dir", dict(default=None, metavar="DIR", help="where results are cached (default: $XDG_CACHE_HOME/kernbench/sweep)")),
 )
@@ -106,16 +123,27 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
     """The sweep's options and the kernel's; a kernel option left out is absent from the namespace."""
-    p = OptionParser(prog=f"kernbench sweep {spec.name}", description=spec.description, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p = OptionParser(
+        prog=f"kernbench sweep {spec.name}",
+        description=spec.description,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
     for flag, kwargs in SWEEP_OPTIONS:
         p.add_argument(flag, **kwargs)
     ours = {flag for flag, _ in SWEEP_OPTIONS}
     for prm in spec.params:
         if prm.flag in ours:  # allreduce's --grid: set it with a one-value --grid grid=3x2
             continue
-        p.add_argument(prm.flag, dest=prm.name, type=prm.type, choices=prm.choices, default=argparse.SUPPRESS,
-                       help=f"{prm.help} (default: {prm.default})")
+        p.add_argument(
+            prm.flag,
+            dest=prm.name,
+            type=prm.type,
+            choices=prm.choices,
+            default=argparse.SUPPRESS,
+            help=f"{prm.help} (default: {prm.default})",
+        )
     return p
 
 
@@ -190,7 +218,9 @@ def _run_argv(ns: argparse.Namespace, fixed: dict[str, Any]) -> list[str]:
     return _as_argv(ns, common) + [arg for name, value in fixed.items() for arg in ("--" + name.replace("_", "-"), str(value))]
 
 
-def run_points(spec: registry.KernelSpec, points: Sequence[Point], cache: result_cache.ResultCache, *, jobs: int, scheduler: str | None) -> list[Outcome]:
+def run_points(
+    spec: registry.KernelSpec, points: Sequence[Point], cache: result_cache.ResultCache, *, jobs: int, scheduler: str | None
+) -> list[Outcome]:
     """Every point's outcome in grid order: rejected ones and cache hits at once, the others simulated."""
     outcomes: list[Outcome | None] = [None] * len(points)
     keys: dict[int, str] = {}

@@ -32,8 +32,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sub = p.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="summarize a topology: counts, bandwidths, an example route")
     show.add_argument("topology", nargs="?", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
-    show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)")
-    show.add_argument("--route", nargs=2, metavar=("SRC", "DST"), help="node ids of the example route (default: first PE's DMA to the last HBM slice)")
+    show.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)"
+    )
+    show.add_argument(
+        "--route", nargs=2, metavar=("SRC", "DST"), help="node ids of the example route (default: first PE's DMA to the last HBM slice)"
+    )
     show.add_argument("--json", action="store_true", help="print one JSON object")
     listing = sub.add_parser("list", help="list the named topologies")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
@@ -86,8 +90,17 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[s
         doc["example_route"] = {
             "src": ends[0],
             "dst": ends[1],
-            "hops": [{"edge": h.edge.id, "kind": h.edge.kind, "bw_gbps": h.edge.bw_gbps, "prop_ns": h.prop_ns,
-                      "flit_ns": h.flit_ns, "next_overhead_ns": h.next_overhead_ns} for h in route.hops],
+            "hops": [
+                {
+                    "edge": h.edge.id,
+                    "kind": h.edge.kind,
+                    "bw_gbps": h.edge.bw_gbps,
+                    "prop_ns": h.prop_ns,
+                    "flit_ns": h.flit_ns,
+                    "next_overhead_ns": h.next_overhead_ns,
+                }
+                for h in route.hops
+            ],
             "header_ns": route.header_ns,
             "bottleneck_gbps": route.bottleneck_gbps,
         }
@@ -193,11 +206,16 @@ def _facts(graph: Graph) -> Table:
         t.add_row(f"{kind} bisection (UCIe)", f"{_gbps(bw)} per direction ({links} links across the {name} mid-plane{note})")
     else:
         t.add_row("mesh bisection (UCIe)", "one CUBE per SIP: no UCIe links")
-    ring = [e for e in graph.edges if e.kind == "pcie" and graph.nodes[e.src].kind == "io_chiplet" and graph.nodes[e.dst].kind == "io_chiplet"]
+    ring = [
+        e for e in graph.edges if e.kind == "pcie" and graph.nodes[e.src].kind == "io_chiplet" and graph.nodes[e.dst].kind == "io_chiplet"
+    ]
     if ring:
         pairs = len({tuple(sorted((e.src, e.dst))) for e in ring})
         cut = 1 if pairs == 1 else 2
-        t.add_row("SIP ring (PCIe)", f"{sips} SIPs, {pairs} link(s) of {_gbps(ring[0].bw_gbps)} per direction; ring bisection {_gbps(cut * ring[0].bw_gbps)} per direction")
+        t.add_row(
+            "SIP ring (PCIe)",
+            f"{sips} SIPs, {pairs} link(s) of {_gbps(ring[0].bw_gbps)} per direction; ring bisection {_gbps(cut * ring[0].bw_gbps)} per direction",
+        )
     else:
         t.add_row("SIP ring (PCIe)", "one SIP: no ring")
     if "host" in graph.nodes:
@@ -209,7 +227,10 @@ def _facts(graph: Graph) -> Table:
         port = min(e.bw_gbps for e in graph.edges if e.src == slices[0].id and e.kind == "hbm_port")
         per_cube = per_slice * len(slices) / len(cubes)
         ch_per_cube = a["channels"] * len(slices) // len(cubes)
-        t.add_row("HBM per PE (slice)", f"{a['channels']} pseudo-channels × {_gbps(a['channel_bw_gbps'])} = {_gbps(per_slice)}; slice port {_gbps(port)}")
+        t.add_row(
+            "HBM per PE (slice)",
+            f"{a['channels']} pseudo-channels × {_gbps(a['channel_bw_gbps'])} = {_gbps(per_slice)}; slice port {_gbps(port)}",
+        )
         t.add_row("HBM per CUBE", f"{len(slices) // len(cubes)} slices, {ch_per_cube} pseudo-channels, {_gbps(per_cube)}")
         t.add_row("HBM system", f"{len(cubes)} CUBE(s), {_gbps(per_cube * len(cubes))}")
     sram = graph.nodes_of_kind("sram")
@@ -229,7 +250,13 @@ def _default_route(graph: Graph) -> tuple[str, str] | None:
 def _route_table(graph: Graph, route: Route) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("#", "right"), ("edge", "left"), ("kind", "left"), ("bw GB/s", "right"), ("prop ns", "right"), ("flit ns", "right"), ("next node overhead ns", "right"),
+        ("#", "right"),
+        ("edge", "left"),
+        ("kind", "left"),
+        ("bw GB/s", "right"),
+        ("prop ns", "right"),
+        ("flit ns", "right"),
+        ("next node overhead ns", "right"),
     )
     for col, just in columns:
         t.add_column(col, justify=just)

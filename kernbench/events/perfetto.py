@@ -147,7 +147,12 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
         label = store.strings[cols["label"][row]]
         if kind == EventKind.QUEUE_DEPTH:  # the last sample of a whole nanosecond wins
             counters[(cols["component"][row], start[row])] = {
-                "ph": "C", "name": comp, "cat": "fifo", "ts": _us(start[row]), "pid": pid, "tid": tid,
+                "ph": "C",
+                "name": comp,
+                "cat": "fifo",
+                "ts": _us(start[row]),
+                "pid": pid,
+                "tid": tid,
                 "args": {"depth_flits": cols["value"][row]},
             }
             continue
@@ -160,13 +165,24 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
             args["label"] = label
         name = label or kind.name.lower()
         if row in track:
-            events.append({"ph": "X", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]),
-                           "dur": _us(end[row] - start[row]), "pid": pid, "tid": tid, "args": args})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "cat": kind.name.lower(),
+                    "ts": _us(start[row]),
+                    "dur": _us(end[row] - start[row]),
+                    "pid": pid,
+                    "tid": tid,
+                    "args": args,
+                }
+            )
             if kind == EventKind.EDGE_BUSY and cols["corr_id"][row] >= 0:
                 hops.setdefault(cols["corr_id"][row], []).append((start[row], pid, tid))
         else:
-            events.append({"ph": "i", "s": "t", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]),
-                           "pid": pid, "tid": tid, "args": args})
+            events.append(
+                {"ph": "i", "s": "t", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]), "pid": pid, "tid": tid, "args": args}
+            )
     events.extend(counters.values())
     for corr in sorted(hops):
         chain = hops[corr]
@@ -180,8 +196,13 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
             events.append(flow)
     other: dict[str, Any] = {"generator": "kernbench"}  # JSON values
     if metadata is not None:
-        other.update(kernel=metadata.kernel, topology=metadata.topology, variant=metadata.variant,
-                     end_ns=metadata.end_ns, **{f"extra.{k}": v for k, v in sorted(metadata.extra.items())})
+        other.update(
+            kernel=metadata.kernel,
+            topology=metadata.topology,
+            variant=metadata.variant,
+            end_ns=metadata.end_ns,
+            **{f"extra.{k}": v for k, v in sorted(metadata.extra.items())},
+        )
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
 

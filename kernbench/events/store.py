@@ -188,9 +188,7 @@ class EventStore:
         return store
 
     @classmethod
-    def from_columns(
-        cls, columns: dict[str, np.ndarray], components: Sequence[str], strings: Sequence[str]
-    ) -> EventStore:
+    def from_columns(cls, columns: dict[str, np.ndarray], components: Sequence[str], strings: Sequence[str]) -> EventStore:
         """Rebuild from saved columns (as written by :meth:`columns`)."""
         store = cls()
         store.components = list(components)

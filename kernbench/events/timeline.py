@@ -199,11 +199,7 @@ class TimelineModel:
 
     def _span_keys(self, lane: str, kinds: Iterable[int] | None) -> list[int]:
         wanted = None if kinds is None else {int(k) for k in kinds}
-        return [
-            k
-            for k in self._keys(lane=lane)
-            if is_span_kind(k % N_KINDS) and (wanted is None or k % N_KINDS in wanted)
-        ]
+        return [k for k in self._keys(lane=lane) if is_span_kind(k % N_KINDS) and (wanted is None or k % N_KINDS in wanted)]
 
     def _count_le(self, t: float) -> int:
         return int(np.searchsorted(self.store.col("t_ns"), t, side="right"))
@@ -236,9 +232,7 @@ class TimelineModel:
         rows = [r for k in self._span_keys(lane, kinds) for r in self._active_rows(k, t_ns)]
         return self.store.events(sorted(rows))
 
-    def spans_in(
-        self, lane: str, t0: float, t1: float, kinds: Iterable[int] | None = None
-    ) -> np.ndarray:
+    def spans_in(self, lane: str, t0: float, t1: float, kinds: Iterable[int] | None = None) -> np.ndarray:
         """Rows of ``lane``'s spans in the window ``[t0, t1)``, sorted."""
         parts = []
         for key in self._span_keys(lane, kinds):
@@ -281,9 +275,7 @@ class TimelineModel:
         e = np.clip(self.store.col("end_ns")[rows], t0, t1)
         return _union_length(s, e) / (t1 - t0)
 
-    def lane_cells(
-        self, lane: str, t0: float, t1: float, n: int, kinds: Iterable[int] | None = None
-    ) -> LaneCells:
+    def lane_cells(self, lane: str, t0: float, t1: float, n: int, kinds: Iterable[int] | None = None) -> LaneCells:
         """Sample ``lane`` into ``n`` cells for drawing (O(spans in window))."""
         busy = np.zeros(n, dtype=np.float64)
         count = np.zeros(n, dtype=np.int64)
@@ -668,11 +660,7 @@ class TimelineModel:
             if kind_ok is not None:
                 mask &= kind_ok[store.col("kind")[lo:hi]]
             if comp_ok is not None and str_ok is not None:  # (set together)
-                mask &= (
-                    comp_ok[store.col("component")[lo:hi]]
-                    | str_ok[store.col("label")[lo:hi]]
-                    | str_ok[store.col("detail")[lo:hi]]
-                )
+                mask &= comp_ok[store.col("component")[lo:hi]] | str_ok[store.col("label")[lo:hi]] | str_ok[store.col("detail")[lo:hi]]
             return np.flatnonzero(mask) + lo
 
         g = self._count_lt(t_ns)

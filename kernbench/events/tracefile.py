@@ -167,8 +167,10 @@ def _read_header(header: bytes, fail: _Fail) -> tuple[TraceMetadata, list[str], 
     if not isinstance(head, dict) or not {"metadata", "components", "strings", "n_events"} <= set(head):
         raise fail("corrupt: the header lacks metadata, components, strings or n_events")
     meta, components, strings, n_events = head["metadata"], head["components"], head["strings"], head["n_events"]
-    if not isinstance(meta, dict) or set(meta) - set(_META_TYPES) or not all(
-        isinstance(meta[k], t) and not isinstance(meta[k], bool) for k, t in _META_TYPES.items() if k in meta
+    if (
+        not isinstance(meta, dict)
+        or set(meta) - set(_META_TYPES)
+        or not all(isinstance(meta[k], t) and not isinstance(meta[k], bool) for k, t in _META_TYPES.items() if k in meta)
     ):
         raise fail("corrupt: malformed metadata in the header")
     if "end_ns" in meta and not math.isfinite(meta["end_ns"]):

@@ -29,7 +29,9 @@ from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, regi
 from kernbench.runtime.api import Runtime
 
 
-def gemm_primitive(a_chunks: list[Callable[[int], Ptr | HbmTensor]], b_copies: list[HbmTensor], c_blocks: list[HbmTensor], tile_k: int) -> None:
+def gemm_primitive(
+    a_chunks: list[Callable[[int], Ptr | HbmTensor]], b_copies: list[HbmTensor], c_blocks: list[HbmTensor], tile_k: int
+) -> None:
     """Rows of C for this program: lazy chunked loads, dot, running add.
 
     ``a_chunks[me](i)`` is the region of A's K-chunk ``i`` (in either layout).
@@ -73,7 +75,9 @@ _PARAMS = (
     Param("k", int, 512, "inner dimension", low=1, high=MAX_DIM),
     Param("tile_k", int, 128, "K-chunk per load (primitive form)", low=1, high=MAX_DIM),
     Param("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
-    Param("layout", str, "tiled", "A's K-chunks in HBM (primitive form): tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")),
+    Param(
+        "layout", str, "tiled", "A's K-chunks in HBM (primitive form): tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")
+    ),
     Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
 

@@ -322,7 +322,9 @@ def setup(rt: Runtime, p: Params, extra_ops: int = 0) -> Prepared:
                 kts.append(KTiles(naive=kt))
                 k_parts[h].append([kt.array])
             else:
-                tiles = {t0: rt.deploy(random_f16(rng, (d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)}
+                tiles = {
+                    t0: rt.deploy(random_f16(rng, (d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)
+                }
                 kts.append(KTiles(tiles=tiles))
                 k_parts[h].append([t.array for t in tiles.values()])
             v = rt.deploy(random_f16(rng, (b - a, d)), pe=pe, name=f"V{h}.{r}", copy=False)

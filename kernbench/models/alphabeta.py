@@ -159,7 +159,9 @@ def _ring_sends(pr: Problem, ring: Ring, segments: list[int]) -> tuple[int, int]
     return msgs, flits
 
 
-def _ring_phase(pr: Problem, name: str, rings: list[tuple[int, ...]], lo_hi: Callable[[int], tuple[int, int]], sends: Callable[[int, int], list[int]]) -> Phase:
+def _ring_phase(
+    pr: Problem, name: str, rings: list[tuple[int, ...]], lo_hi: Callable[[int], tuple[int, int]], sends: Callable[[int, int], list[int]]
+) -> Phase:
     """A phase on one or more rings at once; the busiest member's channel decides."""
     pairs: list[tuple[str, str]] = []
     worst = (0, 0)

@@ -125,9 +125,16 @@ class Engines:
     def of(cls, graph: Graph, pe: str) -> Engines:
         a = graph.node(f"{pe}.cpu").attrs
         return cls(
-            a["clock_freq_ghz"], a["gemm_tflops"] * 1e3, a["gemm_pipeline_cycles"] / a["clock_freq_ghz"],
-            a["math_elems_per_cycle"], a["math_pipeline_cycles"], a["tcm_bw_gbps"], a["cpu_overhead_ns"],
-            a["sched_overhead_ns"], a["composite_tile_bytes"], DispatchCostModel.from_attrs(a),
+            a["clock_freq_ghz"],
+            a["gemm_tflops"] * 1e3,
+            a["gemm_pipeline_cycles"] / a["clock_freq_ghz"],
+            a["math_elems_per_cycle"],
+            a["math_pipeline_cycles"],
+            a["tcm_bw_gbps"],
+            a["cpu_overhead_ns"],
+            a["sched_overhead_ns"],
+            a["composite_tile_bytes"],
+            DispatchCostModel.from_attrs(a),
         )
 
     def gemm_ns(self, flops: float) -> float:
@@ -259,8 +266,6 @@ def _pes(graph: Graph, t: Tiling) -> tuple[str, str]:
     """The leader PE of the busiest worker and its last K-part peer (program order = PE order)."""
     pes = sorted((n.id[: -len(".cpu")] for n in graph.nodes_of_kind("pe_cpu")), key=pe_key)
     return pes[0], pes[t.ksplit - 1]
-
-
 
 
 MODELS = {"primitive": primitive_model, "composite": composite_model}

@@ -116,13 +116,7 @@ class MathCmd(PeCommand):
     @cached_property
     def logical_bytes(self) -> int:
         return (
-            FRAMING
-            + OPCODE
-            + TUPLE_LEN
-            + HANDLE * len(self.inputs)
-            + HANDLE
-            + TUPLE_LEN
-            + sum(extra_bytes(v) for v in self.extra.values())
+            FRAMING + OPCODE + TUPLE_LEN + HANDLE * len(self.inputs) + HANDLE + TUPLE_LEN + sum(extra_bytes(v) for v in self.extra.values())
         )
 
 
@@ -196,13 +190,7 @@ class CompositeCmd(PeCommand):
 
     @cached_property
     def logical_bytes(self) -> int:
-        return (
-            FRAMING
-            + TUPLE_LEN
-            + sum(op.logical_bytes for op in self.ops)
-            + TUPLE_LEN
-            + HANDLE * len(self.rw_handles)
-        )
+        return FRAMING + TUPLE_LEN + sum(op.logical_bytes for op in self.ops) + TUPLE_LEN + HANDLE * len(self.rw_handles)
 
 
 @dataclass(frozen=True, eq=False)

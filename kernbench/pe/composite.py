@@ -74,15 +74,17 @@ class Plan:
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
     # list comprehensions, not generators: this runs for every composite issued
-    key = tuple([
-        (
-            op.kind,
-            tuple([(r.shape, r.nbytes, r.space) for r in op.operands.values()]),
-            None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
-            tuple(sorted(op.extra.items())) if op.extra else (),
-        )
-        for op in ops
-    ])
+    key = tuple(
+        [
+            (
+                op.kind,
+                tuple([(r.shape, r.nbytes, r.space) for r in op.operands.values()]),
+                None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
+                tuple(sorted(op.extra.items())) if op.extra else (),
+            )
+            for op in ops
+        ]
+    )
     cache = pe.composite_plans
     try:
         hit = cache.get(key)
@@ -296,6 +298,7 @@ class CompositeRun:
         env = self.env
         while i < self.n_tiles:
             if self.streamed and not self.tile_read[i].processed:
+
                 def resume(_e: simpy.Event, i: int = i) -> None:
                     self._tile_in(i)
 
@@ -332,6 +335,7 @@ class CompositeRun:
         writes = self.writes
         while w < len(writes):
             if not writes[w].processed:
+
                 def next_write(_e: simpy.Event, w: int = w) -> None:
                     self._await_writes(w + 1)
 

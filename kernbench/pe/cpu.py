@@ -125,7 +125,9 @@ class PeCpu:
         try:
             return self.next_request(response)
         except WallTimeExceeded:
-            raise self._limit_error(f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error) from None
+            raise self._limit_error(
+                f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error
+            ) from None
         except CompositeCapError as exc:
             raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None
         except Exception as exc:  # the kernel's own error, with its line
@@ -136,7 +138,9 @@ class PeCpu:
         pe = self.pe
         dur = pe.cost.cycles_to_ns(cmd.cycles)
         if pe.bus.active:
-            self.last = pe.bus.emit(self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last)
+            self.last = pe.bus.emit(
+                self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last
+            )
         self._log(cmd, cmd.cycles)
         pe.cpu_busy_ns += dur
         self.t += dur
@@ -155,8 +159,15 @@ class PeCpu:
         bus = pe.bus
         if bus.active:
             self.last = bus.emit(
-                t, EventKind.DISPATCH, self.lane, end_ns=t + dur, corr_id=corr, label=cmd.name, value=cycles,
-                detail=str(cmd.logical_bytes), pred=self.last,
+                t,
+                EventKind.DISPATCH,
+                self.lane,
+                end_ns=t + dur,
+                corr_id=corr,
+                label=cmd.name,
+                value=cycles,
+                detail=str(cmd.logical_bytes),
+                pred=self.last,
             )
         self._log(cmd, cycles)
         self.dispatch_cycles += cycles
@@ -192,7 +203,13 @@ class PeCpu:
             pe.cpu_stall_ns += self.t - t0
             if pe.bus.active:
                 self.last = pe.bus.emit(
-                    t0, EventKind.STALL, self.lane, end_ns=self.t, corr_id=corr, label=reason.value, detail=ref.name,
+                    t0,
+                    EventKind.STALL,
+                    self.lane,
+                    end_ns=self.t,
+                    corr_id=corr,
+                    label=reason.value,
+                    detail=ref.name,
                     pred=pe.ready_seq.get(ref.id, -1),
                 )
         if pe.bus.active and reason is StallReason.LAZY_LOAD:
@@ -227,8 +244,7 @@ class PeCpu:
     def _limit_error(self, what: str, flag: str, where: Callable[..., str] | None = None) -> RunLimitError:
         at = where(sys.exc_info()[1]) if where is not None else self.locate()
         return RunLimitError(
-            f"{self.pe.pe_id} (program {self.pe.program_id}) {what}; the run was stopped "
-            f"(raise it with {flag} or RunLimits){at}"
+            f"{self.pe.pe_id} (program {self.pe.program_id}) {what}; the run was stopped (raise it with {flag} or RunLimits){at}"
         )
 
     def _catch_up(self) -> ProcessGenerator:
@@ -255,8 +271,13 @@ class PeCpu:
         self.pe.cpu_stall_ns += self.t - t0
         if self.pe.bus.active and self.t > t0:
             self.last = self.pe.bus.emit(
-                t0, EventKind.STALL, self.lane, end_ns=self.t, label=StallReason.QUEUE_FULL.value,
-                detail=f"oldest of {self.pe.queue_depth} in-flight commands", pred=self.pe.done_seq.get(oldest_corr, -1),
+                t0,
+                EventKind.STALL,
+                self.lane,
+                end_ns=self.t,
+                label=StallReason.QUEUE_FULL.value,
+                detail=f"oldest of {self.pe.queue_depth} in-flight commands",
+                pred=self.pe.done_seq.get(oldest_corr, -1),
             )
 
     def _log(self, cmd: PeCommand, cycles: float) -> None:

@@ -52,7 +52,9 @@ class Lane:
         if self.bus.active:
             cause = pred if earliest_ns >= free else self.last
             if service_ns > 0:
-                cause = self.bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=cause)
+                cause = self.bus.emit(
+                    start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=cause
+                )
             self.last = cause
         return start, end
 
@@ -86,7 +88,9 @@ class Channel:
         bus = self.bus
         if not bus.active:
             return -1
-        seq = self.last = bus.emit(start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=pred)
+        seq = self.last = bus.emit(
+            start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=pred
+        )
         for p in parts:
             bus.emit(p.start, EventKind.TRANSIT, p.component, end_ns=p.end, corr_id=corr_id, label=p.cause, value=p.behind, pred=seq)
         return seq

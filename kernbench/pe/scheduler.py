@@ -194,7 +194,9 @@ class Scheduler:
 
     # --- single-op compute ------------------------------------------------
 
-    def _stages(self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int) -> tuple[float, int]:
+    def _stages(
+        self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
+    ) -> tuple[float, int]:
         pe = self.pe
         _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr, pred=pred)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
@@ -206,7 +208,10 @@ class Scheduler:
         service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)
         in_bytes = cmd.a.nbytes + cmd.b.nbytes
         return self._after_inputs(
-            (cmd.a, cmd.b), arrive, corr, (cmd.out,),
+            (cmd.a, cmd.b),
+            arrive,
+            corr,
+            (cmd.out,),
             lambda t, pred: self._stages(t, pred, in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
         )
 
@@ -216,7 +221,10 @@ class Scheduler:
         service = pe.math_ns(work)
         in_bytes = sum(r.nbytes for r in cmd.inputs)
         return self._after_inputs(
-            cmd.inputs, arrive, corr, (cmd.out,),
+            cmd.inputs,
+            arrive,
+            corr,
+            (cmd.out,),
             lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
         )
 
@@ -233,7 +241,14 @@ class Scheduler:
     # --- DMA --------------------------------------------------------------
 
     def _on_channel(
-        self, channel: Channel, inputs: Refs, arrive: float, transfer: Callable[[], simpy.Event], label: str, corr: int, size: int,
+        self,
+        channel: Channel,
+        inputs: Refs,
+        arrive: float,
+        transfer: Callable[[], simpy.Event],
+        label: str,
+        corr: int,
+        size: int,
         then: Callable[[int], None] | None = None,
     ) -> simpy.Event:
         """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
@@ -278,9 +293,13 @@ class Scheduler:
     def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
         done = self._on_channel(
-            pe.rd, (), arrive,
+            pe.rd,
+            (),
+            arrive,
             lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
-            "dma_read", corr, cmd.size_bytes,
+            "dma_read",
+            corr,
+            cmd.size_bytes,
             then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
         )
         pe.ready[cmd.dst.id] = done
@@ -290,9 +309,13 @@ class Scheduler:
     def _dma_write(self, cmd: DmaWriteCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
         return self._on_channel(
-            pe.wr, (cmd.src,), arrive,
+            pe.wr,
+            (cmd.src,),
+            arrive,
             lambda: pe.network.write(pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
-            "dma_write", corr, cmd.size_bytes,
+            "dma_write",
+            corr,
+            cmd.size_bytes,
         )
 
     # --- IPCQ -------------------------------------------------------------
@@ -301,9 +324,13 @@ class Scheduler:
         pe = self.pe
         dst = pe.fabric.pe_of_program(pe.launch_id, cmd.dst_pe)
         return self._on_channel(
-            pe.ipcq, (cmd.src,), arrive,
+            pe.ipcq,
+            (cmd.src,),
+            arrive,
             lambda: pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
-            f"send to {cmd.dst_pe}", corr, cmd.size_bytes,
+            f"send to {cmd.dst_pe}",
+            corr,
+            cmd.size_bytes,
             then=lambda seq: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload, seq),
         )
 

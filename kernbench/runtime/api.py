@@ -84,10 +84,7 @@ class RunResult:
         if self.latency_ns <= 0:
             return {e: 0.0 for e in ENGINES}
         n = len(self.pes)
-        return {
-            e: 100.0 * sum(b[e] for b in self.engine_busy_ns.values()) / (self.latency_ns * n)
-            for e in ENGINES
-        }
+        return {e: 100.0 * sum(b[e] for b in self.engine_busy_ns.values()) / (self.latency_ns * n) for e in ENGINES}
 
 
 class Runtime:
@@ -190,8 +187,14 @@ class Runtime:
             raise ValueError("a PE appears twice in one launch")
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
-    def run(self, *, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None,
-            progress: Callable[[float, int], None] | None = None) -> RunResult:
+    def run(
+        self,
+        *,
+        record: bool = False,
+        bus: Bus | None = None,
+        limits: RunLimits | None = None,
+        progress: Callable[[float, int], None] | None = None,
+    ) -> RunResult:
         """Run every launched kernel to completion; ``record`` keeps the event stream.
 
         ``limits`` stop a runaway run with a :class:`RunLimitError`; on any
@@ -207,7 +210,15 @@ class Runtime:
         limits = limits or RunLimits()
         return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress)
 
-    def replay(self, result: RunResult, *, overrides: Sequence[str] | None = None, record: bool = False, bus: Bus | None = None, limits: RunLimits | None = None) -> RunResult:
+    def replay(
+        self,
+        result: RunResult,
+        *,
+        overrides: Sequence[str] | None = None,
+        record: bool = False,
+        bus: Bus | None = None,
+        limits: RunLimits | None = None,
+    ) -> RunResult:
         """Re-time ``result``'s command logs without running kernel code.
 
         With ``overrides`` (``--set``-style) the commands are re-timed on a
@@ -224,7 +235,9 @@ def _check_kernel(kernel: Any) -> None:
         raise TypeError(f"a kernel must be a function, got {type(kernel).__name__}")
     fn = _unwrap(kernel)
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
-        raise TypeError(f"kernel {getattr(fn, '__name__', fn)!r} is a generator or async function; a kernel is a plain function (drop the yield/async)")
+        raise TypeError(
+            f"kernel {getattr(fn, '__name__', fn)!r} is a generator or async function; a kernel is a plain function (drop the yield/async)"
+        )
 
 
 def _unwrap(kernel: Any) -> Any:
@@ -291,7 +304,10 @@ def _live_programs(launches: list[Launch], limits: RunLimits) -> list[_Program]:
         pe.ctx = ctx
         g = kernel_greenlet(functools.partial(_call_kernel, launch), ctx)
         cpu = PeCpu(
-            pe, _live_requests(g, ctx), lambda exc: kernel_location(exc, kfile), limits,
+            pe,
+            _live_requests(g, ctx),
+            lambda exc: kernel_location(exc, kfile),
+            limits,
             lambda: kernel_frame_location(g.gr_frame, kfile),
         )
         return cpu, ctx
@@ -313,8 +329,15 @@ def _replayed_programs(logs: dict[str, CommandLog], limits: RunLimits) -> list[_
     return [_Program(pid, log.program_id, log.launch, functools.partial(start, log), log) for pid, log in logs.items()]
 
 
-def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, bus: Bus | None, limits: RunLimits,
-              progress: Callable[[float, int], None] | None = None) -> RunResult:
+def _simulate(
+    graph: Graph,
+    mode: Mode,
+    programs: list[_Program],
+    record: bool,
+    bus: Bus | None,
+    limits: RunLimits,
+    progress: Callable[[float, int], None] | None = None,
+) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     env = simpy.Environment()
     bus = bus if bus is not None else Bus()
@@ -338,7 +361,9 @@ def _simulate(graph: Graph, mode: Mode, programs: list[_Program], record: bool, 
     return _result(env, programs, pes, cpus, contexts, recorder)
 
 
-def _place(programs: list[_Program], env: simpy.Environment, graph: Graph, network: Network, bus: Bus, fabric: IpcqFabric) -> dict[str, ProcessingElement]:
+def _place(
+    programs: list[_Program], env: simpy.Environment, graph: Graph, network: Network, bus: Bus, fabric: IpcqFabric
+) -> dict[str, ProcessingElement]:
     """One ProcessingElement per program, registered with the IPCQ fabric by (launch, program)."""
     pes: dict[str, ProcessingElement] = {}
     for prog in programs:
@@ -408,10 +433,13 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
     except KeyboardInterrupt as exc:
         raise Interrupted(env.now, getattr(exc, "signum", 2)) from None
     except WallTimeExceeded:
-        raise _kept(RunLimitError(
-            f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
-            "while the engine was busy (raise it with --max-wall-s or RunLimits)"
-        ), recorder) from None
+        raise _kept(
+            RunLimitError(
+                f"the run passed the wall-time limit of {limits.max_wall_s:g} s at t={env.now:,.3f} ns "
+                "while the engine was busy (raise it with --max-wall-s or RunLimits)"
+            ),
+            recorder,
+        ) from None
 
 
 PROGRESS_EVERY_S = 0.2

@@ -308,7 +308,7 @@ class Fifo:
         dep[order] = lindley(arr[order], self.s, v0)
         start = 0
         for (p, k), n in zip(members, lens, strict=True):
-            mine = dep[start:start + n]
+            mine = dep[start : start + n]
             start += n
             p.shared = True
             old = p.out

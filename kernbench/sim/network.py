@@ -119,8 +119,7 @@ class Network:
             a = node.attrs
             if a["burst_bytes"] != self.flit_bytes:
                 raise RouteError(
-                    f"{node_id}: burst_bytes {a['burst_bytes']} must equal flit_bytes {self.flit_bytes} "
-                    "(one flit carries one burst)"
+                    f"{node_id}: burst_bytes {a['burst_bytes']} must equal flit_bytes {self.flit_bytes} (one flit carries one burst)"
                 )
             base = a.get("slice", 0) * a["channels"]
             mem = ChannelArray(node_id, base, a["channels"], a["burst_bytes"], a["channel_bw_gbps"], self.explain)
@@ -198,8 +197,7 @@ class Network:
             return Region.contiguous(offset, size_bytes)
         if stride_bytes <= 0 or stride_bytes % mem.burst_bytes:
             raise ValueError(
-                f"stride_bytes={stride_bytes} must be a positive multiple of the "
-                f"{mem.burst_bytes} B burst (one flit carries one burst)"
+                f"stride_bytes={stride_bytes} must be a positive multiple of the {mem.burst_bytes} B burst (one flit carries one burst)"
             )
         n = -(-size_bytes // mem.burst_bytes)
         return Region.strided(offset - offset % mem.burst_bytes, mem.burst_bytes, stride_bytes, n)
@@ -239,7 +237,9 @@ class Network:
             self._closed.add(tr.seq)
         if self.bus.active:
             tr.publish()
-            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}")
+            self.bus.emit(
+                now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}"
+            )
         tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
 
 
@@ -266,8 +266,18 @@ class _Transfer:
     )
 
     def __init__(
-        self, net: Network, op: str, kind: str, src: str, dst: str, region: Region, corr: int, seq: int,
-        done: simpy.Event, there: Route, back: Route,
+        self,
+        net: Network,
+        op: str,
+        kind: str,
+        src: str,
+        dst: str,
+        region: Region,
+        corr: int,
+        seq: int,
+        done: simpy.Event,
+        there: Route,
+        back: Route,
     ):
         self.net = net
         self.there = there  # src -> dst
@@ -622,7 +632,9 @@ class _FastTransfer(_Transfer):
         mem = self.mem.node_id if self.mem is not None else ""
         for c in sorted(self.ch):
             q = self.ch[c]
-            bus.emit(q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n)
+            bus.emit(
+                q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n
+            )
 
 
 class _ControlPlan(NamedTuple):

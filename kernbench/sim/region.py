@@ -65,7 +65,7 @@ class Region:
         span = int((last - first).max()) + 1
         if span == 1:
             return np.unique(first)
-        ids = (first[:, None] + np.arange(span, dtype=np.int64)[None, :])
+        ids = first[:, None] + np.arange(span, dtype=np.int64)[None, :]
         ids = ids[ids <= last[:, None]]
         return np.unique(ids)
 

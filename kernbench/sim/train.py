@@ -154,6 +154,7 @@ class Train:
         k0, a, g, p, T = segs[lo - 1]
         k1 = segs[lo][0] if lo < len(segs) else self.n
         n = min(k1 - k0, _count_in(bound - a, g, p, T, inclusive))
+
         # the closed form divides; settle a flit right at the bound the way
         # ``at`` computes its time, so counting and reading times agree
         def passed(j: int) -> bool:
@@ -244,7 +245,14 @@ def _merge(segs: list[Segment]) -> list[Segment]:
             q0, qa, qg, qp, qT = out[-1]
             if qp == 1 and p == 1 and abs(qT - T) <= EPS and abs(qa + (k0 - q0) * qT - a) <= EPS:
                 continue
-            if qp == p and p > 1 and abs(qT - T) <= EPS and abs(qg - g) <= EPS and (k0 - q0) % p == 0 and abs(qa + (k0 - q0) // p * qT - a) <= EPS:
+            if (
+                qp == p
+                and p > 1
+                and abs(qT - T) <= EPS
+                and abs(qg - g) <= EPS
+                and (k0 - q0) % p == 0
+                and abs(qa + (k0 - q0) // p * qT - a) <= EPS
+            ):
                 continue
         out.append(sg)
     return out
@@ -330,6 +338,7 @@ def _serve(out: list[Segment], sg: Segment, k1: int, s: float, d: float) -> floa
         # groups come faster than the server drains them: busy from the first flit on
         out.append((k0, (a if a > d else d) + s, 0.0, 1, s))
         return _end(out, k1)
+
     # Unperturbed, each group leaves as it came, spaced by gg; a backlog d drains at
     # spacing s first. D(k) = max(d + (k−k0+1)·s, U(k)); the first term falls behind.
     def U(k: int) -> float:

@@ -179,7 +179,5 @@ def tiling_table(points: list[GemmPoint]) -> str:
     lines = [head, "─" * len(head)]
     for p in points:
         d = [p.sim.lead_in - p.model.lead_in, p.sim.gaps - p.model.gaps, p.sim.lead_out - p.model.lead_out]
-        lines.append(
-            f"{_tiling_label(p.params):<34} {p.tiles:>5}  {_eff(p)}  {p.bound:<10}  {d[0]:>9.1f} {d[1]:>8.1f} {d[2]:>10.1f}"
-        )
+        lines.append(f"{_tiling_label(p.params):<34} {p.tiles:>5}  {_eff(p)}  {p.bound:<10}  {d[0]:>9.1f} {d[1]:>8.1f} {d[2]:>10.1f}")
     return "\n".join(lines)

@@ -22,7 +22,11 @@ def allreduce_report() -> str:
     for pair in ar.PAIRS:
         label, mesh, torus, _pes, payloads = pair
         rows = list(ar.sweep([pair]))
-        out += ["", f"{label}: {mesh} vs {torus}, {rows[0][1].pes} PEs, {size_label(payloads[0])} … {size_label(payloads[-1])}", ar.table(rows)]
+        out += [
+            "",
+            f"{label}: {mesh} vs {torus}, {rows[0][1].pes} PEs, {size_label(payloads[0])} … {size_label(payloads[-1])}",
+            ar.table(rows),
+        ]
     return "\n".join(out)
 
 

@@ -74,7 +74,9 @@ class ResultCache:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise KernbenchError(f"--cache-dir {folder}: cannot create it: {exc.strerror or exc} (give another --cache-dir, or --no-cache)") from None
+                raise KernbenchError(
+                    f"--cache-dir {folder}: cannot create it: {exc.strerror or exc} (give another --cache-dir, or --no-cache)"
+                ) from None
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None

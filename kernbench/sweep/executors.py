@@ -98,7 +98,9 @@ def on_dask(work: Work, tasks: Sequence[Task], address: str) -> Iterator[Outcome
             except Exception as exc:  # the cluster lost the task (a worker died more often than allowed, …)
                 raise KernbenchError(f"--scheduler {address}: a point failed on the cluster: {type(exc).__name__}: {exc}") from None
             if outcome.code != mine:
-                raise KernbenchError(f"--scheduler {address}: a worker runs kernbench {outcome.code}, this client {mine}; install the same kernbench on the workers")
+                raise KernbenchError(
+                    f"--scheduler {address}: a worker runs kernbench {outcome.code}, this client {mine}; install the same kernbench on the workers"
+                )
             yield outcome
         finished = True
     finally:

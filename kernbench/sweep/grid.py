@@ -111,7 +111,9 @@ def reader(spec: KernelSpec, key: str, flag: str) -> tuple[str, Reader]:
     if isinstance(node, Field):
         return key, _field_reader(key, node)
     if node is not None:
-        raise KernbenchError(f"{flag}: {key} is a section of the topology, not a value; sweep one of its keys, e.g. {leaf_paths(node, key)[0]}")
+        raise KernbenchError(
+            f"{flag}: {key} is a section of the topology, not a value; sweep one of its keys, e.g. {leaf_paths(node, key)[0]}"
+        )
     guesses = suggest(key, [*params, TOPOLOGY_KEY, *leaf_paths()])[:3]
     hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
     raise KernbenchError(

@@ -56,8 +56,16 @@ def series(table: Sequence[dict[str, Any]], metric: str, key: str, swept: Sequen
     return lines
 
 
-def render(table: Sequence[dict[str, Any]], metric: str, key: str, swept: Sequence[str], *,
-           width: int = WIDTH, height: int = HEIGHT, color: bool = False) -> str:
+def render(
+    table: Sequence[dict[str, Any]],
+    metric: str,
+    key: str,
+    swept: Sequence[str],
+    *,
+    width: int = WIDTH,
+    height: int = HEIGHT,
+    color: bool = False,
+) -> str:
     """The plot as text, its legend (marker and label of each line) below it."""
     import plotext
 

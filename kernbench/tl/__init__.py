@@ -304,9 +304,7 @@ def _run_spec(op: OpSpec) -> None:
         try:
             r = np.broadcast_to(r, out.shape)
         except ValueError:
-            raise ValueError(
-                f"OpSpec {op.kind}: result shape {r.shape} does not fit out {out.name} {out.shape}"
-            ) from None
+            raise ValueError(f"OpSpec {op.kind}: result shape {r.shape} does not fit out {out.name} {out.shape}") from None
     if out.ref.space == "hbm":
         _ref_ptr(out).write(np.asarray(r).astype(out.dtype))
     else:

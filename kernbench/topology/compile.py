@@ -30,6 +30,7 @@ from kernbench.topology.spec import load_spec
 PE_ENGINES = ("cpu", "sched", "dma", "fs", "gemm", "math", "ipcq", "tcm")
 OPPOSITE = {"e": "w", "w": "e", "n": "s", "s": "n"}
 
+
 def load_topology(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> Graph:
     """Load, validate and compile a named topology or a YAML file."""
     return compile_spec(load_spec(name_or_path, overrides))
@@ -234,7 +235,8 @@ def _template_key(cube: Mapping[str, Any]) -> _TemplateKey:
     """A hashable form of the CUBE template, for the route cache."""
     routers = tuple(sorted((k, v["overhead_ns"]) for k, v in cube["routers"].items()))
     links = tuple(
-        (l["a"], l["b"], l["bw_gbps"], l["prop_ns"]) for l in cube["links"]  # noqa: E741
+        (l["a"], l["b"], l["bw_gbps"], l["prop_ns"])
+        for l in cube["links"]  # noqa: E741
     )
     return routers, links
 

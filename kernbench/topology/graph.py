@@ -93,17 +93,13 @@ class Graph:
         self.flit_bytes = flit_bytes
         self.spec = spec
         self.nodes: Mapping[str, Node] = MappingProxyType({n.id: n for n in nodes})
-        indexed = [
-            Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)
-        ]
+        indexed = [Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)]
         self.edges: tuple[Edge, ...] = tuple(indexed)
         self._edge_by_pair: dict[tuple[str, str], Edge] = {(e.src, e.dst): e for e in indexed}
         out: dict[str, list[str]] = {n.id: [] for n in nodes}
         for e in indexed:
             out[e.src].append(e.dst)
-        self.successors: Mapping[str, tuple[str, ...]] = MappingProxyType(
-            {k: tuple(sorted(v)) for k, v in out.items()}
-        )
+        self.successors: Mapping[str, tuple[str, ...]] = MappingProxyType({k: tuple(sorted(v)) for k, v in out.items()})
         self._router = router
         self._routes: dict[tuple[str, str], Route] = {}
 

@@ -156,9 +156,7 @@ def _validate(doc: Any, schema: Any, path: str, problems: list[str]) -> Any:
             return {}
         if len(doc) < schema.min_len:
             problems.append(f"{path}: needs at least {schema.min_len} entr(y/ies), got {len(doc)}")
-        return {
-            str(k): _validate(v, schema.value, join_path(path, k), problems) for k, v in doc.items()
-        }
+        return {str(k): _validate(v, schema.value, join_path(path, k), problems) for k, v in doc.items()}
     assert isinstance(schema, Field)
     value, problem = _coerce(doc, schema.kind)
     if problem:

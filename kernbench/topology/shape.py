@@ -99,14 +99,12 @@ class GridShape:
     def hops(self, c0: int, c1: int) -> int:
         """UCIe links crossed from CUBE ``c0`` to ``c1``."""
         (x, y), (tx, ty) = self.xy(c0), self.xy(c1)
-        return (
-            self._axis_moves(x, tx, self.width, self.wrap_x)[1]
-            + self._axis_moves(y, ty, self.height, self.wrap_y)[1]
-        )
+        return self._axis_moves(x, tx, self.width, self.wrap_x)[1] + self._axis_moves(y, ty, self.height, self.wrap_y)[1]
 
     @property
     def diameter(self) -> int:
         """The most UCIe links any route between two CUBEs crosses."""
+
         def one(size: int, wrap: bool) -> int:
             return size // 2 if wrap else size - 1
 

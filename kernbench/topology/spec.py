@@ -98,9 +98,7 @@ TOPOLOGY_SCHEMA = Section(
         "flit_bytes": Field(int, 256, between(1, 2**20), "NoC flit size"),
         "system": {
             "sips": Field(int, 1, _count),
-            "sip_ring": Section(
-                {**_link(), "overhead_ns": Field(float, 0.0, _ns)}, optional=True
-            ),
+            "sip_ring": Section({**_link(), "overhead_ns": Field(float, 0.0, _ns)}, optional=True),
             "host": Section(
                 {
                     "attach_sip": Field(int, 0, between(0, MAX_COUNT)),
@@ -265,9 +263,7 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], yamldoc.Positions]:
     return doc, positions
 
 
-def load_spec(
-    name_or_path: str | Path | None = None, overrides: list[str] | None = None
-) -> dict[str, Any]:
+def load_spec(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
     """Read, override, validate and cross-check a topology document."""
     path = resolve(name_or_path)
     doc, positions = read_yaml(path)
@@ -332,9 +328,7 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
     for key in ("pes", "hbm"):
         attach = cube[key]["attach"]
         if len(attach) != n_pes:
-            problems.append(
-                f"cube.{key}.attach: lists {len(attach)} router(s) but cube.pes.count is {n_pes}"
-            )
+            problems.append(f"cube.{key}.attach: lists {len(attach)} router(s) but cube.pes.count is {n_pes}")
         for i, name in enumerate(attach):
             ref(f"cube.{key}.attach[{i}]", name)
     for key in ("sram", "m_cpu"):
@@ -347,9 +341,7 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
     io = sip["io_chiplet"]
     if io is not None:
         if io["attach_cube"] >= n_cubes:
-            problems.append(
-                f"sip.io_chiplet.attach_cube: {io['attach_cube']} but the mesh has {n_cubes} CUBE(s)"
-            )
+            problems.append(f"sip.io_chiplet.attach_cube: {io['attach_cube']} but the mesh has {n_cubes} CUBE(s)")
         ref("sip.io_chiplet.attach", io["attach"])
     system = spec["system"]
     if system["sips"] > 1 and system["sip_ring"] is None:
@@ -361,16 +353,13 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
         if io is None:
             problems.append("system.host: needs sip.io_chiplet (the host attaches through it)")
         if host["attach_sip"] >= system["sips"]:
-            problems.append(
-                f"system.host.attach_sip: {host['attach_sip']} but there are {system['sips']} SIP(s)"
-            )
+            problems.append(f"system.host.attach_sip: {host['attach_sip']} but there are {system['sips']} SIP(s)")
     if n_cubes > 1 and cube["ucie_link"] is None:
         problems.append("cube.ucie_link: required when the mesh has more than one CUBE")
     hbm = cube["hbm"]
     if spec["flit_bytes"] != hbm["burst_bytes"]:
         problems.append(
-            f"cube.hbm.burst_bytes: {hbm['burst_bytes']} must equal flit_bytes "
-            f"({spec['flit_bytes']}); one flit carries one burst"
+            f"cube.hbm.burst_bytes: {hbm['burst_bytes']} must equal flit_bytes ({spec['flit_bytes']}); one flit carries one burst"
         )
     attrs = spec["pe"]["attrs"]
     if attrs["composite_tile_bytes"] < spec["flit_bytes"]:
@@ -379,10 +368,7 @@ def cross_check(spec: dict[str, Any]) -> list[str]:
             f"(flit_bytes {spec['flit_bytes']}); a tile is at least a flit"
         )
     if attrs["scratch_bytes"] > attrs["tcm_bytes"]:
-        problems.append(
-            f"pe.attrs.scratch_bytes: {attrs['scratch_bytes']} exceeds pe.attrs.tcm_bytes "
-            f"({attrs['tcm_bytes']})"
-        )
+        problems.append(f"pe.attrs.scratch_bytes: {attrs['scratch_bytes']} exceeds pe.attrs.tcm_bytes ({attrs['tcm_bytes']})")
     if not problems:
         problems.extend(_unreachable_pairs(cube))
     return problems
@@ -419,8 +405,4 @@ def _unreachable_pairs(cube: dict[str, Any]) -> list[str]:
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
-    return [
-        f"cube: no route between {used[start]} (at router {start!r}) and {used[r]} (at router {r!r})"
-        for r in names
-        if r not in seen
-    ]
+    return [f"cube: no route between {used[start]} (at router {start!r}) and {used[r]} (at router {r!r})" for r in names if r not in seen]

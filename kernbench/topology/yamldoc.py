@@ -91,7 +91,9 @@ def read_file(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise TopologyError([f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); is this a YAML file?"], source) from None
+        raise TopologyError(
+            [f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); is this a YAML file?"], source
+        ) from None
 
 
 def load(text: str, source: str) -> tuple[Any, Positions]:
@@ -196,8 +198,7 @@ class _Builder:
                 continue
             if key in first:
                 self.problems.append(
-                    f"{join_path(path, key)}: duplicate key ({_at(key_node)}; first at line "
-                    f"{first[key].start_mark.line + 1}); keep one"
+                    f"{join_path(path, key)}: duplicate key ({_at(key_node)}; first at line {first[key].start_mark.line + 1}); keep one"
                 )
                 continue
             first[key] = key_node

@@ -150,8 +150,11 @@ OPS = st.sampled_from(["load", "dot", "add", "exp", "store", "cycles", "composit
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(programs=st.lists(st.lists(OPS, min_size=1, max_size=10), min_size=1, max_size=4), ring=st.booleans(),
-       mode=st.sampled_from(["fast", "oracle"]))
+@given(
+    programs=st.lists(st.lists(OPS, min_size=1, max_size=10), min_size=1, max_size=4),
+    ring=st.booleans(),
+    mode=st.sampled_from(["fast", "oracle"]),
+)
 def test_random_small_kernels_attribute_their_latency_exactly(cube1, programs, ring, mode):
     rt = Runtime(cube1, mode=mode)
     n = len(programs)

@@ -26,7 +26,9 @@ def assert_steps_tile_the_path(path):
     return steps
 
 
-@pytest.mark.parametrize("name, opts, topo", SHIPPED[:1] + SHIPPED[4:5] + SHIPPED[-4:-3], ids=lambda v: str(v) if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name, opts, topo", SHIPPED[:1] + SHIPPED[4:5] + SHIPPED[-4:-3], ids=lambda v: str(v) if isinstance(v, str) else ""
+)
 def test_steps_of_a_shipped_kernel_tile_its_latency(name, opts, topo):
     result = shipped_run(name, opts, topo, "fast")
     a = attribute(result.events, result.latency_ns)
@@ -54,8 +56,7 @@ def test_a_run_of_like_spans_is_one_step_and_a_transfer_folds_its_parts():
         seg(38, 40, "pe0.math", "math", "PE_MATH"),
     ]
     steps = assert_steps_tile_the_path(path)
-    assert [(s.cause, s.what) for s in steps] == [
-        ("dispatch ×3", "MathCmd ×2, DmaReadCmd"), ("transfer", "x (corr 7)"), ("math", "x")]
+    assert [(s.cause, s.what) for s in steps] == [("dispatch ×3", "MathCmd ×2, DmaReadCmd"), ("transfer", "x (corr 7)"), ("math", "x")]
     assert steps[1].parts() == [("hbm channel drain", 8), ("serialization", 5)]
     assert steps[0].via == "start" and steps[1].via == "next stage"
 

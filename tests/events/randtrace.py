@@ -24,8 +24,7 @@ def random_trace(seed: int, n: int = 200) -> list[Event]:
         elif r < 0.35:
             kind = rng.choice([EventKind.LOAD_ISSUE, EventKind.LOAD_COMPLETE])
             comp = rng.choice([lane for lane in LANES if lane.endswith("cpu")])
-            ev = Event(t, kind, comp, corr_id=rng.randrange(-1, 6), label=rng.choice(LABELS),
-                       value=64.0, seq=seq)
+            ev = Event(t, kind, comp, corr_id=rng.randrange(-1, 6), label=rng.choice(LABELS), value=64.0, seq=seq)
         else:
             comp = rng.choice(LANES)
             if comp.endswith("cpu"):
@@ -33,8 +32,17 @@ def random_trace(seed: int, n: int = 200) -> list[Event]:
             else:
                 kind = EventKind.ENGINE_BUSY
             dur = float(rng.choice([0, 1, 2, 5, 17, 40]))
-            ev = Event(t, kind, comp, end_ns=t + dur, corr_id=rng.randrange(-1, 6),
-                       label=rng.choice(LABELS), detail=rng.choice(LABELS), value=float(seq), seq=seq)
+            ev = Event(
+                t,
+                kind,
+                comp,
+                end_ns=t + dur,
+                corr_id=rng.randrange(-1, 6),
+                label=rng.choice(LABELS),
+                detail=rng.choice(LABELS),
+                value=float(seq),
+                seq=seq,
+            )
         events.append(ev)
     return events
 
@@ -42,12 +50,14 @@ def random_trace(seed: int, n: int = 200) -> list[Event]:
 def in_publish_batches(events: list[Event], seed: int) -> list[list[Event]]:
     """Split into batches in *publish* order: spans published at their end."""
     rng = random.Random(seed)
+
     def publish_t(e: Event) -> float:
         return e.end_ns if e.kind in SPAN_KINDS else e.t_ns
+
     ordered = sorted(events, key=lambda e: (publish_t(e), e.seq))
     batches, i = [], 0
     while i < len(ordered):
         k = rng.randrange(1, 30)
-        batches.append(ordered[i:i + k])
+        batches.append(ordered[i : i + k])
         i += k
     return batches

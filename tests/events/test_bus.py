@@ -68,7 +68,10 @@ def test_recorder_sorts_by_time_then_sequence():
     assert len(rec) == 4
     assert [(e.t_ns, e.seq) for e in events] == [(1.0, 1), (1.0, 3), (5.0, 0), (5.0, 2)]
     assert [e.kind for e in events] == [
-        EventKind.TRANSFER_START, EventKind.TRANSFER_END, EventKind.EDGE_BUSY, EventKind.QUEUE_DEPTH,
+        EventKind.TRANSFER_START,
+        EventKind.TRANSFER_END,
+        EventKind.EDGE_BUSY,
+        EventKind.QUEUE_DEPTH,
     ]
 
 

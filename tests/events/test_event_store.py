@@ -75,7 +75,5 @@ def test_empty_store_answers_without_error():
 
 def test_from_columns_round_trips():
     store = EventStore.from_events(random_trace(5))
-    again = EventStore.from_columns(
-        {k: np.array(v) for k, v in store.columns().items()}, store.components, store.strings
-    )
+    again = EventStore.from_columns({k: np.array(v) for k, v in store.columns().items()}, store.components, store.strings)
     assert again.events() == store.events()

@@ -26,9 +26,7 @@ def brute_active(events, lane, t):
 
 
 def brute_in(events, lane, t0, t1):
-    return sorted(
-        (e for e in spans(events, lane) if e.t_ns < t1 and (e.end_ns > t0 or e.t_ns >= t0)), key=key
-    )
+    return sorted((e for e in spans(events, lane) if e.t_ns < t1 and (e.end_ns > t0 or e.t_ns >= t0)), key=key)
 
 
 def brute_changes(events, pe=None, lane=None, kind=None, starts_only=False):
@@ -128,8 +126,7 @@ def test_lane_cells_conserve_busy_time_and_counts(case):
         width = (t1 - t0) / n
         for i in range(n):
             a, b = t0 + i * width, t0 + (i + 1) * width
-            inside = [e for e in brute_in(events, lane, t0, t1)
-                      if e.t_ns < b and (e.end_ns > a or (e.t_ns >= a))]
+            inside = [e for e in brute_in(events, lane, t0, t1) if e.t_ns < b and (e.end_ns > a or (e.t_ns >= a))]
             assert cells.count[i] == len(inside), (lane, i)
             assert cells.starts[i] == sum(1 for e in inside if a <= e.t_ns < b)
             want_busy = min(1.0, sum(max(0.0, min(e.end_ns, b) - max(e.t_ns, a)) for e in inside) / width)
@@ -150,8 +147,14 @@ def test_lane_cells_conserve_busy_time_and_counts(case):
 
 def test_next_and_previous_change_match_brute_force(case):
     events, model = case
-    scopes = [dict(), dict(pe="sip0.cube0.pe0"), dict(lane=LANES[1]), dict(kind=EventKind.STALL),
-              dict(pe="sip0.cube0.pe1", kind=EventKind.DISPATCH), dict(lane=LANES[0], kind=EventKind.LOAD_ISSUE)]
+    scopes = [
+        dict(),
+        dict(pe="sip0.cube0.pe0"),
+        dict(lane=LANES[1]),
+        dict(kind=EventKind.STALL),
+        dict(pe="sip0.cube0.pe1", kind=EventKind.DISPATCH),
+        dict(lane=LANES[0], kind=EventKind.LOAD_ISSUE),
+    ]
     for scope in scopes:
         for starts_only in (False, True):
             changes = brute_changes(events, starts_only=starts_only, **scope)
@@ -212,8 +215,9 @@ def brute_join(events, issue, kind):
         same = [e.t_ns for e in ordered if e.corr_id == issue.corr_id]
         if same:
             return same[0]
-    loose = [e.t_ns for e in ordered if e.corr_id < 0 and e.component == issue.component
-             and e.label == issue.label and e.t_ns >= issue.t_ns]
+    loose = [
+        e.t_ns for e in ordered if e.corr_id < 0 and e.component == issue.component and e.label == issue.label and e.t_ns >= issue.t_ns
+    ]
     return loose[0] if loose else None
 
 
@@ -253,6 +257,7 @@ def test_events_around_match_brute_force(case):
     ordered = sorted(events, key=key)
     filters = [dict(), dict(kinds={EventKind.STALL, EventKind.QUEUE_DEPTH}), dict(text="PE1"), dict(text="load_a")]
     for flt in filters:
+
         def ok(e, flt=flt):
             if "kinds" in flt and e.kind not in flt["kinds"]:
                 return False
@@ -260,6 +265,7 @@ def test_events_around_match_brute_force(case):
                 n = flt["text"].lower()
                 return n in e.component.lower() or n in e.label.lower() or n in e.detail.lower()
             return True
+
         for t in TIMES:
             before, after = model.events_around(t, 5, 7, chunk=16, **flt)
             want_b = [e for e in ordered if e.t_ns < t and ok(e)][-5:]

@@ -79,13 +79,14 @@ def test_missing_file_is_a_trace_format_error(tmp_path):
 def test_valid_checksum_over_bad_columns_is_still_corrupt(saved, tmp_path):
     import json
     import zlib
+
     path, _, _ = saved
     data = path.read_bytes()
     magic, version, flags, h_len, p_len, crc = struct.unpack_from("<8sHHIQI", data)
-    header = json.loads(data[28:28 + h_len])
+    header = json.loads(data[28 : 28 + h_len])
     header["components"] = header["components"][:1]
     new_header = json.dumps(header).encode()
-    payload = data[28 + h_len:]
+    payload = data[28 + h_len :]
     crc = zlib.crc32(payload, zlib.crc32(new_header))
     path.write_bytes(struct.pack("<8sHHIQI", magic, version, flags, len(new_header), p_len, crc) + new_header + payload)
     with pytest.raises(TraceFormatError, match="corrupt: component index out of range"):

@@ -76,8 +76,12 @@ def spawn(
     """
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, *argv], cwd=cwd, env=env, stdin=stdin,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", module, *argv],
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory_mib * MIB, memory_mib * MIB))
     if file_size_bytes is not None:

@@ -54,19 +54,31 @@ def test_a_reader_that_stops_after_one_line_ends_the_command_quietly(tmp_path, a
 
 def test_bench_check_works_from_any_folder(tmp_path):
     assert bench.GOLDENS.is_file() and bench.GOLDENS.parent == Path(bench.__file__).parent
-    proc = subprocess.run([sys.executable, "-m", "kernbench.cli", "bench", "--check", "--json"], cwd=tmp_path, env=child_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", "bench", "--check", "--json"],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode in (0, 1), proc.stderr  # 2 would be "no goldens to check against"
     doc = json.loads(proc.stdout)
     assert Path(doc["goldens"]) == bench.GOLDENS and "gemm-composite" in doc["latency_ns"]
     # whether every latency still matches exactly is test_bench.py's question
 
 
-@pytest.mark.parametrize("argv, check", [
-    (["topo", "show", "cube1", "--json"], lambda d: d["pes"] == 8 and d["nodes"]["total"] == 145 and d["example_route"]["hops"]),
-    (["topo", "list", "--json"], lambda d: {"paper", "cube1", "sip2x2"} <= {t["name"] for t in d}),
-    (["run", "--list", "--json"], lambda d: {"gemm-composite", "gqa-decode"} <= {k["name"] for k in d} and all("options" in k for k in d)),
-])
+@pytest.mark.parametrize(
+    "argv, check",
+    [
+        (["topo", "show", "cube1", "--json"], lambda d: d["pes"] == 8 and d["nodes"]["total"] == 145 and d["example_route"]["hops"]),
+        (["topo", "list", "--json"], lambda d: {"paper", "cube1", "sip2x2"} <= {t["name"] for t in d}),
+        (
+            ["run", "--list", "--json"],
+            lambda d: {"gemm-composite", "gqa-decode"} <= {k["name"] for k in d} and all("options" in k for k in d),
+        ),
+    ],
+)
 def test_every_listing_speaks_json(capsys, argv, check):
     got = invoke(cli.main, argv, capsys, trace_memory=False)
     assert got.status == 0 and check(json.loads(got.out))

@@ -46,7 +46,10 @@ HOSTILE = {
     "recursive alias": (lambda: b"a: &a [1, *a]\n", r"expands to more than 100,000 values"),
     "1000-deep flow nesting": (lambda: ("x: " + "[" * 1000 + "]" * 1000).encode(), r"nested deeper than 32 levels"),
     "1000-deep block nesting": (lambda: "".join("  " * i + f"k{i}:\n" for i in range(1000)).encode(), r"nested deeper than 32 levels"),
-    "deep via aliases": (lambda: "".join(f"a{i}: &a{i} [{'*a' + str(i - 1) if i else 1}]\n" for i in range(200)).encode(), r"nests deeper than 32 levels"),
+    "deep via aliases": (
+        lambda: "".join(f"a{i}: &a{i} [{'*a' + str(i - 1) if i else 1}]\n" for i in range(200)).encode(),
+        r"nests deeper than 32 levels",
+    ),
     "over 1 MiB": (lambda: b"# " + b"x" * (2**20) + b"\nname: big\n", r"larger than 1024 KiB"),
     "huge integer": (lambda: b"flit_bytes: " + b"9" * 5000 + b"\n", r"unreadable value|must be <="),
     "not a mapping": (lambda: b"- 1\n- 2\n", r"expected a mapping at the top level"),
@@ -96,16 +99,19 @@ def test_a_device_or_folder_is_not_read(capsys, special):
     assert_failed_cleanly(got, 2, r"not a regular file", max_seconds=2, max_mib=20)
 
 
-@pytest.mark.parametrize("override, cause", [
-    (["sip.mesh.width=1000", "sip.mesh.height=1000"], r"sip\.mesh\.width: must be <= 256"),
-    (["sip.mesh.width=64", "sip.mesh.height=64"], r"compiles to [\d,]+ nodes and [\d,]+ edges; the limit is 25,000 nodes"),
-    (["system.sips=256"], r"compiles to .* the limit is"),
-    (["cube.hbm.channels_per_slice=1024"], r"compiles to .* the limit is"),
-    (["pe.attrs.composite_tile_bytes=1"], r"composite_tile_bytes: 1 is less than one flit"),
-    (["cube.links.0.prop_ns=1e30"], r"prop_ns: must be <= 1e\+06"),
-    (["cube.links.0.bw_gbps=1e-30"], r"bw_gbps: must be >= 0.001"),
-    (["pe.attrs.clock_freq_ghz=1e30"], r"clock_freq_ghz: must be <= 1000"),
-])
+@pytest.mark.parametrize(
+    "override, cause",
+    [
+        (["sip.mesh.width=1000", "sip.mesh.height=1000"], r"sip\.mesh\.width: must be <= 256"),
+        (["sip.mesh.width=64", "sip.mesh.height=64"], r"compiles to [\d,]+ nodes and [\d,]+ edges; the limit is 25,000 nodes"),
+        (["system.sips=256"], r"compiles to .* the limit is"),
+        (["cube.hbm.channels_per_slice=1024"], r"compiles to .* the limit is"),
+        (["pe.attrs.composite_tile_bytes=1"], r"composite_tile_bytes: 1 is less than one flit"),
+        (["cube.links.0.prop_ns=1e30"], r"prop_ns: must be <= 1e\+06"),
+        (["cube.links.0.bw_gbps=1e-30"], r"bw_gbps: must be >= 0.001"),
+        (["pe.attrs.clock_freq_ghz=1e30"], r"clock_freq_ghz: must be <= 1000"),
+    ],
+)
 def test_a_huge_machine_or_absurd_value_is_refused_before_compiling(capsys, override, cause):
     argv = ["topo", "show", "paper"] + [x for o in override for x in ("--set", o)]
     got = invoke(cli.main, argv, capsys)
@@ -119,8 +125,7 @@ def test_the_size_estimate_is_exact_for_the_shipped_topologies():
 
 
 @settings(max_examples=25, deadline=None)
-@given(sips=st.integers(1, 3), w=st.integers(1, 3), h=st.integers(1, 3), channels=st.integers(1, 4),
-       host=st.booleans(), sram=st.booleans())
+@given(sips=st.integers(1, 3), w=st.integers(1, 3), h=st.integers(1, 3), channels=st.integers(1, 4), host=st.booleans(), sram=st.booleans())
 def test_the_size_estimate_is_exact_for_any_shape(sips, w, h, channels, host, sram):
     sets = [f"system.sips={sips}", f"sip.mesh.width={w}", f"sip.mesh.height={h}", f"cube.hbm.channels_per_slice={channels}"]
     sets += [] if host else ["system.host=null"]

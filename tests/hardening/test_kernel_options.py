@@ -34,7 +34,7 @@ def no_simulation(monkeypatch):
 @given(case=st.sampled_from(INT_PARAMS), data=st.data())
 def test_an_option_out_of_its_range_names_the_flag_and_runs_nothing(capsys, no_simulation, case, data):
     kernel, param = case
-    value = data.draw(st.one_of(st.integers(-10**12, int(param.low) - 1), st.integers(int(param.high) + 1, 10**12)))
+    value = data.draw(st.one_of(st.integers(-(10**12), int(param.low) - 1), st.integers(int(param.high) + 1, 10**12)))
     got = invoke(cli.main, ["run", kernel, param.flag, str(value)], capsys, trace_memory=False)
     assert_failed_cleanly(got, 2, rf"{kernel}: .*{re.escape(param.flag)} {value}: must be in", max_seconds=5)
 
@@ -62,7 +62,9 @@ GQA_RULES = [
 ]
 
 
-@pytest.mark.parametrize("kernel, argv, cause", [("gemm-composite", a, c) for a, c in GEMM_RULES] + [("gqa-decode", a, c) for a, c in GQA_RULES])
+@pytest.mark.parametrize(
+    "kernel, argv, cause", [("gemm-composite", a, c) for a, c in GEMM_RULES] + [("gqa-decode", a, c) for a, c in GQA_RULES]
+)
 def test_rules_between_options_are_named_before_any_tensor_is_made(capsys, kernel, argv, cause):
     got = invoke(cli.main, ["run", kernel, *argv], capsys)
     assert_failed_cleanly(got, 2, cause, max_seconds=8, max_mib=50)

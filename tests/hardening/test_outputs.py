@@ -25,8 +25,14 @@ BAD_PATHS = {
     "trace is a directory": (lambda d: ["--trace", str(d / "adir")], r"--trace .*adir: is a directory"),
     "perfetto is a directory": (lambda d: ["--perfetto", str(d)], r"--perfetto .*: is a directory"),
     "missing folder": (lambda d: ["--trace", str(d / "nope" / "x.kbtrace")], r"folder .*nope does not exist"),
-    "two outputs, one file": (lambda d: ["--trace", str(d / "old.kbtrace"), "--perfetto", str(d / "old.kbtrace")], r"the same file as --trace"),
-    "same file by another spelling": (lambda d: ["--trace", str(d / "old.json"), "--perfetto", str(d / "." / "old.json")], r"the same file as"),
+    "two outputs, one file": (
+        lambda d: ["--trace", str(d / "old.kbtrace"), "--perfetto", str(d / "old.kbtrace")],
+        r"the same file as --trace",
+    ),
+    "same file by another spelling": (
+        lambda d: ["--trace", str(d / "old.json"), "--perfetto", str(d / "." / "old.json")],
+        r"the same file as",
+    ),
     "not a regular file": (lambda d: ["--perfetto", "/dev/null"], r"not a regular file"),
     "output is the topology": (lambda d: ["--topology", str(d / "topo.yaml"), "--trace", str(d / "topo.yaml")], r"an input of this run"),
     "empty name": (lambda d: ["--trace", ""], r"not a file name"),
@@ -131,6 +137,7 @@ def test_several_outputs_of_one_command_are_written_all_or_none(tmp_path, fail_a
             f.write(b"new")
             if i == fail_at:
                 raise interrupt(5, "Input/output error") if interrupt is OSError else interrupt()
+
         return write
 
     with pytest.raises((KeyboardInterrupt, OutputPathError)):

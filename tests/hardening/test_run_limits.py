@@ -91,7 +91,9 @@ def test_the_default_limits_stop_a_runaway_in_bounded_memory():
     assert peak < 150 * 2**20
 
 
-@pytest.mark.parametrize("bad", [dict(max_commands_per_pe=0), dict(max_sim_ns=-1.0), dict(max_wall_s=float("nan")), dict(max_sim_ns=float("inf"))])
+@pytest.mark.parametrize(
+    "bad", [dict(max_commands_per_pe=0), dict(max_sim_ns=-1.0), dict(max_wall_s=float("nan")), dict(max_sim_ns=float("inf"))]
+)
 def test_a_limit_must_be_positive_and_finite(bad):
     with pytest.raises(KernbenchError, match="must be a positive finite number or None"):
         RunLimits(**bad)
@@ -110,23 +112,45 @@ def test_the_command_limit_from_the_cli_stops_cleanly_and_keeps_the_recorded_eve
     for p in folder.glob("*.partial.*"):
         p.unlink()
     before = (folder, snapshot_files(folder))
-    argv = ["run", kernel, "--max-commands-per-pe", str(limit), "--trace", str(folder / "run.kbtrace"), "--perfetto", str(folder / "run.json")]
+    argv = [
+        "run",
+        kernel,
+        "--max-commands-per-pe",
+        str(limit),
+        "--trace",
+        str(folder / "run.kbtrace"),
+        "--perfetto",
+        str(folder / "run.json"),
+    ]
     got = invoke(cli.main, argv, capsys)
     if got.status == 0:  # the kernel needed no more commands than that
         assert (folder / "run.kbtrace").read_bytes() != b"an older trace"
         return
-    assert_failed_cleanly(got, 2, rf"issued {limit:,} commands, the limit per PE.*--max-commands-per-pe.*\.partial\.kbtrace", before=before, max_seconds=10)
+    assert_failed_cleanly(
+        got, 2, rf"issued {limit:,} commands, the limit per PE.*--max-commands-per-pe.*\.partial\.kbtrace", before=before, max_seconds=10
+    )
     partial = open_trace(folder / "run.partial.kbtrace")
     assert len(partial.store) > 0 and partial.metadata.extra["partial"] is True
     assert json.loads((folder / "run.partial.json").read_text())["traceEvents"]
 
 
-@pytest.mark.parametrize("flag, value", [("--max-commands-per-pe", "-1"), ("--max-sim-ns", "inf"), ("--max-wall-s", "nan"), ("--max-commands-per-pe", "1.5"), ("--max-wall-s", "soon")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--max-commands-per-pe", "-1"),
+        ("--max-sim-ns", "inf"),
+        ("--max-wall-s", "nan"),
+        ("--max-commands-per-pe", "1.5"),
+        ("--max-wall-s", "soon"),
+    ],
+)
 def test_a_bad_limit_option_is_one_line(capsys, flag, value):
     got = invoke(cli.main, ["run", "gemm-composite", flag, value], capsys)
     assert_failed_cleanly(got, 2, rf"argument {flag}: expected a", max_seconds=3)
 
 
 def test_a_limit_of_zero_means_none(capsys):
-    got = invoke(cli.main, ["run", "gemm-composite", "--max-wall-s", "0", "--max-sim-ns", "0", "--max-commands-per-pe", "0", "--json"], capsys)
+    got = invoke(
+        cli.main, ["run", "gemm-composite", "--max-wall-s", "0", "--max-sim-ns", "0", "--max-commands-per-pe", "0", "--json"], capsys
+    )
     assert got.status == 0 and json.loads(got.out)["latency_ns"] > 0

@@ -27,13 +27,16 @@ def after(delay_s: float, signum: int):
 LARGEST = ["--topology", "paper", "--set", "sip.mesh.width=9", "--set", "sip.mesh.height=9"]
 
 
-@pytest.mark.parametrize("module, argv, signum, fraction", [
-    ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.2),
-    ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.6),
-    ("kernbench.cli", [*LONG_RUN, "--json"], signal.SIGTERM, 0.6),
-    ("kernbench_tui.cli", ["probe", *LARGEST], signal.SIGINT, 0.6),
-    ("kernbench.cli", ["bench"], signal.SIGINT, 0.5),
-])
+@pytest.mark.parametrize(
+    "module, argv, signum, fraction",
+    [
+        ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.2),
+        ("kernbench.cli", [*LONG_RUN, "--trace", "out.kbtrace"], signal.SIGINT, 0.6),
+        ("kernbench.cli", [*LONG_RUN, "--json"], signal.SIGTERM, 0.6),
+        ("kernbench_tui.cli", ["probe", *LARGEST], signal.SIGINT, 0.6),
+        ("kernbench.cli", ["bench"], signal.SIGINT, 0.5),
+    ],
+)
 def test_an_interrupt_is_one_line_and_128_plus_the_signal(tmp_path, module, argv, signum, fraction):
     """Interrupted at a fraction of the command's measured run time, so a faster engine moves the moment too."""
     work = tmp_path / "measure"
@@ -68,8 +71,14 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_the_simulation_child_leaves_quietly_when_its_parent_goes(tmp_path, signum):
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd=tmp_path, env=child_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert parent.stdout.readline() == b"started\n"
     time.sleep(2.0)  # the child is up and streaming
     children = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()]

@@ -115,14 +115,17 @@ def test_the_debugger_refuses_a_bad_file_before_it_starts(tmp_path, capsys, cont
     assert launched == []
 
 
-@pytest.mark.parametrize("options, cause", [
-    (["--heads", "abc"], r"argument --heads: invalid int value: 'abc'"),
-    (["--heads", "0"], r"--heads 0: must be in 1\.\.4096"),
-    (["--variant", "fast"], r"argument --variant: invalid choice"),
-    (["--topology", "nope"], r"unknown topology 'nope'"),
-    (["--set", "flit_bytes=.inf"], r"flit_bytes: must be a finite number"),
-    (["--trace", "/nonexistent/x.kbtrace"], r"folder /nonexistent does not exist"),
-])
+@pytest.mark.parametrize(
+    "options, cause",
+    [
+        (["--heads", "abc"], r"argument --heads: invalid int value: 'abc'"),
+        (["--heads", "0"], r"--heads 0: must be in 1\.\.4096"),
+        (["--variant", "fast"], r"argument --variant: invalid choice"),
+        (["--topology", "nope"], r"unknown topology 'nope'"),
+        (["--set", "flit_bytes=.inf"], r"flit_bytes: must be a finite number"),
+        (["--trace", "/nonexistent/x.kbtrace"], r"folder /nonexistent does not exist"),
+    ],
+)
 def test_the_debugger_checks_run_options_before_it_starts(capsys, options, cause):
     launched = []
     got = invoke(lambda argv: cli.main(argv, launch=launched.append), ["run", "gqa-decode", *options], capsys)

@@ -48,8 +48,21 @@ def present(path: str) -> bool:
 
 FIELDS = sorted((p, f) for p, f in numeric_fields() if present(p))
 INF = float("inf")
-NASTY = {".inf": INF, "-.inf": -INF, ".nan": float("nan"), ".NaN": float("nan"), "1e30": 1e30, "-1e30": -1e30,
-         "1e-30": 1e-30, "-1": -1.0, "0": 0.0, "1e400": INF, "1" + "0" * 400: 1e400, "1.5": 1.5, "2.0": 2.0}
+NASTY = {
+    ".inf": INF,
+    "-.inf": -INF,
+    ".nan": float("nan"),
+    ".NaN": float("nan"),
+    "1e30": 1e30,
+    "-1e30": -1e30,
+    "1e-30": 1e-30,
+    "-1": -1.0,
+    "0": 0.0,
+    "1e400": INF,
+    "1" + "0" * 400: 1e400,
+    "1.5": 1.5,
+    "2.0": 2.0,
+}
 
 
 def test_the_corpus_covers_every_number_of_the_topology():
@@ -136,9 +149,22 @@ def test_a_wrong_value_in_a_file_is_reported_with_its_line_and_column(tmp_path, 
     recip=st.floats(0, 1),
 )
 def test_json_output_is_strict_json_for_any_accepted_values(capsys, overhead, bw, recip):
-    got = invoke(cli.main, ["run", "gemm-composite", "--json", "--set", f"pe.attrs.cpu_overhead_ns={overhead!r}",
-                            "--set", f"cube.hbm.channel_bw_gbps={bw!r}", "--set", f"pe.attrs.pe_cost_model.byte_cycles_recip={recip!r}"],
-                 capsys, trace_memory=False)
+    got = invoke(
+        cli.main,
+        [
+            "run",
+            "gemm-composite",
+            "--json",
+            "--set",
+            f"pe.attrs.cpu_overhead_ns={overhead!r}",
+            "--set",
+            f"cube.hbm.channel_bw_gbps={bw!r}",
+            "--set",
+            f"pe.attrs.pe_cost_model.byte_cycles_recip={recip!r}",
+        ],
+        capsys,
+        trace_memory=False,
+    )
     assert got.status == 0, got.err
 
     def refuse(name):

@@ -37,6 +37,7 @@ def charges(result, name: str) -> list[tuple[float, int]]:
 
 # --- kernels ---------------------------------------------------------------
 
+
 def gemm_composite(a, b, out):
     x = tl.load(a)
     y = tl.load(b)
@@ -107,6 +108,7 @@ def _launch_named(rt: Runtime, name: str):
 
 # --- D2 by hand --------------------------------------------------------------
 
+
 def test_d3_anchor_single_gemm_composite_is_54_bytes_and_43_375_cycles(rt):
     r = _launch_named(rt, "gemm")
     assert charges(r, "CompositeCmd") == [(43.375, 54)]
@@ -139,10 +141,17 @@ def test_recorded_dispatch_equals_fixed_plus_logical_bytes_times_r(rt, name, ops
 
 def test_recipe_composite_counts_every_handle_slot_without_dedup(rt):
     r = _launch_named(rt, "recipe10")
-    (cycles, nbytes), = charges(r, "CompositeCmd")
+    ((cycles, nbytes),) = charges(r, "CompositeCmd")
     per_op = {  # operands, out, extra bytes
-        "gemm_t": (2, 1, 1 + 4 + 4 + 4), "scale": (1, 1, 4), "rowmax": (1, 1, 0), "maximum": (2, 1, 0),
-        "sub": (2, 1, 0), "exp1": (1, 1, 0), "sub_bcast": (2, 1, 0), "exp2": (1, 1, 0), "rowsum": (1, 1, 0),
+        "gemm_t": (2, 1, 1 + 4 + 4 + 4),
+        "scale": (1, 1, 4),
+        "rowmax": (1, 1, 0),
+        "maximum": (2, 1, 0),
+        "sub": (2, 1, 0),
+        "exp1": (1, 1, 0),
+        "sub_bcast": (2, 1, 0),
+        "exp2": (1, 1, 0),
+        "rowsum": (1, 1, 0),
         "gemm_acc": (2, 1, 1 + 12),
     }
     ops_bytes = sum(3 + 8 * n + 8 * o + 1 + x for n, o, x in per_op.values())
@@ -258,6 +267,7 @@ def test_recorded_cycles_of_a_generated_composite_equal_fixed_plus_bytes_times_r
 
 # --- D4 overrides --------------------------------------------------------------
 
+
 def _cube1_without_cost_block(tmp_path: Path, block: dict | None = None) -> Path:
     doc = yaml.safe_load((TOPOLOGIES / "cube1.yaml").read_text())
     del doc["pe"]["attrs"]["pe_cost_model"]
@@ -319,6 +329,7 @@ def test_an_invalid_cost_override_is_a_topology_error_naming_the_key():
 
 # --- D5: tl.cycles bypass --------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [1, 37, 1000])
 def test_tl_cycles_spends_exactly_n_cycles_and_no_dispatch(rt, n):
     def k():
@@ -346,27 +357,35 @@ def test_tl_cycles_between_commands_delays_the_next_dispatch_by_n_ns(rt):
 
 # --- no double count -----------------------------------------------------------
 
+
 def _engine_spans(r):
     spans = {}
     for e in r.events:
         if e.kind is EventKind.ENGINE_BUSY:
-            spans.setdefault(e.component.rsplit(".", 1)[-1] if not e.component.endswith((".rd", ".wr")) else e.component[-6:], []).append(round(e.end_ns - e.t_ns, 9))
+            spans.setdefault(e.component.rsplit(".", 1)[-1] if not e.component.endswith((".rd", ".wr")) else e.component[-6:], []).append(
+                round(e.end_ns - e.t_ns, 9)
+            )
     return {k: sorted(v) for k, v in spans.items()}
 
 
 @pytest.mark.parametrize("name", ["gemm", "math5", "recipe10", "primitives"])
 def test_engine_busy_spans_do_not_change_with_the_dispatch_cost(name):
-    zero = Runtime("cube1", overrides=[
-        "pe.attrs.pe_cost_model.fixed_per_cmd_cycles=0",
-        "pe.attrs.pe_cost_model.fixed_per_single_op_cmd_cycles=0",
-        "pe.attrs.pe_cost_model.byte_cycles_recip=0",
-    ])
+    zero = Runtime(
+        "cube1",
+        overrides=[
+            "pe.attrs.pe_cost_model.fixed_per_cmd_cycles=0",
+            "pe.attrs.pe_cost_model.fixed_per_single_op_cmd_cycles=0",
+            "pe.attrs.pe_cost_model.byte_cycles_recip=0",
+        ],
+    )
     results = []
     for rt in (zero, Runtime("cube1")):
         if name == "primitives":
+
             def k(a, b, out):
                 z = tl.dot(tl.load(a), tl.load(b))
                 tl.store(out, tl.exp(tl.add(z, z)))
+
             A, B = rng_array((64, 128), 1), rng_array((128, 64), 2)
             results.append(run1(rt, k, rt.deploy(A), rt.deploy(B), rt.empty((64, 64))))
         else:
@@ -380,6 +399,7 @@ def test_engine_busy_spans_do_not_change_with_the_dispatch_cost(name):
 
 
 # --- D7 cap ------------------------------------------------------------------------
+
 
 def _fat_composite(n_ops: int):
     def k(a, out):

@@ -27,6 +27,7 @@ def stalls(r, pe: str = PE0):
 
 # --- stall reasons ----------------------------------------------------------------
 
+
 def test_auto_wait_stall_names_the_pending_load(rt):
     def k(a):
         tl.exp(tl.load(a))
@@ -112,6 +113,7 @@ def test_stall_spans_add_up_to_the_reported_stall_time(rt):
 
 # --- busy spans -------------------------------------------------------------------
 
+
 def test_every_engine_publishes_busy_spans_that_sum_to_its_busy_time(rt):
     def k(a, b, out):
         x, y = tl.load(a), tl.load(b)
@@ -136,6 +138,7 @@ def test_every_engine_publishes_busy_spans_that_sum_to_its_busy_time(rt):
 
 
 # --- composites stream tiles ---------------------------------------------------------
+
 
 def _tiles_kernel(a, b, out):
     x = tl.load(a)
@@ -204,7 +207,12 @@ def test_two_independent_composites_may_overlap(rt):
     c1, c2 = [e.corr_id for e in dispatches(r) if e.label == "CompositeCmd"]
     by = _spans_by_corr(r)
     assert min(e.t_ns for e in by[c2]) < max(e.end_ns for e in by[c1])
-    shared = run1(Runtime(rt.graph), _two_composites(True), *[Runtime(rt.graph).deploy(x) for x in (A, B, C)], Runtime(rt.graph).empty((64, 512), np.float32))
+    shared = run1(
+        Runtime(rt.graph),
+        _two_composites(True),
+        *[Runtime(rt.graph).deploy(x) for x in (A, B, C)],
+        Runtime(rt.graph).empty((64, 512), np.float32),
+    )
     assert r.latency_ns < shared.latency_ns
 
 

@@ -13,7 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("stmt", ["from kernbench import tl, Runtime", "from kernbench import Runtime, tl", "import kernbench; kernbench.tl.load"])
+@pytest.mark.parametrize(
+    "stmt", ["from kernbench import tl, Runtime", "from kernbench import Runtime, tl", "import kernbench; kernbench.tl.load"]
+)
 def test_the_kernel_author_imports_work_in_a_fresh_interpreter(stmt):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-c", f"{stmt}; print('ok')"], env=env, capture_output=True, text=True, timeout=60)

@@ -77,6 +77,7 @@ def _accounting(r):
 
 # --- determinism (TR6) ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_the_same_kernel_twice_gives_identical_op_log_latency_and_event_stream(cube1, name):
     _, r1 = _run(cube1, name)
@@ -114,6 +115,7 @@ def test_runs_are_identical_across_hash_seeds():
 
 
 # --- live vs replay (TR7) -----------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_replay_gives_the_live_dispatch_accounting_op_log_latency_and_events(cube1, name):
@@ -167,6 +169,7 @@ def test_replay_with_overrides_on_cube1_equals_a_live_run(cube1):
 
 # --- every shipped kernel -------------------------------------------------------------
 
+
 def _shipped():
     try:
         from kernbench.kernels.registry import kernels
@@ -198,6 +201,7 @@ def test_every_shipped_kernel_replays_with_identical_accounting(name):
 
 # --- the host API -----------------------------------------------------------------------
 
+
 def test_deploy_places_tensors_burst_aligned_in_the_pe_local_slice(cube1):
     rt = Runtime(cube1)
     t1 = rt.deploy(np.ones((3, 3)), pe=2)
@@ -225,7 +229,9 @@ def test_run_result_reports_per_pe_accounting(cube1):
     _, r = _run(cube1, "multi_pe")
     assert r.pes == tuple(f"sip0.cube0.pe{i}" for i in range(4))
     assert set(r.op_logs) == set(r.dispatch_cycles) == set(r.commands) == set(r.engine_busy_ns) == set(r.pes)
-    assert r.total_commands == sum(r.commands.values()) == sum(len([e for e in log if e["op"] != "cpu/cycles"]) for log in r.op_logs.values())
+    assert (
+        r.total_commands == sum(r.commands.values()) == sum(len([e for e in log if e["op"] != "cpu/cycles"]) for log in r.op_logs.values())
+    )
     util = r.engine_util_pct()
     assert 0 < util["gemm"] < 100 and 0 < util["ipcq"] < 100
     assert max(e.end_ns for e in r.events if e.kind is EventKind.ENGINE_BUSY) <= r.latency_ns

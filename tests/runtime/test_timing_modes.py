@@ -34,8 +34,8 @@ def cases():
         spec = registry.get(name)
         variants = [p for p in spec.params if p.name == "variant"]
         layouts = [p for p in spec.params if p.name == "layout"]
-        for v in (variants[0].choices if variants else [None]):
-            for lay in (layouts[0].choices if layouts else [None]):
+        for v in variants[0].choices if variants else [None]:
+            for lay in layouts[0].choices if layouts else [None]:
                 extra = dict(params)
                 if v:
                     extra["variant"] = v

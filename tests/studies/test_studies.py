@@ -65,13 +65,17 @@ def test_tile_count_sweep_tracks_the_model_and_approaches_the_steady_state():
 
 
 def test_the_attribution_adds_up_to_the_latency():
-    (p,) = g.tiling_sweep(tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=2),), shape=dict(m=256, n=256, k=1024, pes=8))
+    (p,) = g.tiling_sweep(
+        tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=2),), shape=dict(m=256, n=256, k=1024, pes=8)
+    )
     assert p.sim.total == pytest.approx(p.sim_ns)
     assert p.model.total == pytest.approx(p.model_ns)
 
 
 def test_a_second_composite_prefetching_steals_the_read_channel_from_the_first_ones_fill():
-    (p,) = g.tiling_sweep(tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=1),), shape=dict(m=256, n=128, k=512, pes=1))
+    (p,) = g.tiling_sweep(
+        tilings=(dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=1),), shape=dict(m=256, n=128, k=512, pes=1)
+    )
     assert p.sim.lead_in - p.model.lead_in == pytest.approx(141.0)  # one 32 KiB read of the second composite
     assert p.sim.gaps == pytest.approx(p.model.gaps) == 0
 
@@ -98,7 +102,12 @@ def test_study_and_check_are_exclusive(capsys):
 
 def test_study_points_are_pinned_in_the_goldens():
     names = set(bench.load_goldens(bench.GOLDENS))
-    assert {"allreduce/torus2x3/ring/1MiB", "allreduce/mesh2x3/ring/1MiB", "allreduce/torus2x3/2d/1MiB", "allreduce/torus2x3/tree/1MiB"} <= names
+    assert {
+        "allreduce/torus2x3/ring/1MiB",
+        "allreduce/mesh2x3/ring/1MiB",
+        "allreduce/torus2x3/2d/1MiB",
+        "allreduce/torus2x3/tree/1MiB",
+    } <= names
     assert {"gemm-tiled/composite-16tiles", "gemm-tiled/primitive-16tiles", "gemm-tiled/composite-splitk4-8pe"} <= names
 
 

@@ -39,19 +39,22 @@ def test_topology_names_are_checked_and_become_the_topology_flag():
         parse_axis(GQA_SPEC, "topology=cube1,cube2")
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("contex=512", r"unknown key 'contex' \(did you mean 'context'\?\)"),
-    ("sip.ucie.bw=1", r"unknown key 'sip.ucie.bw' \(did you mean 'sip.ucie.bw_gbps'\?\)"),
-    ("sip.ucie=1", r"sip.ucie is a section of the topology, not a value; sweep one of its keys, e.g. sip.ucie.bw_gbps"),
-    ("context=512,lots", r"--grid context=lots: --context takes an integer"),
-    ("context=0", r"--grid context=0: --context 0: must be in 1\.\."),
-    ("variant=opt2,opt9", r"--grid variant=opt9: --variant 'opt9': choose one of primitive, opt3, opt2"),
-    ("sip.ucie.bw_gbps=-1", r"--grid sip.ucie.bw_gbps=-1: must be >= 0\.001"),
-    ("sip.ucie.bw_gbps=fast", r"--grid sip.ucie.bw_gbps=fast: expected number"),
-    ("context=512,,1024", r"none empty"),
-    ("context", r"expected KEY=V1,V2"),
-    ("context=512,512", r"512 is listed twice"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("contex=512", r"unknown key 'contex' \(did you mean 'context'\?\)"),
+        ("sip.ucie.bw=1", r"unknown key 'sip.ucie.bw' \(did you mean 'sip.ucie.bw_gbps'\?\)"),
+        ("sip.ucie=1", r"sip.ucie is a section of the topology, not a value; sweep one of its keys, e.g. sip.ucie.bw_gbps"),
+        ("context=512,lots", r"--grid context=lots: --context takes an integer"),
+        ("context=0", r"--grid context=0: --context 0: must be in 1\.\."),
+        ("variant=opt2,opt9", r"--grid variant=opt9: --variant 'opt9': choose one of primitive, opt3, opt2"),
+        ("sip.ucie.bw_gbps=-1", r"--grid sip.ucie.bw_gbps=-1: must be >= 0\.001"),
+        ("sip.ucie.bw_gbps=fast", r"--grid sip.ucie.bw_gbps=fast: expected number"),
+        ("context=512,,1024", r"none empty"),
+        ("context", r"expected KEY=V1,V2"),
+        ("context=512,512", r"512 is listed twice"),
+    ],
+)
 def test_a_bad_key_or_value_is_an_error_naming_the_flag(flag, message):
     with pytest.raises(KernbenchError, match=message):
         parse_axis(GQA_SPEC, flag)
@@ -69,8 +72,10 @@ def test_points_are_the_product_first_axis_slowest_after_the_fixed_arguments():
     points = grid_points(axes, ["--topology", "cube1"])
     assert [p.index for p in points] == [0, 1, 2, 3]
     assert [dict(p.values) for p in points] == [
-        {"context": 512, "variant": "opt3"}, {"context": 512, "variant": "opt2"},
-        {"context": 1024, "variant": "opt3"}, {"context": 1024, "variant": "opt2"},
+        {"context": 512, "variant": "opt3"},
+        {"context": 512, "variant": "opt2"},
+        {"context": 1024, "variant": "opt3"},
+        {"context": 1024, "variant": "opt2"},
     ]
     assert points[1].argv == ("--topology", "cube1", "--context", "512", "--variant", "opt2")
     assert points[1].label() == "context=512, variant=opt2"
@@ -96,18 +101,21 @@ def test_the_cli_says_a_bad_grid_in_one_line_and_exits_2(capsys):
     assert err.count("\n") == 1 and err.startswith("error: --grid contex=512: unknown key 'contex' (did you mean 'context'?)")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--grid", "context=512", "--context", "1024"], "context is already set by another flag"),
-    (["--grid", "sip.ucie.bw_gbps=1", "--set", "sip.ucie.bw_gbps=2"], "sip.ucie.bw_gbps is already set by another flag"),
-    (["--heads", "0", "--grid", "context=512"], "gqa-decode: --heads 0: must be in 1..4096"),
-    ([], "give one or more --grid"),
-    (["--grid", "context=512", "--out", "rows.txt"], "--out rows.txt: name a .csv or .json file"),
-    (["--grid", "context=512", "--plot", "latency_ns:contxt"], "'contxt' is not a swept key (did you mean 'context'?)"),
-    (["--grid", "context=512", "--plot", "latency_ns"], "expected METRIC:KEY"),
-    (["--grid", "context=512", "--plot", "latency_ns:context", "--json"], "--plot draws on stdout, where --json prints"),
-    (["--grid", "context=512", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"], "--jobs and --scheduler: give one"),
-    (["--grid", "context=512", "--jobs", "0"], "expected at least 1 worker process"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--grid", "context=512", "--context", "1024"], "context is already set by another flag"),
+        (["--grid", "sip.ucie.bw_gbps=1", "--set", "sip.ucie.bw_gbps=2"], "sip.ucie.bw_gbps is already set by another flag"),
+        (["--heads", "0", "--grid", "context=512"], "gqa-decode: --heads 0: must be in 1..4096"),
+        ([], "give one or more --grid"),
+        (["--grid", "context=512", "--out", "rows.txt"], "--out rows.txt: name a .csv or .json file"),
+        (["--grid", "context=512", "--plot", "latency_ns:contxt"], "'contxt' is not a swept key (did you mean 'context'?)"),
+        (["--grid", "context=512", "--plot", "latency_ns"], "expected METRIC:KEY"),
+        (["--grid", "context=512", "--plot", "latency_ns:context", "--json"], "--plot draws on stdout, where --json prints"),
+        (["--grid", "context=512", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"], "--jobs and --scheduler: give one"),
+        (["--grid", "context=512", "--jobs", "0"], "expected at least 1 worker process"),
+    ],
+)
 def test_bad_sweep_flags_are_one_line_before_anything_runs(capsys, argv, message):
     status, out, err = sweep([*GQA, *argv], capsys)
     assert status == 2 and out == ""

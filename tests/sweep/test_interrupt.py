@@ -11,15 +11,36 @@ import time
 
 import pytest
 
-LONG = ["sweep", "gqa-decode", "--topology", "cube1", "--heads", "16", "--kv-heads", "2",
-        "--grid", "context=65536,131072", "--grid", "variant=primitive,opt2", "--jobs", "2", "--no-cache"]
+LONG = [
+    "sweep",
+    "gqa-decode",
+    "--topology",
+    "cube1",
+    "--heads",
+    "16",
+    "--kv-heads",
+    "2",
+    "--grid",
+    "context=65536,131072",
+    "--grid",
+    "variant=primitive,opt2",
+    "--jobs",
+    "2",
+    "--no-cache",
+]
 
 
 @pytest.mark.parametrize("signum, whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
 def test_an_interrupted_parallel_sweep_stops_its_workers_and_writes_nothing(tmp_path, signum, whole_group):
     out = tmp_path / "rows.json"
-    proc = subprocess.Popen([sys.executable, "-m", "kernbench.cli", *LONG, "--out", str(out)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", *LONG, "--out", str(out)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(3)  # the workers have started and are simulating
     assert proc.poll() is None, proc.communicate()
     (os.killpg if whole_group else os.kill)(proc.pid, signum)

@@ -10,7 +10,8 @@ from kernbench.sweep.plot import MARKERS, render, series
 
 TABLE = [
     {"context": c, "variant": v, "latency_ns": float(c // 100 + (7 if v == "opt3" else 0))}
-    for c in (512, 1024, 2048, 4096) for v in ("opt3", "opt2")
+    for c in (512, 1024, 2048, 4096)
+    for v in ("opt3", "opt2")
 ]
 
 

@@ -81,8 +81,15 @@ def test_a_sweep_on_a_terminal_shows_a_bar_with_eta(monkeypatch, capsys):
 
 def test_a_piped_long_run_prints_nothing_on_stderr(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from kernbench import cli, progress; progress.SHOW_RUN_AFTER_S = 0;"
-         "sys.exit(cli.main(['run', 'gqa-decode', '--topology', 'cube1', '--heads', '16', '--kv-heads', '2', '--context', '4096']))"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from kernbench import cli, progress; progress.SHOW_RUN_AFTER_S = 0;"
+            "sys.exit(cli.main(['run', 'gqa-decode', '--topology', 'cube1', '--heads', '16', '--kv-heads', '2', '--context', '4096']))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     assert done.returncode == 0 and done.stderr == "" and "latency" in done.stdout

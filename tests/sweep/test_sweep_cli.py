@@ -87,19 +87,41 @@ def test_a_kernel_option_that_shares_a_sweep_flag_is_set_with_a_one_value_grid(c
 
 
 def test_piped_stderr_gets_no_progress(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "kernbench.cli", *GEMM, "--grid", "k=128,256", "--jobs", "1"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    done = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", *GEMM, "--grid", "k=128,256", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0 and done.stderr == ""
     assert "gemm-primitive · 2 point(s)" in done.stdout
 
 
 def test_explain_adds_the_attribution_totals_that_run_explain_reports(capsys, tmp_path):
-    status, rows, _ = sweep_json([*GQA, "--grid", "variant=opt2,opt3", "--grid", "context=512", "--explain", "--no-cache"],
-                                 capsys, tmp_path)
+    status, rows, _ = sweep_json(
+        [*GQA, "--grid", "variant=opt2,opt3", "--grid", "context=512", "--explain", "--no-cache"], capsys, tmp_path
+    )
     assert status == 0
-    cli.main(["run", "gqa-decode", "--topology", "cube1", "--heads", "16", "--kv-heads", "2", "--context", "512",
-              "--variant", "opt3", "--explain", "--json"])
+    cli.main(
+        [
+            "run",
+            "gqa-decode",
+            "--topology",
+            "cube1",
+            "--heads",
+            "16",
+            "--kv-heads",
+            "2",
+            "--context",
+            "512",
+            "--variant",
+            "opt3",
+            "--explain",
+            "--json",
+        ]
+    )
     run = json.loads(capsys.readouterr().out)["attribution"]
     row = rows[1]
     for cause, ns in run["by_cause"].items():

@@ -21,6 +21,7 @@ def rt(cube1):
 
 # --- TR1: overlap is real --------------------------------------------------------
 
+
 def _overlap_kernel(with_load: bool, with_gemm: bool):
     def k(a, b, c):
         x, y = tl.load(a), tl.load(b)
@@ -67,6 +68,7 @@ def test_tl_load_returns_before_its_dma_completes(rt):
 
 # --- TR2: auto-wait correctness ---------------------------------------------------
 
+
 def test_the_auto_waited_handle_carries_the_same_bytes_as_hbm(rt):
     A = rng_array((128, 64), 4)
     out = rt.empty((128, 64), np.float16)
@@ -103,6 +105,7 @@ def test_the_first_consuming_op_stalls_on_the_pending_load(rt):
 
 # --- TR3: two in flight -------------------------------------------------------------
 
+
 def test_two_loads_in_flight_serialize_on_the_read_channel_and_both_resolve(rt):
     A, B = rng_array((128, 128), 5), rng_array((128, 128), 6)
     seen = {}
@@ -125,6 +128,7 @@ def test_two_loads_in_flight_serialize_on_the_read_channel_and_both_resolve(rt):
 
 # --- TR4: op-log compatibility -------------------------------------------------------
 
+
 @pytest.mark.parametrize("blocking", [False, True])
 def test_each_load_logs_exactly_one_dma_read(rt, blocking):
     def k(a):
@@ -143,6 +147,7 @@ def test_each_load_logs_exactly_one_dma_read(rt, blocking):
 
 
 # --- TR5: no overlap, no change --------------------------------------------------------
+
 
 def _use_at_once(blocking: bool):
     def k(a, b, out):
@@ -175,6 +180,7 @@ def test_load_then_immediate_use_has_the_latency_of_a_blocking_load(cube1):
 
 
 # --- scratch lifetime (ADR-0062 "Negative") ----------------------------------------------
+
 
 def test_a_dropped_in_flight_load_keeps_its_scratch_until_it_lands(rt):
     seen = {}

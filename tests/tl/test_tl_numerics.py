@@ -23,7 +23,11 @@ def _positive(shape, seed):
 
 
 BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "maximum": np.maximum,
 }
 
 
@@ -158,6 +162,7 @@ def test_full_and_zeros_make_tcm_tensors_without_a_command(rt):
 
 # --- composites --------------------------------------------------------------
 
+
 def test_gemm_composite_with_a_streamed_tl_ref_operand_equals_numpy(rt):
     A, B = rng_array((64, 256), 12), rng_array((256, 512), 13)  # B: 256 KiB, several tiles
     out = rt.empty((64, 512), np.float32)
@@ -178,8 +183,12 @@ def test_gemm_composite_transpose_b_and_accumulate(rt):
 
     def k(q, kk, v, out):
         s = tl.full((32, 48), 1.0)
-        tl.composite([tl.OpSpec("gemm", {"a": tl.load(q), "b": tl.ref(kk)}, s, extra={"transpose_b": True, "accumulate": True})], rw_handles=[s])
-        tl.composite([tl.OpSpec("gemm", {"a": tl.load(q), "b": tl.ref(v)}, s, extra={"transpose_b": True, "accumulate": True})], rw_handles=[s])
+        tl.composite(
+            [tl.OpSpec("gemm", {"a": tl.load(q), "b": tl.ref(kk)}, s, extra={"transpose_b": True, "accumulate": True})], rw_handles=[s]
+        )
+        tl.composite(
+            [tl.OpSpec("gemm", {"a": tl.load(q), "b": tl.ref(v)}, s, extra={"transpose_b": True, "accumulate": True})], rw_handles=[s]
+        )
         tl.store(out, s)
 
     run1(rt, k, rt.deploy(Q), rt.deploy(K), rt.deploy(V), out, record=False)
@@ -242,6 +251,7 @@ def test_composite_result_is_cast_to_the_out_handle_dtype(rt):
 
 
 # --- IPCQ and program ids ------------------------------------------------------
+
 
 def test_program_id_and_num_programs_follow_the_launch_order(rt):
     out = rt.empty((4, 2), np.float32)

@@ -11,8 +11,19 @@ import pytest
 from kernbench.errors import RouteError
 
 ENDPOINT_KINDS = {
-    "pe_cpu", "pe_sched", "pe_dma", "pe_fs", "pe_gemm", "pe_math", "pe_ipcq", "pe_tcm",
-    "hbm_slice", "hbm_pc", "sram", "m_cpu", "host",
+    "pe_cpu",
+    "pe_sched",
+    "pe_dma",
+    "pe_fs",
+    "pe_gemm",
+    "pe_math",
+    "pe_ipcq",
+    "pe_tcm",
+    "hbm_slice",
+    "hbm_pc",
+    "sram",
+    "m_cpu",
+    "host",
 }
 
 
@@ -23,8 +34,15 @@ def test_cube1_node_and_edge_counts_follow_the_template(cube1):
     assert nodes["router"] == 5 and nodes["pe_dma"] == 8 and nodes["hbm_pc"] == 64
     # every link is two directed edges
     assert edges == {
-        "noc": 2 * 8, "pe_port": 2 * 16, "pe_internal": 2 * 32, "hbm_port": 2 * 8,
-        "hbm_channel": 2 * 64, "sram_port": 2, "m_cpu_port": 2, "io": 2, "pcie": 2,
+        "noc": 2 * 8,
+        "pe_port": 2 * 16,
+        "pe_internal": 2 * 32,
+        "hbm_port": 2 * 8,
+        "hbm_channel": 2 * 64,
+        "sram_port": 2,
+        "m_cpu_port": 2,
+        "io": 2,
+        "pcie": 2,
     }
     assert len(cube1.edges) == 264
     assert "ucie_phy" not in nodes  # a 1x1 mesh has no neighbours

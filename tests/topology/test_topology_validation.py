@@ -129,9 +129,7 @@ def test_attach_list_with_wrong_count_is_reported(write_doc):
 
 def test_cube_template_with_an_unreachable_router_is_reported(write_doc):
     def isolate_r3(d):
-        d["cube"]["links"] = [
-            link for link in d["cube"]["links"] if "r3" not in (link["a"], link["b"])
-        ]
+        d["cube"]["links"] = [link for link in d["cube"]["links"] if "r3" not in (link["a"], link["b"])]
 
     problems = problems_of(write_doc(isolate_r3))
     assert len(problems) == 1

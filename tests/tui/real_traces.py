@@ -20,8 +20,7 @@ RUNS = {
     "gemm_primitive": ["gemm-primitive"],
     "gqa_small": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
     # the same decode step as opt3, for `kernbench-tui compare` (opt3 against opt2)
-    "gqa_small_opt3": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2",
-                       "--variant", "opt3"],
+    "gqa_small_opt3": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2", "--variant", "opt3"],
     # A's K-chunks as column blocks of row-major A: every row 1 KiB apart, on 2 of a slice's 8 channels
     "gemm_naive": ["gemm-primitive", "--layout", "naive"],
     "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],

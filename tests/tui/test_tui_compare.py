@@ -93,12 +93,15 @@ def test_compare_opens_a_trace_and_a_live_run(tmp_path):
     assert isinstance(b, ProcessSource) and b.args == (["gemm-primitive", "--layout", "naive"],)
 
 
-@pytest.mark.parametrize("a, b, says", [
-    ("nope.kbtrace", "gemm-primitive", "compare A: nope.kbtrace: no such trace file"),
-    ("gemm-primitive", "gemx --m 64", "compare B: unknown kernel 'gemx'"),
-    ("gemm-primitive", "gemm-primitive --m", "compare B: kernbench run gemm-primitive: argument --m"),
-    ("gemm-primitive", "", "compare B: an empty side"),
-])
+@pytest.mark.parametrize(
+    "a, b, says",
+    [
+        ("nope.kbtrace", "gemm-primitive", "compare A: nope.kbtrace: no such trace file"),
+        ("gemm-primitive", "gemx --m 64", "compare B: unknown kernel 'gemx'"),
+        ("gemm-primitive", "gemm-primitive --m", "compare B: kernbench run gemm-primitive: argument --m"),
+        ("gemm-primitive", "", "compare B: an empty side"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(a, b, says, capsys):
     seen, launch = launched_with()
     assert cli.main(["compare", a, b], launch=launch) == 2
@@ -171,8 +174,7 @@ async def test_one_run_keys_are_off_in_compare():
 # ------------------------------------------------------------ live runs
 @sync
 async def test_compare_of_two_live_runs_of_the_current_simulator():
-    sides = [(text, cli._side_source(label, text)) for label, text in
-             (("A", "gemm-primitive"), ("B", "gemm-primitive --layout naive"))]
+    sides = [(text, cli._side_source(label, text)) for label, text in (("A", "gemm-primitive"), ("B", "gemm-primitive --layout naive"))]
     app = CompareApp(sides)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -187,8 +189,7 @@ async def test_compare_of_two_live_runs_of_the_current_simulator():
 
 @sync
 async def test_a_side_that_fails_while_running_is_reported_and_exits_2():
-    sides = [(text, cli._side_source(label, text)) for label, text in
-             (("A", "gemm-primitive"), ("B", "gemm-primitive --max-sim-ns 50"))]
+    sides = [(text, cli._side_source(label, text)) for label, text in (("A", "gemm-primitive"), ("B", "gemm-primitive --max-sim-ns 50"))]
     app = CompareApp(sides)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

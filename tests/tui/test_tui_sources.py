@@ -117,7 +117,6 @@ async def test_empty_trace_renders_and_keys_are_harmless():
         assert "empty" in screen_text(app)
 
 
-
 @sync
 async def test_quitting_mid_run_stops_the_simulation_and_keys_stay_responsive():
     ended = threading.Event()

@@ -46,11 +46,9 @@ class CompareScreen(MainScreen):
         nav, app = self.nav, self.compare_app
         lanes_sides = [(side.label, side.model) for side in app.sides]
         panel_sides = [(f"{side.label}  {side.text}", side.model) for side in app.sides]
-        yield CompareHeader(nav, app.sides, id="header").data_bind(CompareScreen.view, CompareScreen.run,
-                                                                  CompareScreen.playing)
+        yield CompareHeader(nav, app.sides, id="header").data_bind(CompareScreen.view, CompareScreen.run, CompareScreen.playing)
         with Horizontal(id="body"):
-            yield PEPicker(app.pair, utilization=app.pair.utilization_text, id="picker").data_bind(
-                run=CompareScreen.run)
+            yield PEPicker(app.pair, utilization=app.pair.utilization_text, id="picker").data_bind(run=CompareScreen.run)
             with Vertical(id="center"):
                 yield LanesView(nav, sides=lanes_sides, id="lanes").data_bind(CompareScreen.view)
                 with TabbedContent(id="panels", initial="tab-stalls"):
@@ -60,8 +58,7 @@ class CompareScreen(MainScreen):
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ONLY_FOR_ONE_RUN or (action == "panel" and parameters and parameters[0] not in
-                                          {key for key, _, _ in PAIR_PANELS}):
+        if action in ONLY_FOR_ONE_RUN or (action == "panel" and parameters and parameters[0] not in {key for key, _, _ in PAIR_PANELS}):
             return False
         return True
 

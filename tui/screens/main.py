@@ -32,8 +32,14 @@ from kernbench_tui.widgets.pe_picker import PEPicker
 
 T = TypeVar("T")
 PLAY_INTERVAL_S = 0.1
-PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel),
-          ("log", "Log", EventLog), ("details", "Details", DetailsPanel), ("why", "Why", WhyPanel))
+PANELS = (
+    ("fifo", "FIFOs", FifoPanel),
+    ("stalls", "Stalls", StallsPanel),
+    ("loads", "Loads", LoadsPanel),
+    ("log", "Log", EventLog),
+    ("details", "Details", DetailsPanel),
+    ("why", "Why", WhyPanel),
+)
 COMPUTING = "computing the critical path…"
 
 

@@ -31,9 +31,7 @@ def parse_filter(text: str) -> tuple[set[EventKind] | None, str | None]:
             kinds = kinds or set()
             for name in word[5:].split(","):
                 name = name.strip().lower()
-                matches = [k for n, k in KIND_NAMES.items() if n == name] or [
-                    k for n, k in KIND_NAMES.items() if n.startswith(name)
-                ]
+                matches = [k for n, k in KIND_NAMES.items() if n == name] or [k for n, k in KIND_NAMES.items() if n.startswith(name)]
                 kinds.update(matches)
         else:
             words.append(word)

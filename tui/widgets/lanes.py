@@ -249,7 +249,7 @@ class LanesView(ScrollView, can_focus=True):
         step, ticks = self._ticks()
         unit, scale = unit_for(max(abs(self.nav.t0), abs(self.nav.t1), step))
         chars = [" "] * width
-        head = f"t ({unit})"[:GUTTER - 1]
+        head = f"t ({unit})"[: GUTTER - 1]
         chars[: len(head)] = head
         last_end = GUTTER
         for col, t in ticks:
@@ -268,7 +268,7 @@ class LanesView(ScrollView, can_focus=True):
             row[col] = "┴"
         cur = self.cursor_col()
         now = format_ns(self.nav.cursor_ns, self.nav.width_ns / max(self.n_cells, 1))
-        segs = [Segment(f"{now[:GUTTER - 1]:<{GUTTER}}", Style(bold=True))]
+        segs = [Segment(f"{now[: GUTTER - 1]:<{GUTTER}}", Style(bold=True))]
         if cur is None:
             segs.append(Segment("".join(row), Style(dim=True)))
         else:
@@ -322,8 +322,9 @@ class LanesView(ScrollView, can_focus=True):
         mine = why.step_cells(cur, lane, nav.t0, nav.t1, n) if cur >= 0 else [False] * n
         return tuple(2 if m else int(o) for o, m in zip(on, mine, strict=True))
 
-    def _draw_cells(self, model: TimelineModel, lane: str, cells: LaneCells, selected: Event | None,
-                    path: tuple[int, ...] | None = None) -> list[Segment]:
+    def _draw_cells(
+        self, model: TimelineModel, lane: str, cells: LaneCells, selected: Event | None, path: tuple[int, ...] | None = None
+    ) -> list[Segment]:
         channel = pe_of(lane) is None  # a pseudo-channel lane: its label is the slice, the same on every span
         base = ENGINE_COLORS.get(engine_of(lane), CHANNEL_COLOR if channel else "white")
         strings = model.store.strings

@@ -160,8 +160,10 @@ class StallsPanel(Panel):
         text.append(_fit(f"{'PE':<16} {'reason':<22} {'waits on':<18} {'since':>9} {'lasts':>9}", width) + "\n", style="bold")
         for s in stalls[: max(1, height - 2)]:
             mark = "▸" if nav.selected is not None and (nav.selected.t_ns, nav.selected.seq) == (s.t_ns, s.seq) else " "
-            line = (f"{mark}{pe_of(s.component) or s.component:<15} {_fit(s.label, 22):<22} {_fit(s.detail, 18):<18} "
-                    f"{format_ns(s.t_ns):>9} {format_ns(s.duration_ns):>9}")
+            line = (
+                f"{mark}{pe_of(s.component) or s.component:<15} {_fit(s.label, 22):<22} {_fit(s.detail, 18):<18} "
+                f"{format_ns(s.t_ns):>9} {format_ns(s.duration_ns):>9}"
+            )
             text.append(_fit(line, width) + "\n", style="red" if mark == " " else "bold red")
         if not stalls:
             text.append("no shown PE is stalled at the cursor\n")
@@ -188,8 +190,10 @@ class LoadsPanel(Panel):
         for ld in loads[: max(1, height - 2)]:
             done = f"{format_ns(ld.complete_ns)}" if ld.complete_ns is not None else "pending"
             waited = format_ns(ld.waited_at_ns) if ld.waited_at_ns is not None else "-"
-            line = (f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
-                    f"{format_ns(ld.issued_ns):>9} {done:>11} {waited:>10}")
+            line = (
+                f"{_fit(ld.handle, hw):<{hw}} {pe_of(ld.component) or ld.component:<16} {ld.size_bytes:>8.0f} "
+                f"{format_ns(ld.issued_ns):>9} {done:>11} {waited:>10}"
+            )
             if why is not None:
                 text.append(_mark(ld.corr_id in why.corr_ids), style="bold yellow")
             text.append(_fit(line, width - mark_w) + "\n")
@@ -236,9 +240,7 @@ class DetailsPanel(Panel):
             return
         store = nav.model.store
         kinds = store.col("kind")[rows]
-        counts = ", ".join(
-            f"{int(n)} {EventKind(int(k)).name.lower()}" for k, n in zip(*np.unique(kinds, return_counts=True), strict=True)
-        )
+        counts = ", ".join(f"{int(n)} {EventKind(int(k)).name.lower()}" for k, n in zip(*np.unique(kinds, return_counts=True), strict=True))
         t0 = float(store.col("t_ns")[rows].min())
         t1 = float(store.col("end_ns")[rows].max())
         text.append(_fit(f"{'request':>10}: corr_id {e.corr_id}, {format_ns(t0)} → {format_ns(t1)}", width) + "\n", style="dim")
@@ -275,18 +277,19 @@ class WhyPanel(Panel):
             return text
         totals = " · ".join(f"{cause} {share:.0%}" for cause, share in top_causes(why))
         pes = ", ".join(pe.rsplit(".", 1)[-1] for pe in why.pes())
-        text.append(_fit(f"critical path {format_ns(why.latency_ns)} in {len(why.steps)} steps"
-                         f" (PEs {pes}): {totals}", width) + "\n", style="bold")
+        text.append(
+            _fit(f"critical path {format_ns(why.latency_ns)} in {len(why.steps)} steps (PEs {pes}): {totals}", width) + "\n", style="bold"
+        )
         where_w = min(24, max(len(step_lane(s)) for s in why.steps))
-        text.append(_fit(f"  {'#':>3} {'start':>9} {'took':>9} {'share':>5}  {'where':<{where_w}} "
-                         f"what  [why then]", width) + "\n", style="bold")
+        text.append(
+            _fit(f"  {'#':>3} {'start':>9} {'took':>9} {'share':>5}  {'where':<{where_w}} what  [why then]", width) + "\n", style="bold"
+        )
         rows = max(1, height - 3)
         cur = why.current(nav.why_step, nav.cursor_ns)
         first = min(max(0, cur - rows // 2), max(0, len(why.steps) - rows))
         for i in range(first, min(len(why.steps), first + rows)):
             text.append(_fit(why_row(why, i, where_w, i == cur), width) + "\n", style="bold reverse" if i == cur else "")
-        text.append(_fit(f"> / <: next / previous step · c: {'hide' if nav.overlay else 'show'} the path on the lanes",
-                         width), style="dim")
+        text.append(_fit(f"> / <: next / previous step · c: {'hide' if nav.overlay else 'show'} the path on the lanes", width), style="dim")
         return text
 
 
@@ -300,15 +303,16 @@ def why_row(why: WhyPath, i: int, where_w: int, current: bool) -> str:
         what = f"{step.cause}: {step.what}"
     lane = step_lane(step)
     where = lane if len(lane) <= where_w else "…" + lane[len(lane) - where_w + 1 :]
-    return (f"{'▸' if current else ' '} {i + 1:>3} {format_ns(step.start_ns):>9} {format_ns(step.ns):>9} {share:>5.1%}"
-            f"  {where:<{where_w}} {what}  [{step.via}]")
+    return (
+        f"{'▸' if current else ' '} {i + 1:>3} {format_ns(step.start_ns):>9} {format_ns(step.ns):>9} {share:>5.1%}"
+        f"  {where:<{where_w}} {what}  [{step.via}]"
+    )
 
 
 class PairPanel(Panel):
     """A panel for each of two runs, stacked under their labels, at the one shared cursor."""
 
-    def __init__(self, nav: AnyNavigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *,
-                 id: str | None = None) -> None:
+    def __init__(self, nav: AnyNavigator, inner: type[Panel], sides: Sequence[tuple[str, TimelineModel]], *, id: str | None = None) -> None:
         super().__init__(nav, id=id)
         self._inner = inner(nav)  # never mounted: only its text() is used, once per side
         self.sides = sides

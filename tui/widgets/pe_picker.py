@@ -36,8 +36,9 @@ class PEPicker(Vertical):
     run: reactive[RunState | tuple[RunState, ...] | None] = reactive(None, repaint=False, init=False)
     """The run (or both compared runs) whose PEs are listed, bound to the screen's: refilled when it changes."""
 
-    def __init__(self, model: TimelineModel | TimelinePair, *, utilization: Callable[[str], str] | None = None,
-                 id: str | None = None) -> None:
+    def __init__(
+        self, model: TimelineModel | TimelinePair, *, utilization: Callable[[str], str] | None = None, id: str | None = None
+    ) -> None:
         """``utilization(pe)``: the text after each PE (default, for one run's model: its utilization, ``82%``)."""
         super().__init__(id=id)
         self.model = model
