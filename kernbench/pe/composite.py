@@ -195,7 +195,10 @@ class CompositeRun:
             ready[r.id] = done
         pe.async_stages += 1
         self.tile_read = [env.event() for _ in range(n)] if self.streamed else []
-        self.fetched = [env.event() for _ in range(n)]
+        # A tile's FETCH frees its buffer for the read TILE_BUFFERS tiles later
+        # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
+        # tiles, and a composite that streams nothing, need no event.
+        self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if self.streamed else []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
         if self.streamed:
@@ -319,11 +322,12 @@ class CompositeRun:
             if t > self.last:
                 self.last = t
                 self.last_seq = pe.store.last
-            ev = self.fetched[i]
-            if fetch_end > env.now:
-                call_at(env, fetch_end, NORMAL, ev.succeed)
-            else:
-                ev.succeed()
+            if i < len(self.fetched):
+                ev = self.fetched[i]
+                if fetch_end > env.now:
+                    call_at(env, fetch_end, NORMAL, ev.succeed)
+                else:
+                    ev.succeed()
             i += 1
         self.pe.async_stages -= 1
         if self.last > env.now:

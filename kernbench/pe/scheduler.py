@@ -99,7 +99,7 @@ class Scheduler:
     # --- readiness --------------------------------------------------------
 
     def inputs(self, refs: Iterable[HandleRef | None]) -> tuple[float, list[simpy.Event]]:
-        """When the TCM handles among ``refs`` are ready: (latest known time, events still pending)."""
+        """When the TCM handles among ``refs`` are ready: (latest known time, events still pending, each once)."""
         t = 0.0
         pending: list[simpy.Event] = []
         ready = self.pe.ready
@@ -110,7 +110,10 @@ class Scheduler:
             rt = ready_time(v)
             if rt is None:
                 assert isinstance(v, simpy.Event)  # (only an event is not ready yet)
-                pending.append(v)
+                # each event once: handles produced by one command share its event, and
+                # waiting for it once is the same wait (an AllOf fires at its last copy)
+                if v not in pending:
+                    pending.append(v)
             elif rt > t:
                 t = rt
         return t, pending
