@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -145,9 +145,14 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
 
 def _common_argv(args: argparse.Namespace) -> list[str]:
     """The common options given before the kernel name, as arguments for the kernel's parser."""
+    return options_argv(args, COMMON_OPTIONS)
+
+
+def options_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The flags of ``options`` set in ``ns`` (other than to their defaults), as arguments again."""
     out: list[str] = []
-    for flag, kwargs in COMMON_OPTIONS:
-        value = getattr(args, kwargs.get("dest", flag[2:].replace("-", "_")))
+    for flag, kwargs in options:
+        value = getattr(ns, kwargs.get("dest", flag[2:].replace("-", "_")))
         if kwargs.get("action") == "store_true":
             out += [flag] if value else []
         elif kwargs.get("action") == "append":

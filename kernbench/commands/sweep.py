@@ -21,7 +21,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, limits_of, parse_kernel_args, prepare, report
+from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, limits_of, options_argv, parse_kernel_args, prepare, report
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
@@ -147,20 +147,6 @@ def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
     return p
 
 
-def _as_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The flags of ``options`` set in ``ns`` (other than to their defaults), as arguments again."""
-    out: list[str] = []
-    for flag, kwargs in options:
-        value = getattr(ns, kwargs.get("dest", flag[2:].replace("-", "_")))
-        if kwargs.get("action") == "store_true":
-            out += [flag] if value else []
-        elif kwargs.get("action") == "append":
-            out += [x for v in value for x in (flag, v)]
-        elif value != kwargs.get("default"):
-            out += [flag, "0" if value is None else str(value)]
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     spec, ns, fixed = _parse(args)
     taken = [*fixed, *(o.split("=", 1)[0].strip() for o in ns.overrides), *([TOPOLOGY_KEY] if ns.topology else [])]
@@ -191,7 +177,7 @@ def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Name
     if not args.kernel:
         raise KernbenchError("kernbench sweep: name a kernel and one or more --grid KEY=V1,V2,… (see `kernbench sweep --help`)")
     spec = registry.get(args.kernel)
-    ns = sweep_parser(spec).parse_args(_as_argv(args, SWEEP_OPTIONS) + list(args.options))
+    ns = sweep_parser(spec).parse_args(options_argv(args, SWEEP_OPTIONS) + list(args.options))
     ours = {flag for flag, _ in SWEEP_OPTIONS}
     fixed = {prm.name: getattr(ns, prm.name) for prm in spec.params if prm.flag not in ours and hasattr(ns, prm.name)}
     for prm in spec.params:
@@ -215,7 +201,7 @@ def _check_outputs(ns: argparse.Namespace, swept: Sequence[str]) -> tuple[str, s
 def _run_argv(ns: argparse.Namespace, fixed: dict[str, Any]) -> list[str]:
     """The ``kernbench run`` arguments every point shares: the common options, then the kernel options given."""
     common = [(flag, kwargs) for flag, kwargs in COMMON_OPTIONS if flag in _KEEP]
-    return _as_argv(ns, common) + [arg for name, value in fixed.items() for arg in ("--" + name.replace("_", "-"), str(value))]
+    return options_argv(ns, common) + [arg for name, value in fixed.items() for arg in ("--" + name.replace("_", "-"), str(value))]
 
 
 def run_points(
