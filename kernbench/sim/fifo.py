@@ -30,12 +30,25 @@ arrived before now keep their departures (nothing can overtake them).
 Changed departures go to the passage's ``on_change``, so the next FIFO on
 its route hears of them in turn, and *watchers* (control flits that will
 cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
+
+**Deferred: numbers until someone looks.** A train that finds its whole
+route idle need not be a passage at all: :meth:`Fifo.defer` records only
+when its last flit arrives and leaves (:func:`~kernbench.sim.train.tandem`).
+As long as nothing else comes while its flits are still arriving, those two
+numbers are all any later question needs (:meth:`Fifo.finish_before` past
+its last flit, a later train's wait), and once they have arrived the train
+is folded into the FIFO's state. Anything that needs the flits themselves —
+another train arriving among them, a control flit due before the last —
+first asks the owner to :meth:`~Deferrer.materialize`: to plan its passages
+exactly as it would have when it started, which nothing since can have
+changed (whatever would have, asked first).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import simpy
@@ -77,6 +90,24 @@ class Passage:
         return self.inp.n
 
 
+class Deferrer(Protocol):
+    """The owner of a train deferred on FIFOs (see the module docstring)."""
+
+    corr: int
+
+    def materialize(self) -> None:
+        """Plan the deferred train as passages on every FIFO of its route, as it
+        would have been planned when it started."""
+
+
+class Watcher(Protocol):
+    """A control flit due to cross FIFOs (see :meth:`Fifo.watch`)."""
+
+    def recheck(self, h: int, t: float, d: float, token: int) -> None:
+        """The FIFO of its hop ``h``, where it arrives at ``t`` and was planned to leave
+        at ``d``, re-planned (``token``: which plan of it that was)."""
+
+
 class Reserved:
     """Flits served through :meth:`Fifo.reserve` (no passage): who, and their departures."""
 
@@ -97,7 +128,23 @@ class Fifo:
     the latest departure).
     """
 
-    __slots__ = ("_replan_at", "_watchers", "flits", "free", "history", "last_corr", "members", "name", "s", "t_last", "v_end")
+    __slots__ = (
+        "_replan_at",
+        "_watch_until",
+        "_watchers",
+        "deferred",
+        "deferred_t_last",
+        "deferred_v_end",
+        "flits",
+        "free",
+        "history",
+        "last_corr",
+        "members",
+        "name",
+        "s",
+        "t_last",
+        "v_end",
+    )
 
     def __init__(self, name: str, service_ns: float, history: bool = False) -> None:
         self.name = name
@@ -108,10 +155,15 @@ class Fifo:
         self.v_end = 0.0  # when all work, members' included, is done
         self.last_corr = -1  # whose work that is
         self.flits = 0  # data flits served (busy time = flits · s)
-        self._watchers: list[tuple[float, Callable[[], None]]] = []
+        self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see watch
+        self._watch_until = float("-inf")  # the latest time a watcher is due
         self._replan_at: Action | None = None  # a re-plan due (see amend)
         # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
         self.history: deque[Passage | Reserved] | None = deque() if history else None
+        # a train planned here in closed form only (see defer): its owner, its last flit's arrival and departure
+        self.deferred: Deferrer | None = None
+        self.deferred_t_last = 0.0
+        self.deferred_v_end = 0.0
 
     # --- queries ------------------------------------------------------------
 
@@ -122,6 +174,11 @@ class Fifo:
         lower than ``seq``. A control flit (zero service) arriving at ``t``
         leaves then.
         """
+        if self.deferred is not None:
+            if t > self.deferred_t_last + EPS:  # after the deferred train's last flit: the numbers answer
+                v = self.deferred_v_end
+                return v if v > t else t
+            self.deferred.materialize()
         if t > self.t_last + EPS:
             return self.v_end if self.v_end > t else t
         v = self.free
@@ -139,21 +196,25 @@ class Fifo:
 
     def busy_after(self, now: float) -> bool:
         """Whether trains planned here still have flits arriving after now."""
+        if self.deferred is not None:
+            self._settle(now)
         return self.t_last >= now - EPS and bool(self.members)
 
-    def watch(self, t: float, fn: Callable[[], None], now: float) -> None:
-        """Call ``fn()`` whenever the FIFO re-plans at or before ``t`` (a later
-        control flit's :meth:`finish_before` answer may have changed)."""
+    def watch(self, t: float, who: Watcher, h: int, d: float, token: int, now: float) -> None:
+        """Call ``who.recheck(h, t, d, token)`` whenever the FIFO re-plans at or before
+        ``t`` (a later control flit's :meth:`finish_before` answer may have changed)."""
         ws = self._watchers
         if len(ws) >= 8 and ws[0][0] < now - EPS:
             ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
-        ws.append((t, fn))
+        ws.append((t, who, h, d, token))
+        if t > self._watch_until:
+            self._watch_until = t
 
     def _notify(self, t_from: float) -> None:
         """Re-check the control flits due at ``t_from`` or later."""
-        for t, fn in list(self._watchers):
+        for t, who, h, d, token in list(self._watchers):
             if t >= t_from - EPS:
-                fn()
+                who.recheck(h, t, d, token)
 
     def shares(self, x: float, y: float, own_seq: int, horizon: float) -> tuple[tuple[int, float], ...]:
         """Time in ``[x, y]`` (the server busy throughout) spent on other transfers' flits: (corr id, ns)
@@ -182,6 +243,8 @@ class Fifo:
     def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
         """``count`` flits arriving together now, if nothing else is still to arrive:
         when the first starts (``None``: something is; plan a :class:`Passage`)."""
+        if self.deferred is not None:
+            self._settle(now)
         if self.t_last >= now - EPS:
             self._retire(now)
             if self.members:
@@ -202,6 +265,8 @@ class Fifo:
 
     def arrive(self, p: Passage, now: float) -> None:
         """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
+        if self.deferred is not None:
+            self._settle(now)
         p.fifo = self
         self.flits += p.n
         if self.history is not None:
@@ -210,14 +275,8 @@ class Fifo:
         if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
             head = inp.first()
             v = self.v_end
-            d = v if v > head else head
-            self.free = v  # the work before it (queries before its head see only that)
-            p.waited_behind = self.last_corr if v > head + EPS else -1
-            out = p.out = fifo(inp, self.s, d)
-            self.members = [p]
-            self.t_last = inp.last()
-            self.v_end = out.last()
-            self.last_corr = p.corr
+            p.out = fifo(inp, self.s, v if v > head else head)
+            self.place_alone(p, v)
             if self._watchers:
                 self._notify(head)
             return
@@ -226,6 +285,16 @@ class Fifo:
         d = self.finish_before(head)
         p.waited_behind = self.last_corr if d > head + EPS else -1
         self._replan(head, d, p)
+
+    def place_alone(self, p: Passage, v: float) -> None:
+        """``p``, planned alone behind the work done at ``v``, becomes the one member."""
+        head = p.inp.first()
+        self.free = v  # the work before it (queries before its head see only that)
+        p.waited_behind = self.last_corr if v > head + EPS else -1
+        self.members = [p]
+        self.t_last = p.inp.last()
+        self.v_end = p.out.last()
+        self.last_corr = p.corr
 
     def amend(self, p: Passage, inp: Train, t: float, env: simpy.Environment) -> None:
         """``p``'s flits arrive as in ``inp`` from ``t`` on (no sooner than now, nor
@@ -242,9 +311,65 @@ class Fifo:
     def _replan_now(self, _t: float, env: simpy.Environment) -> None:
         self._replan_at = None
         now = env.now
+        if self.deferred is not None:
+            self._settle(now)
         self._retire(now)
         if self.members:
             self._replan(now, self.finish_before(now), None)
+
+    # --- deferred trains ----------------------------------------------------------
+
+    def idle_at(self, now: float) -> bool:
+        """Whether a train arriving from now on would have this FIFO to itself
+        as far as anything planned so far goes: nothing still arriving, no
+        re-plan due, no control flit due to cross it from now on."""
+        if self.deferred is not None:
+            if now <= self.deferred_t_last + EPS:
+                return False
+            self._fold()
+        if self.t_last >= now - EPS:
+            return False
+        act = self._replan_at
+        if act is not None and act.pending:
+            return False
+        return self._watch_until < now - EPS
+
+    def defer(self, owner: Deferrer, n: int, t_last: float, v_end: float) -> None:
+        """``owner``'s train of ``n`` flits passes here (the FIFO was :meth:`idle_at` now):
+        its last flit arrives at ``t_last`` and leaves at ``v_end``."""
+        self.deferred = owner
+        self.deferred_t_last = t_last
+        self.deferred_v_end = v_end
+        self.flits += n
+
+    def take_deferred(self, owner: Deferrer) -> bool:
+        """Whether ``owner``'s train is still deferred here, no longer (it is materializing)."""
+        if self.deferred is owner:
+            self.deferred = None
+            return True
+        return False
+
+    def _settle(self, now: float) -> None:
+        """Before reading the state at ``now``: fold a deferred train whose flits have
+        all arrived, or have its owner plan it as passages."""
+        owner = self.deferred
+        assert owner is not None
+        if now > self.deferred_t_last + EPS:
+            self._fold()
+        else:
+            owner.materialize()
+            assert self.deferred is None, "a materialized train is no longer deferred"
+
+    def _fold(self) -> None:
+        """The deferred train has fully arrived: what remains of it is when its work is
+        done (as :meth:`_retire` leaves a passage that has fully arrived)."""
+        owner = self.deferred
+        assert owner is not None
+        self.deferred = None
+        self.members = []
+        self.t_last = self.deferred_t_last
+        self.free = self.v_end = self.deferred_v_end
+        self.last_corr = owner.corr
 
     # --- planning ---------------------------------------------------------------
 

@@ -30,16 +30,19 @@ Two ways to compute it:
     own step, in arrival order (ties: lower transfer number, then flit
     index). Its cost grows with the flit count.
 ``"fast"`` (default)
-    Whole trains per FIFO (:mod:`kernbench.sim.fifo`): the flit-level answer
-    exactly wherever a transfer's flits do not arrive among another's, and
-    a fluid FIFO where they do. The cost of a transfer grows with its hops,
-    not its size. The tolerances the tests hold it to against the oracle
-    are stated in ``tests/sim/test_contention.py``.
+    Whole trains per FIFO (:mod:`kernbench.sim.fifo`): closed forms while a
+    train is alone in a FIFO, the flit-level merge where trains meet — the
+    oracle's answer either way. A read whose data finds its whole route idle
+    is not even planned FIFO by FIFO: its last flit's times come from
+    :func:`~kernbench.sim.train.tandem` and the FIFOs hold those numbers
+    until someone needs more (:meth:`Fifo.defer`). The cost of a transfer
+    grows with its hops, not its size.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, TypeVarTuple
@@ -53,7 +56,7 @@ from kernbench.sim.clock import Action, call_at, priority
 from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.hbm import Bursts, ChannelArray, sub_train
 from kernbench.sim.region import Region
-from kernbench.sim.train import EPS, Train, first_difference, union
+from kernbench.sim.train import EPS, Train, fifo, first_difference, tandem, union
 from kernbench.sim.transit import FifoLog, Journey, Part, Stop
 from kernbench.topology.graph import Graph, Hop, Route
 
@@ -61,6 +64,7 @@ Mode = Literal["fast", "oracle"]
 _GRID = 1e9  # the oracle's time grid: 1/EPS (times within EPS are one instant)
 MODES: tuple[str, ...] = ("fast", "oracle")
 MEMORY_KINDS = ("hbm_slice", "sram")
+_TOKENS = itertools.count()  # a control flit's watches, told apart (see _FastTransfer.recheck)
 Ts = TypeVarTuple("Ts")
 
 
@@ -102,6 +106,11 @@ class Network:
         self.explain = self.bus.active if explain is None else explain
         self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
         self._closed: set[int] = set()
+        # trains on idle routes are deferred (Fifo.defer); recorded runs plan every passage,
+        # since they publish each FIFO's busy span and say where the time went
+        self.defer = mode == "fast" and not self.explain and not self.bus.active
+        self._route_fifos: dict[int, tuple[Fifo, ...]] = {}  # id(route) -> its edges' FIFOs (routes are cached by the graph)
+        self._route_pace: dict[int, tuple[list[float], list[float]]] = {}  # id(route) -> per hop: flit service, delay after
 
     # --- public primitives ------------------------------------------------
 
@@ -132,6 +141,20 @@ class Network:
             e = self.graph.edges[index]
             f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps, self.explain)
         return f
+
+    def route_fifos(self, route: Route) -> tuple[Fifo, ...]:
+        fifos = self._route_fifos.get(id(route))
+        if fifos is None:
+            fifos = self._route_fifos[id(route)] = tuple(self.edge_fifo(hop.edge.index) for hop in route.hops)
+        return fifos
+
+    def route_pace(self, route: Route) -> tuple[list[float], list[float]]:
+        """Per hop of ``route``: its FIFO's service per flit, and the delay from leaving it to the next FIFO."""
+        pace = self._route_pace.get(id(route))
+        if pace is None:
+            fifos = self.route_fifos(route)
+            pace = self._route_pace[id(route)] = ([f.s for f in fifos], [hop.prop_ns + hop.next_overhead_ns for hop in route.hops])
+        return pace
 
     def read(
         self,
@@ -362,7 +385,22 @@ class _FastTransfer(_Transfer):
     arrival, moved whenever that changes.
     """
 
-    __slots__ = ("ack_route", "ch", "crit", "ctl", "data", "data_in", "finish_at", "head_at", "hz", "mem_at", "mem_train", "route", "tied")
+    __slots__ = (
+        "ack_route",
+        "ch",
+        "crit",
+        "ctl",
+        "data",
+        "data_in",
+        "deferred",
+        "finish_at",
+        "head_at",
+        "hz",
+        "mem_at",
+        "mem_train",
+        "route",
+        "tied",
+    )
 
     def start(self) -> None:
         now = self.env.now
@@ -372,6 +410,7 @@ class _FastTransfer(_Transfer):
         self.mem_at: Action | None = None
         self.head_at: Action | None = None
         self.ctl: _ControlPlan | None = None
+        self.deferred: list[tuple[Fifo, float]] | None = None  # the data route's FIFOs and the work each had queued
         if self.op == "read":
             req = self.there
             self.route = self.back
@@ -395,25 +434,23 @@ class _FastTransfer(_Transfer):
         route, then, tokens, times = self.ctl
         del tokens[h:]
         del times[h:]
-        net = self.net
         seq = self.seq
-        for i in range(h, len(route.hops)):
-            hop = route.hops[i]
-            f = net.edge_fifo(hop.edge.index)
+        now = self.env.now
+        for i, (f, hop) in enumerate(zip(self.net.route_fifos(route)[h:], route.hops[h:], strict=True), h):
             d = f.finish_before(t, seq)
-            token = object()
+            token = next(_TOKENS)  # never one a superseded watch holds
             tokens.append(token)
             times.append((t, d))
-            f.watch(t, _Recheck(self, i, t, d, token), self.env.now)
+            f.watch(t, self, i, d, token, now)
             t = d + hop.prop_ns + hop.next_overhead_ns
         then(t)
 
-    def _recheck(self, h: int, t: float, d_old: float, token: object) -> None:
+    def recheck(self, h: int, t: float, d_old: float, token: int) -> None:
         ctl = self.ctl
         if ctl is None:
             return  # done
         tokens = ctl.tokens
-        if h >= len(tokens) or tokens[h] is not token:
+        if h >= len(tokens) or tokens[h] != token:
             return  # superseded by a re-plan from an earlier hop
         hop = ctl.route.hops[h]
         if abs(self.net.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
@@ -454,7 +491,49 @@ class _FastTransfer(_Transfer):
         if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
             self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
         self.data_in = union(progs, b)
-        self._plan_data()
+        if not (self.net.defer and self._defer_data()):
+            self._plan_data()
+
+    def _defer_data(self) -> bool:
+        """Plan the data train in closed form if its whole route is idle (see :meth:`Fifo.defer`)."""
+        now = self.env.now
+        route = self.route
+        fifos = self.net.route_fifos(route)
+        for f in fifos:
+            if not f.idle_at(now):
+                return False
+        queued = [f.v_end for f in fifos]
+        service, delay = self.net.route_pace(route)
+        times = tandem(self.data_in, service, queued, delay)
+        n = self.data_in.n
+        for f, (t_last, v_end) in zip(fifos, times, strict=True):
+            f.defer(self, n, t_last, v_end)
+        self.deferred = list(zip(fifos, queued, strict=True))
+        self._finish_at(times[-1][1] + delay[-1])
+        return True
+
+    def materialize(self) -> None:
+        """The deferred data train as passages, planned as :meth:`_plan_data` would have
+        when the request arrived (nothing has changed its route since, or it would
+        have asked first); FIFOs it has fully passed keep their folded numbers."""
+        deferred = self.deferred
+        if deferred is None:
+            return
+        self.deferred = None
+        for h, (f, v) in enumerate(deferred):
+            p = Passage(self.seq, self.corr, self._input(h), self._changed)
+            p.fifo = f
+            head = p.inp.first()
+            p.out = fifo(p.inp, f.s, v if v > head else head)
+            self.data.append(p)
+            if f.take_deferred(self):
+                f.place_alone(p, v)
+        if self.done.triggered:  # (a finished transfer's FIFOs only fold)
+            for p in self.data:
+                p.on_change = None
+            return
+        last = self.route.hops[-1]
+        self._finish_at(self.data[-1].out.last() + last.prop_ns + last.next_overhead_ns)
 
     def _input(self, h: int) -> Train:
         if h == 0:
@@ -643,20 +722,8 @@ class _ControlPlan(NamedTuple):
 
     route: Route
     then: Callable[[float], None]  # called with its arrival at the far end
-    tokens: list[object]
+    tokens: list[int]
     times: list[tuple[float, float]]
-
-
-class _Recheck:
-    """A control flit's watch on one FIFO (see :meth:`Fifo.watch`)."""
-
-    __slots__ = ("d", "h", "t", "token", "tr")
-
-    def __init__(self, tr: _FastTransfer, h: int, t: float, d: float, token: object) -> None:
-        self.tr, self.h, self.t, self.d, self.token = tr, h, t, d, token
-
-    def __call__(self) -> None:
-        self.tr._recheck(self.h, self.t, self.d, self.token)
 
 
 class _Reserved:

@@ -21,6 +21,7 @@ server cannot keep up with the groups). An array train goes through numpy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, floor
 
 import numpy as np
@@ -167,6 +168,31 @@ class Train:
         while n > 0 and not passed(n - 1):
             n -= 1
         return k0 + n
+
+    def max_minus(self, m: float) -> float:
+        """``max_k (at(k) − k·m)``: how far the train runs ahead of a pace of ``m`` per flit.
+
+        Linear within an evenly spaced stretch and within a group (and from
+        group to group), so only the corners of each segment can be the
+        maximum.
+        """
+        if self.arr is not None:
+            return float(np.max(self.arr - m * np.arange(self.n, dtype=np.float64)))
+        segs = self.segs
+        best = float("-inf")
+        for i, (k0, a, g, p, T) in enumerate(segs):
+            k1 = segs[i + 1][0] if i + 1 < len(segs) else self.n
+            if p == 1:
+                x = a - k0 * m + max(0.0, (k1 - 1 - k0) * (T - m))
+            else:
+                full, rest = divmod(k1 - k0, p)  # whole groups, flits of a last partial one
+                in_group = max(0.0, (p - 1) * (g - m))  # a group's last flit vs its first
+                x = a - k0 * m + max(0.0, (full - 1) * (T - p * m)) + in_group
+                if rest:
+                    x = max(x, a - k0 * m + full * (T - p * m) + max(0.0, (rest - 1) * (g - m)))
+            if x > best:
+                best = x
+        return best
 
     def gap_at(self, k: int) -> float:
         """Time from flit ``k`` to flit ``k + 1`` (0 for the last)."""
@@ -427,3 +453,57 @@ def union(progressions: list[tuple[float, int]], period_ns: float) -> Train:
         return Train(n, _merge(segs))
     times = np.sort(np.concatenate([st + b * np.arange(1, c + 1) for st, c in progs]))
     return Train.from_times(times)
+
+
+# --- a train through FIFOs it has to itself, in closed form ------------------------
+
+
+def tandem(train: Train, service: Sequence[float], queued_until: Sequence[float], delay: Sequence[float]) -> list[tuple[float, float]]:
+    """Per stage (a FIFO of per-flit ``service``, whose queued work is done at
+    ``queued_until``, then ``delay`` to the next stage), when ``train``'s last
+    flit arrives and when it leaves, the train having the stages to itself
+    (nothing else arrives while it passes).
+
+    The same numbers as applying :func:`fifo` stage by stage, without
+    building the trains: in a tandem of FIFOs of constant service, a flit's
+    departure is the heaviest path through the (flit, stage) grid (max-plus
+    algebra), so the last flit leaves stage ``h`` at the latest of
+
+    * ``max_k (A(k) − k·M) + (n − 1)·M + Σ s + Σ delays`` — the train's own
+      flits, ``M`` the slowest service up to ``h`` (:meth:`Train.max_minus`);
+    * ``v_j + Σ_{j..h} s + (n − 1)·M_{j..h} + delays`` — the work queued at
+      stage ``j``, for a stage whose work outlasts the head's arrival (any
+      other is dominated by the head's own path).
+
+    O(stages²) arithmetic, however many flits: the cost of a transfer on an
+    idle route does not grow with its size.
+    """
+    n1 = train.n - 1
+    head = train.first()
+    t_last = train.last()
+    M = -1.0
+    X = 0.0  # max_k (A(k) − k·M) for the current M
+    own = 0.0  # Σ s + Σ delays along the own path so far
+    queued: list[tuple[float, float]] = []  # paths from queued work: (value so far, slowest service on them)
+    out: list[tuple[float, float]] = []
+    for s, v, dl in zip(service, queued_until, delay, strict=True):
+        if s > M:
+            M = s
+            X = train.max_minus(M)
+        own += s
+        if queued:
+            queued = [(w + s, m if m > s else s) for w, m in queued]
+        if v > head:
+            queued.append((v + s, s))
+        last = X + n1 * M + own
+        for w, m in queued:
+            x = w + n1 * m
+            if x > last:
+                last = x
+        out.append((t_last, last))
+        head = (head if head > v else v) + s + dl
+        t_last = last + dl
+        own += dl
+        if queued:
+            queued = [(w + dl, m) for w, m in queued]
+    return out

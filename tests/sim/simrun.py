@@ -23,9 +23,11 @@ class Op:
     at_ns: float = 0.0
 
 
-def run(graph, mode: str, ops: list[Op], bus: Bus | None = None) -> list[TransferResult]:
+def run(graph, mode: str, ops: list[Op], bus: Bus | None = None, defer: bool = True) -> list[TransferResult]:
+    """``defer=False``: plan every train FIFO by FIFO (no closed-form deferral on idle routes)."""
     env = simpy.Environment()
     net = Network(env, graph, bus, mode=mode)
+    net.defer = net.defer and defer
 
     def issue(op: Op):
         if op.at_ns:

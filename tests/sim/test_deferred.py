@@ -1,0 +1,178 @@
+"""Trains deferred on idle routes (Fifo.defer) give the answer planned passages give.
+
+A read whose data finds its whole route idle is planned in closed form
+(:func:`kernbench.sim.train.tandem`) and the FIFOs hold two numbers; whoever
+needs more makes its owner materialize the passages. These tests hold the
+closed forms to the stage-by-stage FIFO, and deferred runs to planned runs
+and to the oracle, with the scenarios that make a deferred train
+materialize (a train arriving among its flits, a control flit due before
+its last) and fold (its work still queued when the next train comes).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simrun import Op, run
+
+from kernbench.sim import fifo as fifo_module
+from kernbench.sim import network
+from kernbench.sim.train import Train, fifo, tandem, union
+from kernbench.topology.compile import load_topology
+
+EXACT_NS = 1e-6
+
+# --- the closed forms ----------------------------------------------------------------------
+
+
+@st.composite
+def trains(draw):
+    kind = draw(st.sampled_from(["channels", "burst", "even", "array"]))
+    t0 = draw(st.floats(0.0, 50.0))
+    if kind == "channels":  # what a read's channels send: groups, partial groups, or skewed starts
+        b = draw(st.sampled_from([2.0, 4.0, 8.0, 0.75]))
+        progs = [(t0 + draw(st.sampled_from([0.0, 0.0, 0.0, 3.5])), draw(st.integers(0, 40))) for _ in range(draw(st.integers(1, 8)))]
+        if sum(c for _, c in progs) == 0:
+            progs[0] = (t0, 1)
+        return union(progs, b)
+    if kind == "burst":
+        return Train.burst(draw(st.integers(1, 600)), t0)
+    if kind == "even":
+        return Train.even(draw(st.integers(1, 600)), t0, draw(st.floats(0.0, 3.0)))
+    times = draw(st.lists(st.floats(0.0, 300.0), min_size=1, max_size=60))
+    return Train.from_times(np.sort(np.array(times)))
+
+
+stages = st.lists(
+    st.tuples(
+        st.sampled_from([1.0, 0.5, 2.0, 0.25, 1.7]),  # service per flit
+        st.sampled_from([0.0, 0.0, 0.0, 80.0, 400.0]),  # work queued there until
+        st.sampled_from([0.0, 2.0, 9.6, 3.3]),  # delay to the next stage
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trains(), stages)
+def test_tandem_equals_the_fifo_stage_by_stage(train, stages):
+    service, queued, delay = (list(x) for x in zip(*stages, strict=True))
+    got = tandem(train, service, queued, delay)
+    inp = train
+    for (s, v, dl), (t_last, v_end) in zip(stages, got, strict=True):
+        out = fifo(inp, s, max(v, inp.first()))
+        assert t_last == pytest.approx(inp.last(), rel=1e-12, abs=1e-9)
+        assert v_end == pytest.approx(out.last(), rel=1e-12, abs=1e-9)
+        inp = out.shift(dl)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trains(), st.floats(0.0, 10.0))
+def test_max_minus_is_the_largest_lead_over_a_pace(train, m):
+    want = max(train.at(k) - k * m for k in range(train.n))
+    assert train.max_minus(m) == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
+# --- deferred runs against planned ones and the oracle ----------------------------------------
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How often deferred trains materialized and folded."""
+    seen: collections.Counter[str] = collections.Counter()
+    materialize, fold = network._FastTransfer.materialize, fifo_module.Fifo._fold
+
+    def counting_materialize(self):
+        if self.deferred is not None:
+            seen["materialized"] += 1
+        materialize(self)
+
+    def counting_fold(self):
+        seen["folded"] += 1
+        fold(self)
+
+    monkeypatch.setattr(network._FastTransfer, "materialize", counting_materialize)
+    monkeypatch.setattr(fifo_module.Fifo, "_fold", counting_fold)
+    return seen
+
+
+def assert_all_agree(graph, ops):
+    deferred, planned, oracle = run(graph, "fast", ops), run(graph, "fast", ops, defer=False), run(graph, "oracle", ops)
+    for op, d, p, o in zip(ops, deferred, planned, oracle, strict=True):
+        assert abs(d.end_ns - p.end_ns) <= 1e-9, (op, d.end_ns, p.end_ns)
+        assert abs(d.end_ns - o.end_ns) <= EXACT_NS, (op, d.end_ns, o.end_ns)
+
+
+SLOW_UCIE = load_topology("sip2x2", ["sip.ucie.bw_gbps=128"])
+
+
+def test_a_train_arriving_among_deferred_flits_materializes_them(counted):
+    """R1's data crosses the slow UCIe link cube0 → cube1; R2's joins it there, early and late."""
+    for at in range(0, 1400, 40):
+        ops = [
+            Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 32768),
+            Op("read", "sip0.cube1.pe1.dma", "sip0.cube0.hbm.slice1", 32768, at_ns=float(at)),
+        ]
+        assert_all_agree(SLOW_UCIE, ops)
+    assert counted["materialized"] > 0 and counted["folded"] > 0
+
+
+def test_a_control_flit_due_before_the_last_deferred_flit_materializes_them(counted):
+    """R2's request crosses cube0 → cube1 (R1's data direction) while R1's flits still arrive there."""
+    for at in range(0, 1400, 40):
+        ops = [
+            Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 32768),
+            Op("read", "sip0.cube0.pe2.dma", "sip0.cube1.hbm.slice3", 4096, at_ns=float(at)),
+        ]
+        assert_all_agree(SLOW_UCIE, ops)
+    assert counted["materialized"] > 0
+
+
+def test_queued_work_of_a_folded_train_delays_the_next(counted):
+    """R1's flits have all reached the slow link but still queue there when R2's head comes."""
+    g = SLOW_UCIE
+    first = Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 65536)
+    (alone,) = run(g, "fast", [first])
+    waited = 0
+    for at in np.linspace(0.0, alone.end_ns, 60):
+        ops = [first, Op("read", "sip0.cube1.pe1.dma", "sip0.cube0.hbm.slice1", 256, at_ns=float(at))]
+        assert_all_agree(g, ops)
+        (r2_alone,) = run(g, "fast", [ops[1]])
+        waited += run(g, "fast", ops)[1].end_ns > r2_alone.end_ns + 1.0
+    assert counted["folded"] > 0 and waited > 0
+
+
+def test_sequential_reads_stay_deferred(counted):
+    """One read after another on the same route: each finds it idle, nothing materializes."""
+    ops = [Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 32768, at_ns=3000.0 * i) for i in range(5)]
+    assert_all_agree(SLOW_UCIE, ops)
+    assert counted["materialized"] == 0 and counted["folded"] > 0
+
+
+TOPOLOGIES = {name: load_topology(name) for name in ("cube1", "sip2x2")}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(sorted(TOPOLOGIES)),
+    st.lists(
+        st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([256, 4096, 32768]), st.floats(0.0, 1500.0), st.booleans()),
+        min_size=2,
+        max_size=10,
+    ),
+)
+def test_random_staggered_reads_deferred_planned_and_oracle_agree(topo, spec):
+    """Staggered reads (some writes among them) mostly on idle routes, so that deferral,
+    materialization and folding all happen."""
+    g = TOPOLOGIES[topo]
+    cubes = 1 if topo == "cube1" else 4
+    ops = [
+        Op("write" if w else "read", f"sip0.cube{pe % cubes}.pe{pe}.dma", f"sip0.cube{(sl * 3) % cubes}.hbm.slice{sl}", size, at_ns=at)
+        for pe, sl, size, at, w in spec
+    ]
+    assert_all_agree(g, ops)
