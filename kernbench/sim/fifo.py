@@ -428,7 +428,7 @@ class Fifo:
         # FIFO order: time (ties within EPS together), then seq, then flit index — the
         # members are in seq order and each one's flits in index order, so a stable
         # sort on time alone gives it
-        order = np.argsort(np.round(arr * (1.0 / EPS)), kind="stable")
+        order = np.round(arr * (1.0 / EPS)).argsort(kind="stable")
         dep = np.empty(len(arr))
         dep[order] = lindley(arr[order], self.s, v0)
         start = 0
@@ -440,7 +440,7 @@ class Fifo:
             if old is NOT_PLANNED:
                 p.out = Train(p.n, arr=mine)
                 continue
-            changed = np.flatnonzero(np.abs(old.times(k) - mine) > 1e-9)
+            changed = (np.abs(old.times(k) - mine) > 1e-9).nonzero()[0]
             if not len(changed):
                 continue
             p.out = Train(p.n, arr=np.concatenate([old.times(0, k), mine]) if k else mine)

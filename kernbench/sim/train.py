@@ -61,7 +61,7 @@ class Train:
         if n == 1:
             return cls(1, [(0, float(times[0]), 0.0, 1, 0.0)])
         d = np.diff(times)
-        brk = np.flatnonzero(np.abs(np.diff(d)) > EPS) + 1  # a new run starts at flit brk + 1
+        brk = (np.abs(np.diff(d)) > EPS).nonzero()[0] + 1  # a new run starts at flit brk + 1
         if len(brk) + 1 > MAX_SEGMENTS:
             return cls(n, arr=np.asarray(times, dtype=np.float64))
         starts = [0] + [int(b) for b in brk]
@@ -140,7 +140,7 @@ class Train:
         """
         bound = t + EPS if inclusive else t - EPS
         if self.arr is not None:
-            return int(np.searchsorted(self.arr, bound, side="right" if inclusive else "left"))
+            return int(self.arr.searchsorted(bound, side="right" if inclusive else "left"))
         segs = self.segs
         lo, hi = 0, len(segs)
         while lo < hi:
@@ -290,7 +290,7 @@ def first_difference(old: Train, new: Train, k: int, tol: float = 1e-9) -> int:
     if k >= n:
         return n
     if old.arr is not None or new.arr is not None:
-        d = np.flatnonzero(np.abs(old.times(k) - new.times(k)) > tol)
+        d = (np.abs(old.times(k) - new.times(k)) > tol).nonzero()[0]
         return k + int(d[0]) if len(d) else n
     bounds = sorted({k} | {sg[0] for sg in old.segs if sg[0] > k} | {sg[0] for sg in new.segs if sg[0] > k})
     for b in bounds:
