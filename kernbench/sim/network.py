@@ -32,11 +32,11 @@ Two ways to compute it:
 ``"fast"`` (default)
     Whole trains per FIFO (:mod:`kernbench.sim.fifo`): closed forms while a
     train is alone in a FIFO, the flit-level merge where trains meet — the
-    oracle's answer either way. A read whose data finds its whole route idle
-    is not even planned FIFO by FIFO: its last flit's times come from
-    :func:`~kernbench.sim.train.tandem` and the FIFOs hold those numbers
-    until someone needs more (:meth:`Fifo.defer`). The cost of a transfer
-    grows with its hops, not its size.
+    oracle's answer either way. The data of a read or a send that finds its
+    whole route idle is not even planned FIFO by FIFO: its last flit's times
+    come from :func:`~kernbench.sim.train.tandem` and the FIFOs hold those
+    numbers until someone needs more (:meth:`Fifo.defer`). The cost of a
+    transfer grows with its hops, not its size.
 """
 
 from __future__ import annotations
@@ -420,7 +420,8 @@ class _FastTransfer(_Transfer):
         if self.op == "write":
             self.ack_route = self.back
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
-        self._plan_data()
+        if not (self.op == "send" and self.net.defer and self._defer_data()):
+            self._plan_data()
 
     # --- control flits -----------------------------------------------------
 
@@ -514,8 +515,9 @@ class _FastTransfer(_Transfer):
 
     def materialize(self) -> None:
         """The deferred data train as passages, planned as :meth:`_plan_data` would have
-        when the request arrived (nothing has changed its route since, or it would
-        have asked first); FIFOs it has fully passed keep their folded numbers."""
+        when the request arrived (a send: when it started) — nothing has changed its
+        route since, or it would have asked first; FIFOs it has fully passed keep
+        their folded numbers."""
         deferred = self.deferred
         if deferred is None:
             return

@@ -1,6 +1,6 @@
 """Trains deferred on idle routes (Fifo.defer) give the answer planned passages give.
 
-A read whose data finds its whole route idle is planned in closed form
+A read's or a send's data that finds its whole route idle is planned in closed form
 (:func:`kernbench.sim.train.tandem`) and the FIFOs hold two numbers; whoever
 needs more makes its owner materialize the passages. These tests hold the
 closed forms to the stage-by-stage FIFO, and deferred runs to planned runs
@@ -161,18 +161,38 @@ TOPOLOGIES = {name: load_topology(name) for name in ("cube1", "sip2x2")}
 @given(
     st.sampled_from(sorted(TOPOLOGIES)),
     st.lists(
-        st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([256, 4096, 32768]), st.floats(0.0, 1500.0), st.booleans()),
+        st.tuples(
+            st.sampled_from(["read", "read", "send", "write"]),
+            st.integers(0, 7),
+            st.integers(0, 7),
+            st.sampled_from([256, 4096, 32768]),
+            st.floats(0.0, 1500.0),
+        ),
         min_size=2,
         max_size=10,
     ),
 )
-def test_random_staggered_reads_deferred_planned_and_oracle_agree(topo, spec):
-    """Staggered reads (some writes among them) mostly on idle routes, so that deferral,
-    materialization and folding all happen."""
+def test_random_staggered_transfers_deferred_planned_and_oracle_agree(topo, spec):
+    """Staggered reads and sends (writes among them) mostly on idle routes, so that
+    deferral, materialization and folding all happen."""
     g = TOPOLOGIES[topo]
     cubes = 1 if topo == "cube1" else 4
-    ops = [
-        Op("write" if w else "read", f"sip0.cube{pe % cubes}.pe{pe}.dma", f"sip0.cube{(sl * 3) % cubes}.hbm.slice{sl}", size, at_ns=at)
-        for pe, sl, size, at, w in spec
-    ]
+    ops = []
+    for op, a, b, size, at in spec:
+        if op == "send":
+            if a != b:
+                ops.append(Op("send", f"sip0.cube{a % cubes}.pe{a}.ipcq", f"sip0.cube{(b * 3) % cubes}.pe{b}.ipcq", size, at_ns=at))
+            continue
+        ops.append(Op(op, f"sip0.cube{a % cubes}.pe{a}.dma", f"sip0.cube{(b * 3) % cubes}.hbm.slice{b}", size, at_ns=at))
     assert_all_agree(g, ops)
+
+
+def test_a_send_joining_a_deferred_send_materializes_it(counted):
+    """Two sends sharing the slow UCIe link, the second joining at every stage of the first."""
+    for at in range(0, 1400, 40):
+        ops = [
+            Op("send", "sip0.cube0.pe0.ipcq", "sip0.cube1.pe0.ipcq", 32768),
+            Op("send", "sip0.cube0.pe1.ipcq", "sip0.cube1.pe1.ipcq", 32768, at_ns=float(at)),
+        ]
+        assert_all_agree(SLOW_UCIE, ops)
+    assert counted["materialized"] > 0 and counted["folded"] > 0
