@@ -29,7 +29,7 @@ passage with flits still to come, future heads included; flits that
 arrived before now keep their departures (nothing can overtake them).
 Changed departures go to the passage's ``on_change``, so the next FIFO on
 its route hears of them in turn, and *watchers* (control flits that will
-cross the FIFO later, see :meth:`Fifo.watch`) are told to look again.
+cross the FIFO later, see :meth:`Fifo.pass_control`) are told to look again.
 
 **Deferred: numbers until someone looks.** A train that finds its whole
 route idle need not be a passage at all: :meth:`Fifo.defer` records only
@@ -101,7 +101,7 @@ class Deferrer(Protocol):
 
 
 class Watcher(Protocol):
-    """A control flit due to cross FIFOs (see :meth:`Fifo.watch`)."""
+    """A control flit due to cross FIFOs (see :meth:`Fifo.pass_control`)."""
 
     def recheck(self, h: int, t: float, d: float, token: int) -> None:
         """The FIFO of its hop ``h``, where it arrives at ``t`` and was planned to leave
@@ -155,7 +155,7 @@ class Fifo:
         self.v_end = 0.0  # when all work, members' included, is done
         self.last_corr = -1  # whose work that is
         self.flits = 0  # data flits served (busy time = flits · s)
-        self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see watch
+        self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see pass_control
         self._watch_until = float("-inf")  # the latest time a watcher is due
         self._replan_at: Action | None = None  # a re-plan due (see amend)
         # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
@@ -200,15 +200,23 @@ class Fifo:
             self._settle(now)
         return self.t_last >= now - EPS and bool(self.members)
 
-    def watch(self, t: float, who: Watcher, h: int, d: float, token: int, now: float) -> None:
-        """Call ``who.recheck(h, t, d, token)`` whenever the FIFO re-plans at or before
-        ``t`` (a later control flit's :meth:`finish_before` answer may have changed)."""
+    def pass_control(self, t: float, seq: int, who: Watcher, h: int, token: int, now: float) -> float:
+        """A control flit of transfer ``seq`` (hop ``h`` of its route) arriving at ``t``:
+        when it leaves (:meth:`finish_before`). From now on ``who.recheck(h, t, d, token)``
+        is called whenever the FIFO re-plans at or before ``t``, since the answer may
+        have changed."""
+        if self.deferred is None and t > self.t_last + EPS:  # (finish_before's common case)
+            v = self.v_end
+            d = v if v > t else t
+        else:
+            d = self.finish_before(t, seq)
         ws = self._watchers
         if len(ws) >= 8 and ws[0][0] < now - EPS:
             ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
         ws.append((t, who, h, d, token))
         if t > self._watch_until:
             self._watch_until = t
+        return d
 
     def _notify(self, t_from: float) -> None:
         """Re-check the control flits due at ``t_from`` or later."""

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from kernbench.sim.fifo import Fifo
 from kernbench.sim.region import Region
-from kernbench.sim.train import Train
+from kernbench.sim.train import EPS, Train
 from kernbench.topology.ids import NodeId, cube_id
 
 Flits = tuple[int, int, int] | NDArray[np.int64]  # flit indices: a run (first, step, count), or explicit
@@ -76,6 +76,21 @@ class ChannelArray:
 
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
+
+    def start_idle(self, counts: list[tuple[int, int]], now: float) -> bool:
+        """``counts`` bursts on the given channels, from now, if each is idle (nothing
+        arriving or queued): what :meth:`Fifo.reserve` would do; else ``False``, nothing done."""
+        fifos = self.fifos
+        for c, _n in counts:
+            f = fifos[c]
+            if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
+                return False
+        for c, n in counts:
+            f = fifos[c]
+            f.members = []
+            f.free = f.v_end = now + n * f.s
+            f.flits += n
+        return True
 
     def channel_of(self, address: int) -> int:
         return (address // self.burst_bytes) % self.channels

@@ -111,6 +111,7 @@ class Network:
         self.defer = mode == "fast" and not self.explain and not self.bus.active
         self._route_fifos: dict[int, tuple[Fifo, ...]] = {}  # id(route) -> its edges' FIFOs (routes are cached by the graph)
         self._route_pace: dict[int, tuple[list[float], list[float]]] = {}  # id(route) -> per hop: flit service, delay after
+        self._idle_reads: dict[tuple[int, int], IdleRead] = {}  # (id(route), id(bursts)) -> an idle read's times
 
     # --- public primitives ------------------------------------------------
 
@@ -155,6 +156,15 @@ class Network:
             fifos = self.route_fifos(route)
             pace = self._route_pace[id(route)] = ([f.s for f in fifos], [hop.prop_ns + hop.next_overhead_ns for hop in route.hops])
         return pace
+
+    def idle_read(self, route: Route, mem: ChannelArray, bursts: Bursts) -> IdleRead:
+        """The times of a read of ``bursts`` whose channels and data ``route`` are idle
+        (layouts of contiguous regions and routes are cached, so are these)."""
+        key = (id(route), id(bursts))
+        plan = self._idle_reads.get(key)
+        if plan is None:
+            plan = self._idle_reads[key] = IdleRead(bursts, mem.burst_ns, *self.route_pace(route))
+        return plan
 
     def read(
         self,
@@ -396,6 +406,7 @@ class _FastTransfer(_Transfer):
         "finish_at",
         "head_at",
         "hz",
+        "idle",
         "mem_at",
         "mem_train",
         "route",
@@ -411,6 +422,7 @@ class _FastTransfer(_Transfer):
         self.head_at: Action | None = None
         self.ctl: _ControlPlan | None = None
         self.deferred: list[tuple[Fifo, float]] | None = None  # the data route's FIFOs and the work each had queued
+        self.idle: tuple[float, IdleRead] | None = None  # a read planned by _idle_read: when its request arrived, and how
         if self.op == "read":
             req = self.there
             self.route = self.back
@@ -437,12 +449,13 @@ class _FastTransfer(_Transfer):
         del times[h:]
         seq = self.seq
         now = self.env.now
+        token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
+        explain = self.net.explain
         for i, (f, hop) in enumerate(zip(self.net.route_fifos(route)[h:], route.hops[h:], strict=True), h):
-            d = f.finish_before(t, seq)
-            token = next(_TOKENS)  # never one a superseded watch holds
+            d = f.pass_control(t, seq, self, i, token, now)
             tokens.append(token)
-            times.append((t, d))
-            f.watch(t, self, i, d, token, now)
+            if explain:
+                times.append((t, d))
             t = d + hop.prop_ns + hop.next_overhead_ns
         then(t)
 
@@ -470,6 +483,8 @@ class _FastTransfer(_Transfer):
         """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env.now
         mem, bursts = self._memory()
+        if self.net.defer and self._idle_read(mem, bursts, now):
+            return
         b = mem.burst_ns
         progs = []
         self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
@@ -494,6 +509,26 @@ class _FastTransfer(_Transfer):
         self.data_in = union(progs, b)
         if not (self.net.defer and self._defer_data()):
             self._plan_data()
+
+    def _idle_read(self, mem: ChannelArray, bursts: Bursts, now: float) -> bool:
+        """Channels and data route idle, nothing queued where the head will be: the
+        channels start now and the data train is deferred with the times worked out
+        for this route and layout (:class:`IdleRead`); else ``False``, nothing done."""
+        net = self.net
+        plan = net.idle_read(self.route, mem, bursts)
+        fifos = net.route_fifos(self.route)
+        for f, head in zip(fifos, plan.heads, strict=True):
+            if not f.idle_at(now) or f.v_end > now + head:
+                return False
+        if not mem.start_idle(plan.counts, now):
+            return False
+        self.idle = (now, plan)  # the data train, should it materialize
+        n = bursts.n
+        for f, (t_last, v_end) in zip(fifos, plan.lasts, strict=True):
+            f.defer(self, n, now + t_last, now + v_end)
+        self.deferred = [(f, f.v_end) for f in fifos]
+        self._finish_at(now + plan.finish)
+        return True
 
     def _defer_data(self) -> bool:
         """Plan the data train in closed form if its whole route is idle (see :meth:`Fifo.defer`)."""
@@ -522,6 +557,9 @@ class _FastTransfer(_Transfer):
         if deferred is None:
             return
         self.deferred = None
+        if self.idle is not None:  # the data train of an idle read: the channels' output from the request's arrival
+            r, plan = self.idle
+            self.data_in = union([(r, n) for _c, n in plan.counts], self._memory()[0].burst_ns)
         for h, (f, v) in enumerate(deferred):
             p = Passage(self.seq, self.corr, self._input(h), self._changed)
             p.fifo = f
@@ -718,9 +756,28 @@ class _FastTransfer(_Transfer):
             )
 
 
+class IdleRead:
+    """A read's data on idle channels and an idle route, relative to the request's
+    arrival: what :meth:`_FastTransfer._mem_read` and :func:`tandem` would compute
+    when nothing is queued anywhere, worked out once per (route, layout)."""
+
+    __slots__ = ("counts", "finish", "heads", "lasts")
+
+    def __init__(self, bursts: Bursts, burst_ns: float, service: list[float], delay: list[float]) -> None:
+        self.counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
+        data = union([(0.0, n) for _c, n in self.counts], burst_ns)
+        none = [float("-inf")] * len(service)
+        self.lasts = tandem(data, service, none, delay)  # per hop: the last flit's arrival, departure
+        self.finish = self.lasts[-1][1] + delay[-1]
+        heads = [data.first()]  # per hop: the head's arrival, nothing queued anywhere
+        for s, dl in zip(service[:-1], delay[:-1], strict=True):
+            heads.append(heads[-1] + s + dl)
+        self.heads = heads
+
+
 class _ControlPlan(NamedTuple):
     """A control flit's plan (a read's request, a write's acknowledgement): hop by hop,
-    the token of its watch on that hop's FIFO and its (arrival, departure) there."""
+    the token of its watch on that hop's FIFO and (recorded runs) its (arrival, departure) there."""
 
     route: Route
     then: Callable[[float], None]  # called with its arrival at the far end
