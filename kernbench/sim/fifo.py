@@ -47,7 +47,7 @@ changed (whatever would have, asked first).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -157,7 +157,7 @@ class Fifo:
         self.flits = 0  # data flits served (busy time = flits · s)
         self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see pass_control
         self._watch_until = float("-inf")  # the latest time a watcher is due
-        self._replan_at: Action | None = None  # a re-plan due (see amend)
+        self._replan_at: Action | None = None  # the re-plan due (see amend), until it runs
         # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
         self.history: deque[Passage | Reserved] | None = deque() if history else None
         # a train planned here in closed form only (see defer): its owner, its last flit's arrival and departure
@@ -337,10 +337,7 @@ class Fifo:
             self._fold()
         if self.t_last >= now - EPS:
             return False
-        act = self._replan_at
-        if act is not None and act.pending:
-            return False
-        return self._watch_until < now - EPS
+        return self._replan_at is None and self._watch_until < now - EPS
 
     def defer(self, owner: Deferrer, n: int, t_last: float, v_end: float) -> None:
         """``owner``'s train of ``n`` flits passes here (the FIFO was :meth:`idle_at` now):
@@ -464,3 +461,53 @@ class Fifo:
         first = first_difference(old, out, k)
         if first < p.n:
             p.on_change(p, first)
+
+
+# --- along a route ---------------------------------------------------------------------
+
+
+def pass_control_route(
+    fifos: Sequence[Fifo],
+    delay: Sequence[float],
+    h: int,
+    t: float,
+    seq: int,
+    who: Watcher,
+    token: int,
+    now: float,
+    times: list[tuple[float, float]] | None,
+) -> float:
+    """A control flit from hop ``h`` of a route (its FIFOs, and the delay after
+    each to the next), arriving there at ``t``: :meth:`Fifo.pass_control` hop by
+    hop; when it reaches the far end. ``times`` collects each hop's (arrival,
+    departure) when given."""
+    for i in range(h, len(fifos)):
+        d = fifos[i].pass_control(t, seq, who, i, token, now)
+        if times is not None:
+            times.append((t, d))
+        t = d + delay[i]
+    return t
+
+
+def defer_route(
+    fifos: Sequence[Fifo], heads: Sequence[float], lasts: Sequence[tuple[float, float]], owner: Deferrer, n: int, now: float
+) -> list[float] | None:
+    """Defer ``owner``'s train of ``n`` flits on a route if every FIFO is :meth:`~Fifo.idle_at`
+    now and no work queued there outlasts the head (at ``now + heads[h]``); the
+    last flit arrives at and leaves FIFO ``h`` at ``now + lasts[h]``. When the
+    work queued on each was done (``None``: not idle, nothing done)."""
+    queued = []
+    for f, head in zip(fifos, heads, strict=True):
+        if f.deferred is not None:  # (idle_at, inline: this runs for every idle read)
+            if now <= f.deferred_t_last + EPS:
+                return None
+            f._fold()
+        if f.t_last >= now - EPS or f._replan_at is not None or f._watch_until >= now - EPS or f.v_end > now + head:
+            return None
+        queued.append(f.v_end)
+    for f, (t_last, v_end) in zip(fifos, lasts, strict=True):
+        f.deferred = owner
+        f.deferred_t_last = now + t_last
+        f.deferred_v_end = now + v_end
+        f.flits += n
+    return queued

@@ -77,20 +77,23 @@ class ChannelArray:
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
 
-    def start_idle(self, counts: list[tuple[int, int]], now: float) -> bool:
-        """``counts`` bursts on the given channels, from now, if each is idle (nothing
-        arriving or queued): what :meth:`Fifo.reserve` would do; else ``False``, nothing done."""
+    def idle(self, counts: list[tuple[int, int]], now: float) -> bool:
+        """Whether each of these channels (``(channel, bursts)``) is idle now: nothing arriving or queued."""
         fifos = self.fifos
         for c, _n in counts:
             f = fifos[c]
             if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
                 return False
+        return True
+
+    def start(self, counts: list[tuple[int, int]], now: float) -> None:
+        """``(channel, bursts)`` on :meth:`idle` channels, from now: what :meth:`Fifo.reserve` would do."""
+        fifos = self.fifos
         for c, n in counts:
             f = fifos[c]
             f.members = []
             f.free = f.v_end = now + n * f.s
             f.flits += n
-        return True
 
     def channel_of(self, address: int) -> int:
         return (address // self.burst_bytes) % self.channels

@@ -53,7 +53,7 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.sim.clock import Action, call_at, priority
-from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.fifo import Fifo, Passage, defer_route, pass_control_route
 from kernbench.sim.hbm import Bursts, ChannelArray, sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS, Train, fifo, first_difference, tandem, union
@@ -421,7 +421,7 @@ class _FastTransfer(_Transfer):
         self.mem_at: Action | None = None
         self.head_at: Action | None = None
         self.ctl: _ControlPlan | None = None
-        self.deferred: list[tuple[Fifo, float]] | None = None  # the data route's FIFOs and the work each had queued
+        self.deferred: list[float] | None = None  # deferred: when the work queued on each FIFO of the data route was done
         self.idle: tuple[float, IdleRead] | None = None  # a read planned by _idle_read: when its request arrived, and how
         if self.op == "read":
             req = self.there
@@ -447,17 +447,12 @@ class _FastTransfer(_Transfer):
         route, then, tokens, times = self.ctl
         del tokens[h:]
         del times[h:]
-        seq = self.seq
-        now = self.env.now
         token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
-        explain = self.net.explain
-        for i, (f, hop) in enumerate(zip(self.net.route_fifos(route)[h:], route.hops[h:], strict=True), h):
-            d = f.pass_control(t, seq, self, i, token, now)
-            tokens.append(token)
-            if explain:
-                times.append((t, d))
-            t = d + hop.prop_ns + hop.next_overhead_ns
-        then(t)
+        tokens.extend([token] * (len(route.hops) - h))
+        net = self.net
+        fifos = net.route_fifos(route)
+        delay = net.route_pace(route)[1]
+        then(pass_control_route(fifos, delay, h, t, self.seq, self, token, self.env.now, times if net.explain else None))
 
     def recheck(self, h: int, t: float, d_old: float, token: int) -> None:
         ctl = self.ctl
@@ -517,16 +512,14 @@ class _FastTransfer(_Transfer):
         net = self.net
         plan = net.idle_read(self.route, mem, bursts)
         fifos = net.route_fifos(self.route)
-        for f, head in zip(fifos, plan.heads, strict=True):
-            if not f.idle_at(now) or f.v_end > now + head:
-                return False
-        if not mem.start_idle(plan.counts, now):
+        if not mem.idle(plan.counts, now):
             return False
+        queued = defer_route(fifos, plan.heads, plan.lasts, self, bursts.n, now)
+        if queued is None:
+            return False
+        mem.start(plan.counts, now)
         self.idle = (now, plan)  # the data train, should it materialize
-        n = bursts.n
-        for f, (t_last, v_end) in zip(fifos, plan.lasts, strict=True):
-            f.defer(self, n, now + t_last, now + v_end)
-        self.deferred = [(f, f.v_end) for f in fifos]
+        self.deferred = queued
         self._finish_at(now + plan.finish)
         return True
 
@@ -544,7 +537,7 @@ class _FastTransfer(_Transfer):
         n = self.data_in.n
         for f, (t_last, v_end) in zip(fifos, times, strict=True):
             f.defer(self, n, t_last, v_end)
-        self.deferred = list(zip(fifos, queued, strict=True))
+        self.deferred = queued
         self._finish_at(times[-1][1] + delay[-1])
         return True
 
@@ -560,7 +553,7 @@ class _FastTransfer(_Transfer):
         if self.idle is not None:  # the data train of an idle read: the channels' output from the request's arrival
             r, plan = self.idle
             self.data_in = union([(r, n) for _c, n in plan.counts], self._memory()[0].burst_ns)
-        for h, (f, v) in enumerate(deferred):
+        for h, (f, v) in enumerate(zip(self.net.route_fifos(self.route), deferred, strict=True)):
             p = Passage(self.seq, self.corr, self._input(h), self._changed)
             p.fifo = f
             head = p.inp.first()
