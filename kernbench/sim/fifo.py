@@ -497,17 +497,40 @@ def defer_route(
     last flit arrives at and leaves FIFO ``h`` at ``now + lasts[h]``. When the
     work queued on each was done (``None``: not idle, nothing done)."""
     queued = []
-    for f, head in zip(fifos, heads, strict=True):
-        if f.deferred is not None:  # (idle_at, inline: this runs for every idle read)
+    for f, head in zip(fifos, heads, strict=True):  # (idle_at, inline: this runs for every idle read)
+        if f.deferred is not None:
             if now <= f.deferred_t_last + EPS:
                 return None
-            f._fold()
-        if f.t_last >= now - EPS or f._replan_at is not None or f._watch_until >= now - EPS or f.v_end > now + head:
+            # a train deferred here before has passed: all a fold would keep of it is when
+            # its work is done, and the new train's fold or materialize overwrites the rest
+            v = f.deferred_v_end
+        else:
+            if f.t_last >= now - EPS:
+                return None
+            v = f.v_end
+        if f._replan_at is not None or f._watch_until >= now - EPS or v > now + head:
             return None
-        queued.append(f.v_end)
+        queued.append(v)
     for f, (t_last, v_end) in zip(fifos, lasts, strict=True):
         f.deferred = owner
         f.deferred_t_last = now + t_last
         f.deferred_v_end = now + v_end
         f.flits += n
     return queued
+
+
+def channels_idle(channels: Sequence[tuple[Fifo, int, float]], now: float) -> bool:
+    """Whether memory channels ``(FIFO, bursts, their busy time)`` are all idle now:
+    nothing arriving or queued."""
+    for f, _n, _busy in channels:
+        if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
+            return False
+    return True
+
+
+def start_channels(channels: Sequence[tuple[Fifo, int, float]], now: float) -> None:
+    """The bursts on :func:`channels_idle` channels start now, as :meth:`Fifo.reserve` would start them."""
+    for f, n, busy in channels:
+        f.members = []
+        f.free = f.v_end = now + busy
+        f.flits += n

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from kernbench.sim.fifo import Fifo
 from kernbench.sim.region import Region
-from kernbench.sim.train import EPS, Train
+from kernbench.sim.train import Train
 from kernbench.topology.ids import NodeId, cube_id
 
 Flits = tuple[int, int, int] | NDArray[np.int64]  # flit indices: a run (first, step, count), or explicit
@@ -76,24 +76,6 @@ class ChannelArray:
 
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
-
-    def idle(self, counts: list[tuple[int, int]], now: float) -> bool:
-        """Whether each of these channels (``(channel, bursts)``) is idle now: nothing arriving or queued."""
-        fifos = self.fifos
-        for c, _n in counts:
-            f = fifos[c]
-            if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
-                return False
-        return True
-
-    def start(self, counts: list[tuple[int, int]], now: float) -> None:
-        """``(channel, bursts)`` on :meth:`idle` channels, from now: what :meth:`Fifo.reserve` would do."""
-        fifos = self.fifos
-        for c, n in counts:
-            f = fifos[c]
-            f.members = []
-            f.free = f.v_end = now + n * f.s
-            f.flits += n
 
     def channel_of(self, address: int) -> int:
         return (address // self.burst_bytes) % self.channels

@@ -53,7 +53,7 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.sim.clock import Action, call_at, priority
-from kernbench.sim.fifo import Fifo, Passage, defer_route, pass_control_route
+from kernbench.sim.fifo import Fifo, Passage, channels_idle, defer_route, pass_control_route, start_channels
 from kernbench.sim.hbm import Bursts, ChannelArray, sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS, Train, fifo, first_difference, tandem, union
@@ -163,7 +163,7 @@ class Network:
         key = (id(route), id(bursts))
         plan = self._idle_reads.get(key)
         if plan is None:
-            plan = self._idle_reads[key] = IdleRead(bursts, mem.burst_ns, *self.route_pace(route))
+            plan = self._idle_reads[key] = IdleRead(mem, bursts, *self.route_pace(route))
         return plan
 
     def read(
@@ -512,12 +512,12 @@ class _FastTransfer(_Transfer):
         net = self.net
         plan = net.idle_read(self.route, mem, bursts)
         fifos = net.route_fifos(self.route)
-        if not mem.idle(plan.counts, now):
+        if not channels_idle(plan.channels, now):
             return False
         queued = defer_route(fifos, plan.heads, plan.lasts, self, bursts.n, now)
         if queued is None:
             return False
-        mem.start(plan.counts, now)
+        start_channels(plan.channels, now)
         self.idle = (now, plan)  # the data train, should it materialize
         self.deferred = queued
         self._finish_at(now + plan.finish)
@@ -754,10 +754,12 @@ class IdleRead:
     arrival: what :meth:`_FastTransfer._mem_read` and :func:`tandem` would compute
     when nothing is queued anywhere, worked out once per (route, layout)."""
 
-    __slots__ = ("counts", "finish", "heads", "lasts")
+    __slots__ = ("channels", "counts", "finish", "heads", "lasts")
 
-    def __init__(self, bursts: Bursts, burst_ns: float, service: list[float], delay: list[float]) -> None:
+    def __init__(self, mem: ChannelArray, bursts: Bursts, service: list[float], delay: list[float]) -> None:
+        burst_ns = mem.burst_ns
         self.counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
+        self.channels = [(mem.fifos[c], n, n * mem.fifos[c].s) for c, n in self.counts]  # (FIFO, bursts, busy time)
         data = union([(0.0, n) for _c, n in self.counts], burst_ns)
         none = [float("-inf")] * len(service)
         self.lasts = tandem(data, service, none, delay)  # per hop: the last flit's arrival, departure
