@@ -340,7 +340,7 @@ def _simulate(
 ) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
-    with _collector_paused():
+    with collector_paused():
         env = simpy.Environment()
         bus = bus if bus is not None else Bus()
         recorder = Recorder(bus) if record else None
@@ -469,7 +469,7 @@ def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Let Python's cycle collector skip what the run does not create.
 
     A run creates and drops many small objects; each collection would rescan

@@ -112,6 +112,7 @@ class Network:
         self._route_fifos: dict[int, tuple[Fifo, ...]] = {}  # id(route) -> its edges' FIFOs (routes are cached by the graph)
         self._route_pace: dict[int, tuple[list[float], list[float]]] = {}  # id(route) -> per hop: flit service, delay after
         self._idle_reads: dict[tuple[int, int], IdleRead] = {}  # (id(route), id(bursts)) -> an idle read's times
+        self._idle_times: dict[tuple[object, ...], IdleTimes] = {}  # (bursts per channel, burst time, route's pace) -> those times
 
     # --- public primitives ------------------------------------------------
 
@@ -163,7 +164,13 @@ class Network:
         key = (id(route), id(bursts))
         plan = self._idle_reads.get(key)
         if plan is None:
-            plan = self._idle_reads[key] = IdleRead(mem, bursts, *self.route_pace(route))
+            counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
+            service, delay = self.route_pace(route)
+            shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
+            times = self._idle_times.get(shape)
+            if times is None:
+                times = self._idle_times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
+            plan = self._idle_reads[key] = IdleRead(mem, counts, times)
         return plan
 
     def read(
@@ -749,25 +756,36 @@ class _FastTransfer(_Transfer):
             )
 
 
+class IdleTimes(NamedTuple):
+    """When an idle read's data passes each FIFO of its route, relative to the request's
+    arrival (nothing queued anywhere): it depends only on how many bursts each
+    channel serves and the route's pace, so routes and slices alike share it."""
+
+    lasts: list[tuple[float, float]]  # per hop: the last flit's arrival, departure
+    heads: list[float]  # per hop: the head's arrival
+    finish: float  # the last flit's arrival at the far end
+
+    @classmethod
+    def of(cls, counts: tuple[int, ...], burst_ns: float, service: list[float], delay: list[float]) -> IdleTimes:
+        data = union([(0.0, n) for n in counts], burst_ns)
+        lasts = tandem(data, service, [float("-inf")] * len(service), delay)
+        heads = [data.first()]
+        for s, dl in zip(service[:-1], delay[:-1], strict=True):
+            heads.append(heads[-1] + s + dl)
+        return cls(lasts, heads, lasts[-1][1] + delay[-1])
+
+
 class IdleRead:
-    """A read's data on idle channels and an idle route, relative to the request's
-    arrival: what :meth:`_FastTransfer._mem_read` and :func:`tandem` would compute
-    when nothing is queued anywhere, worked out once per (route, layout)."""
+    """A read's data on idle channels and an idle route: what :meth:`_FastTransfer._mem_read`
+    and :func:`tandem` would compute when nothing is queued anywhere, worked out
+    once per (route, layout)."""
 
     __slots__ = ("channels", "counts", "finish", "heads", "lasts")
 
-    def __init__(self, mem: ChannelArray, bursts: Bursts, service: list[float], delay: list[float]) -> None:
-        burst_ns = mem.burst_ns
-        self.counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
-        self.channels = [(mem.fifos[c], n, n * mem.fifos[c].s) for c, n in self.counts]  # (FIFO, bursts, busy time)
-        data = union([(0.0, n) for _c, n in self.counts], burst_ns)
-        none = [float("-inf")] * len(service)
-        self.lasts = tandem(data, service, none, delay)  # per hop: the last flit's arrival, departure
-        self.finish = self.lasts[-1][1] + delay[-1]
-        heads = [data.first()]  # per hop: the head's arrival, nothing queued anywhere
-        for s, dl in zip(service[:-1], delay[:-1], strict=True):
-            heads.append(heads[-1] + s + dl)
-        self.heads = heads
+    def __init__(self, mem: ChannelArray, counts: list[tuple[int, int]], times: IdleTimes) -> None:
+        self.counts = counts  # (channel, bursts)
+        self.channels = [(mem.fifos[c], n, n * mem.fifos[c].s) for c, n in counts]  # (FIFO, bursts, busy time)
+        self.lasts, self.heads, self.finish = times
 
 
 class _ControlPlan(NamedTuple):
