@@ -142,8 +142,8 @@ MUTANTS: list[Mutant] = [
     M(
         "sim.fifo.alone-ignores-backlog",
         FIFO,
-        "            d = v if v > head else head\n            self.free = v",
-        "            d = head\n            self.free = v",
+        "            p.out = fifo(inp, self.s, v if v > head else head)",
+        "            p.out = fifo(inp, self.s, head)",
         "a train alone at a FIFO ignores the work still queued",
     ),
     M(
@@ -191,10 +191,10 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "sim.network.control-drops-overhead",
-        NET,
-        "            t = d + hop.prop_ns + hop.next_overhead_ns\n        then(t)",
-        "            t = d + hop.prop_ns\n        then(t)",
-        "control flits skip node overheads",
+        FIFO,  # (the control flit's hop loop moved to fifo.pass_control_route; the id stays for the records)
+        "        t = d + delay[i]\n    return t",
+        "        t = d\n    return t",
+        "control flits skip the propagation and node overheads between hops",
     ),
     M(
         "sim.network.send-flits-floor",
@@ -682,5 +682,62 @@ MUTANTS: list[Mutant] = [
         # Every shipped link has one bandwidth both ways, so both directions have the same
         # bottleneck everywhere (checked for every PE DMA x HBM slice pair of the shipped
         # topologies); tests/oracles/test_probe_util_direction.py slows one direction of one link.
+    ),
+    # --- deferred trains (issue 8: closed form on idle routes) ---
+    M(
+        "sim.train.tandem-ignores-queued",
+        TRAIN,
+        "        if v > head:\n            queued.append((v + s, s))",
+        "        if False:\n            queued.append((v + s, s))",
+        "a deferred train ignores work still queued where it passes",
+    ),
+    M(
+        "sim.train.tandem-fastest-pace",
+        TRAIN,
+        "        if s > M:\n            M = s",
+        "        if s < M or M < 0:\n            M = s",
+        "the train's pace taken from the fastest FIFO, not the slowest",
+    ),
+    M(
+        "sim.train.max-minus-drops-partial-group",
+        TRAIN,
+        "                if rest:\n",
+        "                if False:\n",
+        "the lead of a last partial group of channel bursts is ignored",
+    ),
+    M(
+        "sim.fifo.defer-ignores-queued-head",
+        FIFO,
+        "or f._watch_until >= now - EPS or v > now + head:",
+        "or f._watch_until >= now - EPS:",
+        "an idle read is planned from the idle times though work queued on its route outlasts its head",
+    ),
+    M(
+        "sim.fifo.defer-ignores-watchers",
+        FIFO,
+        "        if f._replan_at is not None or f._watch_until >= now - EPS or v > now + head:",
+        "        if f._replan_at is not None or v > now + head:",
+        "a train is deferred where a control flit is due, which then never sees it",
+    ),
+    M(
+        "sim.fifo.finish-before-deferred-boundary",
+        FIFO,
+        "            if t > self.deferred_t_last + EPS:  # after the deferred train's last flit: the numbers answer",
+        "            if t > self.deferred_t_last - 100.0:  # after the deferred train's last flit: the numbers answer",
+        "a control flit due among a deferred train's flits is answered from its numbers",
+    ),
+    M(
+        "sim.fifo.settle-folds-too-early",
+        FIFO,
+        "        if now > self.deferred_t_last + EPS:\n            self._fold()\n        else:\n            owner.materialize()",
+        "        if True:\n            self._fold()\n        else:\n            owner.materialize()",
+        "a train arriving among a deferred train's flits sees it as already passed",
+    ),
+    M(
+        "sim.network.materialize-skips-queued",
+        NET,
+        "            p.out = fifo(p.inp, f.s, v if v > head else head)",
+        "            p.out = fifo(p.inp, f.s, head)",
+        "a materialized train forgets the work that was queued ahead of it",
     ),
 ]

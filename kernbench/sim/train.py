@@ -186,8 +186,9 @@ class Train:
                 x = a - k0 * m + max(0.0, (k1 - 1 - k0) * (T - m))
             else:
                 full, rest = divmod(k1 - k0, p)  # whole groups, flits of a last partial one
-                in_group = max(0.0, (p - 1) * (g - m))  # a group's last flit vs its first
-                x = a - k0 * m + max(0.0, (full - 1) * (T - p * m)) + in_group
+                x = float("-inf")
+                if full:  # the first or the last whole group, its first or last flit
+                    x = a - k0 * m + max(0.0, (full - 1) * (T - p * m)) + max(0.0, (p - 1) * (g - m))
                 if rest:
                     x = max(x, a - k0 * m + full * (T - p * m) + max(0.0, (rest - 1) * (g - m)))
             if x > best:

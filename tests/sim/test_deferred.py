@@ -31,8 +31,12 @@ EXACT_NS = 1e-6
 
 @st.composite
 def trains(draw):
-    kind = draw(st.sampled_from(["channels", "burst", "even", "array"]))
+    kind = draw(st.sampled_from(["channels", "burst", "even", "groups", "array"]))
     t0 = draw(st.floats(0.0, 50.0))
+    if kind == "groups":  # groups of p flits g apart, one every T; the last group may be partial
+        p, g = draw(st.integers(2, 8)), draw(st.sampled_from([0.0, 0.5, 1.0]))
+        period = (p - 1) * g + draw(st.sampled_from([0.0, 0.5, 3.0]))
+        return Train(draw(st.integers(1, 200)), [(0, t0, g, p, period)])
     if kind == "channels":  # what a read's channels send: groups, partial groups, or skewed starts
         b = draw(st.sampled_from([2.0, 4.0, 8.0, 0.75]))
         progs = [(t0 + draw(st.sampled_from([0.0, 0.0, 0.0, 3.5])), draw(st.integers(0, 40))) for _ in range(draw(st.integers(1, 8)))]
