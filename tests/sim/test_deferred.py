@@ -92,9 +92,12 @@ def counted(monkeypatch):
     materialize, fold = network._FastTransfer.materialize, fifo_module.Fifo._fold
 
     def counting_materialize(self):
-        if self.deferred is not None:
-            seen["materialized"] += 1
+        queued = self.deferred
         materialize(self)
+        if queued is not None:
+            seen["materialized"] += 1
+            if any(v > p.inp.first() + 1e-9 for v, p in zip(queued, self.data, strict=True)):
+                seen["materialized behind queued work"] += 1  # deferred behind work still queued on its route
 
     def counting_fold(self):
         seen["folded"] += 1
@@ -149,6 +152,25 @@ def test_queued_work_of_a_folded_train_delays_the_next(counted):
         (r2_alone,) = run(g, "fast", [ops[1]])
         waited += run(g, "fast", ops)[1].end_ns > r2_alone.end_ns + 1.0
     assert counted["folded"] > 0 and waited > 0
+
+
+def test_a_train_deferred_behind_queued_work_materializes_behind_it(counted):
+    """R1 (cube0 -> cube1) fills a link's queue; R2 (cube0 -> cube2), sharing that link
+    and nothing after it with R1, is deferred while R1's work still queues there, so
+    behind it; R3's flits then arrive among R2's: R2 materializes, still behind R1.
+    (A configuration found by search: the routes must part right after the queue.)"""
+    g = SLOW_UCIE
+    first = Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 65536)
+    (alone,) = run(g, "fast", [first])
+    for at2 in np.linspace(0.3 * alone.end_ns, alone.end_ns, 8):
+        for gap in (0.0, 20.0, 60.0, 150.0, 300.0):
+            ops = [
+                first,
+                Op("read", "sip0.cube2.pe0.dma", "sip0.cube0.hbm.slice1", 8192, at_ns=float(at2)),
+                Op("read", "sip0.cube2.pe3.dma", "sip0.cube0.hbm.slice5", 8192, at_ns=float(at2) + gap),
+            ]
+            assert_all_agree(g, ops)
+    assert counted["materialized behind queued work"] > 0
 
 
 def test_sequential_reads_stay_deferred(counted):
