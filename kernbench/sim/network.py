@@ -109,8 +109,7 @@ class Network:
         # trains on idle routes are deferred (Fifo.defer); recorded runs plan every passage,
         # since they publish each FIFO's busy span and say where the time went
         self.defer = mode == "fast" and not self.explain and not self.bus.active
-        self._route_fifos: dict[int, tuple[Fifo, ...]] = {}  # id(route) -> its edges' FIFOs (routes are cached by the graph)
-        self._route_pace: dict[int, tuple[list[float], list[float]]] = {}  # id(route) -> per hop: flit service, delay after
+        self._paths: dict[int, Path] = {}  # id(route) -> its FIFOs and pace (routes are cached by the graph)
         self._idle_reads: dict[tuple[int, int], IdleRead] = {}  # (id(route), id(bursts)) -> an idle read's times
         self._idle_times: dict[tuple[object, ...], IdleTimes] = {}  # (bursts per channel, burst time, route's pace) -> those times
 
@@ -144,19 +143,12 @@ class Network:
             f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps, self.explain)
         return f
 
-    def route_fifos(self, route: Route) -> tuple[Fifo, ...]:
-        fifos = self._route_fifos.get(id(route))
-        if fifos is None:
-            fifos = self._route_fifos[id(route)] = tuple(self.edge_fifo(hop.edge.index) for hop in route.hops)
-        return fifos
-
-    def route_pace(self, route: Route) -> tuple[list[float], list[float]]:
-        """Per hop of ``route``: its FIFO's service per flit, and the delay from leaving it to the next FIFO."""
-        pace = self._route_pace.get(id(route))
-        if pace is None:
-            fifos = self.route_fifos(route)
-            pace = self._route_pace[id(route)] = ([f.s for f in fifos], [hop.prop_ns + hop.next_overhead_ns for hop in route.hops])
-        return pace
+    def path(self, route: Route) -> Path:
+        """``route``'s FIFOs and pace."""
+        path = self._paths.get(id(route))
+        if path is None:
+            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index) for hop in route.hops], route)
+        return path
 
     def idle_read(self, route: Route, mem: ChannelArray, bursts: Bursts) -> IdleRead:
         """The times of a read of ``bursts`` whose channels and data ``route`` are idle
@@ -165,7 +157,8 @@ class Network:
         plan = self._idle_reads.get(key)
         if plan is None:
             counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
-            service, delay = self.route_pace(route)
+            path = self.path(route)
+            service, delay = path.service, path.delay
             shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
             times = self._idle_times.get(shape)
             if times is None:
@@ -457,8 +450,8 @@ class _FastTransfer(_Transfer):
         token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
         tokens.extend([token] * (len(route.hops) - h))
         net = self.net
-        fifos = net.route_fifos(route)
-        delay = net.route_pace(route)[1]
+        path = net.path(route)
+        fifos, delay = path.fifos, path.delay
         then(pass_control_route(fifos, delay, h, t, self.seq, self, token, self.env.now, times if net.explain else None))
 
     def recheck(self, h: int, t: float, d_old: float, token: int) -> None:
@@ -518,7 +511,7 @@ class _FastTransfer(_Transfer):
         for this route and layout (:class:`IdleRead`); else ``False``, nothing done."""
         net = self.net
         plan = net.idle_read(self.route, mem, bursts)
-        fifos = net.route_fifos(self.route)
+        fifos = net.path(self.route).fifos
         if not channels_idle(plan.channels, now):
             return False
         queued = defer_route(fifos, plan.heads, plan.lasts, self, bursts.n, now)
@@ -534,12 +527,13 @@ class _FastTransfer(_Transfer):
         """Plan the data train in closed form if its whole route is idle (see :meth:`Fifo.defer`)."""
         now = self.env.now
         route = self.route
-        fifos = self.net.route_fifos(route)
+        path = self.net.path(route)
+        fifos = path.fifos
         for f in fifos:
             if not f.idle_at(now):
                 return False
         queued = [f.v_end for f in fifos]
-        service, delay = self.net.route_pace(route)
+        service, delay = path.service, path.delay
         times = tandem(self.data_in, service, queued, delay)
         n = self.data_in.n
         for f, (t_last, v_end) in zip(fifos, times, strict=True):
@@ -560,7 +554,7 @@ class _FastTransfer(_Transfer):
         if self.idle is not None:  # the data train of an idle read: the channels' output from the request's arrival
             r, plan = self.idle
             self.data_in = union([(r, n) for _c, n in plan.counts], self._memory()[0].burst_ns)
-        for h, (f, v) in enumerate(zip(self.net.route_fifos(self.route), deferred, strict=True)):
+        for h, (f, v) in enumerate(zip(self.net.path(self.route).fifos, deferred, strict=True)):
             p = Passage(self.seq, self.corr, self._input(h), self._changed)
             p.fifo = f
             head = p.inp.first()
@@ -754,6 +748,18 @@ class _FastTransfer(_Transfer):
             bus.emit(
                 q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n
             )
+
+
+class Path:
+    """A route as the engine walks it: per hop its FIFO, the FIFO's service per flit,
+    and the delay from leaving it to the next FIFO (propagation, the next node)."""
+
+    __slots__ = ("delay", "fifos", "service")
+
+    def __init__(self, fifos: list[Fifo], route: Route) -> None:
+        self.fifos = fifos
+        self.service = [f.s for f in fifos]
+        self.delay = [hop.prop_ns + hop.next_overhead_ns for hop in route.hops]
 
 
 class IdleTimes(NamedTuple):
