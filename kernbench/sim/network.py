@@ -393,6 +393,12 @@ class _FastTransfer(_Transfer):
     A read's bursts queue on their channels when its request arrives (an
     action at that instant); the completion is an action at the last flit's
     arrival, moved whenever that changes.
+
+    A read's or a send's data train that finds its whole route idle is
+    deferred instead (:meth:`Fifo.defer`): an idle read takes its times from
+    an :class:`IdleRead` worked out once per route and layout, anything else
+    from :func:`tandem`; the FIFOs hold two numbers each, and whoever needs
+    the flits calls :meth:`materialize`.
     """
 
     __slots__ = (
