@@ -106,9 +106,9 @@ class Network:
         self.explain = self.bus.active if explain is None else explain
         self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
         self._closed: set[int] = set()
-        # trains on idle routes are deferred (Fifo.defer); recorded runs plan every passage,
-        # since they publish each FIFO's busy span and say where the time went
-        self.defer = mode == "fast" and not self.explain and not self.bus.active
+        # trains on idle routes are deferred (Fifo.defer) unless events are published or
+        # explained: then every passage is planned (each FIFO's busy span, where the time went)
+        self.defer = mode == "fast" and not self.explain
         self._paths: dict[int, Path] = {}  # id(route) -> its FIFOs and pace (routes are cached by the graph)
         self._idle_reads: dict[tuple[int, int], IdleRead] = {}  # (id(route), id(bursts)) -> an idle read's times
         self._idle_times: dict[tuple[object, ...], IdleTimes] = {}  # (bursts per channel, burst time, route's pace) -> those times
@@ -142,6 +142,11 @@ class Network:
             e = self.graph.edges[index]
             f = self._edges[index] = Fifo(e.id, self.flit_bytes / e.bw_gbps, self.explain)
         return f
+
+    @property
+    def deferring(self) -> bool:
+        """Whether a transfer starting now may defer its data train (nobody observing the bus)."""
+        return self.defer and not self.bus.active
 
     def path(self, route: Route) -> Path:
         """``route``'s FIFOs and pace."""
@@ -438,7 +443,7 @@ class _FastTransfer(_Transfer):
         if self.op == "write":
             self.ack_route = self.back
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
-        if not (self.op == "send" and self.net.defer and self._defer_data()):
+        if not (self.op == "send" and self.net.deferring and self._defer_data()):
             self._plan_data()
 
     # --- control flits -----------------------------------------------------
@@ -484,7 +489,7 @@ class _FastTransfer(_Transfer):
         """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env.now
         mem, bursts = self._memory()
-        if self.net.defer and self._idle_read(mem, bursts, now):
+        if self.net.deferring and self._idle_read(mem, bursts, now):
             return
         b = mem.burst_ns
         progs = []
@@ -508,7 +513,7 @@ class _FastTransfer(_Transfer):
         if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
             self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
         self.data_in = union(progs, b)
-        if not (self.net.defer and self._defer_data()):
+        if not (self.net.deferring and self._defer_data()):
             self._plan_data()
 
     def _idle_read(self, mem: ChannelArray, bursts: Bursts, now: float) -> bool:
@@ -572,8 +577,9 @@ class _FastTransfer(_Transfer):
             for p in self.data:
                 p.on_change = None
             return
-        last = self.route.hops[-1]
-        self._finish_at(self.data[-1].out.last() + last.prop_ns + last.next_overhead_ns)
+        if self.finish_at is not None and self.finish_at.pending:  # (not when it publishes, finishing)
+            last = self.route.hops[-1]
+            self._finish_at(self.data[-1].out.last() + last.prop_ns + last.next_overhead_ns)
 
     def _input(self, h: int) -> Train:
         if h == 0:
@@ -740,6 +746,7 @@ class _FastTransfer(_Transfer):
 
     def publish(self) -> None:
         bus = self.net.bus
+        self.materialize()  # (a train deferred before anyone subscribed to the bus)
         for p in self.data:
             f = p.fifo
             head = p.inp.first()

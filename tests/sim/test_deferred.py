@@ -225,3 +225,35 @@ def test_a_send_joining_a_deferred_send_materializes_it(counted):
         ]
         assert_all_agree(SLOW_UCIE, ops)
     assert counted["materialized"] > 0 and counted["folded"] > 0
+
+
+def test_a_subscriber_arriving_mid_run_sees_every_busy_span():
+    """Nobody observes the bus when the first reads start (so they are deferred); a
+    subscriber arrives before they finish: it gets the same events as if every train
+    had been planned FIFO by FIFO (the busy spans of the links; channels are published
+    for reads whose request arrives once someone observes, deferred or not)."""
+    import simpy
+
+    from kernbench.events.bus import Bus
+    from kernbench.sim.network import Network
+
+    def observed(defer: bool) -> list[tuple]:
+        env = simpy.Environment()
+        bus = Bus()
+        net = Network(env, SLOW_UCIE, bus)
+        net.defer = net.defer and defer
+        seen: list[tuple] = []
+
+        def subscribe_later():
+            yield env.timeout(50.0)
+            bus.subscribe(lambda e: seen.append((round(e.t_ns, 6), e.kind, e.component, round(e.end_ns or 0.0, 6), e.corr_id, e.value)))
+
+        env.process(subscribe_later())
+        net.read("sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 0, 32768)
+        net.read("sip0.cube2.pe0.dma", "sip0.cube0.hbm.slice1", 0, 8192)
+        env.run()
+        return sorted(seen)
+
+    got = observed(True)
+    assert got == observed(False)
+    assert sum(e[1].name == "EDGE_BUSY" for e in got) >= 8
