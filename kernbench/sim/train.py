@@ -37,13 +37,14 @@ MAX_SEGMENTS = 16  # an array train with more runs than this stays an array
 class Train:
     """``n`` flit times: segments, or an array ``arr``; see the module docstring."""
 
-    __slots__ = ("_k0s", "arr", "n", "segs")
+    __slots__ = ("_k0s", "_last", "arr", "n", "segs")
 
     def __init__(self, n: int, segs: list[Segment] | None = None, arr: Times | None = None) -> None:
         self.n = n
         self.segs: list[Segment] = segs if segs is not None else []  # empty for an array train
         self.arr = arr
         self._k0s: list[int] | None = None
+        self._last: float | None = None  # (a train never changes: the last flit's time, once asked)
 
     @classmethod
     def burst(cls, n: int, t: float) -> Train:
@@ -109,7 +110,10 @@ class Train:
         return float(self.arr[0]) if self.arr is not None else self.segs[0][1]
 
     def last(self) -> float:
-        return self.at(self.n - 1)
+        t = self._last
+        if t is None:
+            t = self._last = self.at(self.n - 1)
+        return t
 
     def times(self, k: int = 0, stop: int | None = None) -> Times:
         """Times of flits ``k … stop − 1`` (to the last) as an array."""
