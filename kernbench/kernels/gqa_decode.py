@@ -62,6 +62,7 @@ from collections.abc import Callable
 import numpy as np
 
 import kernbench.tl as tl
+from kernbench.float16 import to_float32
 from kernbench.handles import HbmTensor, Ptr, TensorHandle
 from kernbench.kernels.data import random_f16
 from kernbench.kernels.registry import KernelSpec, OpLogEntry, Param, Params, Prepared, Summary, register
@@ -253,12 +254,12 @@ def reference_blocks(Q: np.ndarray, kt_blocks: list[list[np.ndarray]], v_blocks:
     out = np.empty((H, d), np.float32)
     for h in range(kvh):
         q = Q[h * G : (h + 1) * G].astype(np.float32)
-        s = np.concatenate([q @ kt.astype(np.float32) for kt in kt_blocks[h]], axis=1) / np.float32(math.sqrt(d))
+        s = np.concatenate([q @ to_float32(kt) for kt in kt_blocks[h]], axis=1) / np.float32(math.sqrt(d))
         p = np.exp(s - s.max(axis=1, keepdims=True))
         pv = np.zeros((G, d), np.float32)
         n0 = 0
         for v in v_blocks[h]:
-            pv += p[:, n0 : n0 + len(v)] @ v.astype(np.float32)
+            pv += p[:, n0 : n0 + len(v)] @ to_float32(v)
             n0 += len(v)
         out[h * G : (h + 1) * G] = pv / p.sum(axis=1, keepdims=True)
     return out
