@@ -2,9 +2,11 @@
 
 Each module named in :data:`COMMANDS` provides ``add_parser(subparsers)``,
 which adds its subcommand and returns the parser, and ``run(args) -> int``.
-Adding a command is one line here. How a command ends — exit status 0, 1
-(a check failed), 2 (bad input, printed as one ``error: …`` line), 130
-(Ctrl-C) — is :func:`kernbench.exit_codes.guarded`'s job.
+Adding a command is one line here; its module (and what it imports) is
+loaded only when it runs, or for the full ``kernbench --help``. How a
+command ends — exit status 0, 1 (a check failed), 2 (bad input, printed as
+one ``error: …`` line), 130 (Ctrl-C) — is
+:func:`kernbench.exit_codes.guarded`'s job.
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
     return build(argv)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_name(module: str) -> str:
+    """The subcommand a module of :data:`COMMANDS` adds: its own name (``kernbench.commands.run`` → ``run``)."""
+    return module.rsplit(".", 1)[1]
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every subcommand, or ``only`` the one named (the others' modules stay unloaded)."""
     parser = argparse.ArgumentParser(
         prog="kernbench",
         description="Simulate LLM kernels on a modeled memory-centric accelerator.",
@@ -46,17 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kernbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
+        if only is not None and command_name(name) != only:
+            continue
         module = importlib.import_module(name)
         module.add_parser(subparsers).set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return guarded(lambda: _dispatch(argv), "error: ")
+    """Run one command (``argv``: the command line's arguments, ``sys.argv[1:]`` by default)."""
+    return guarded(lambda: _dispatch(sys.argv[1:] if argv is None else argv), "error: ")
 
 
-def _dispatch(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+def _dispatch(argv: list[str]) -> int:
+    named = argv[0] if argv and argv[0] in {command_name(m) for m in COMMANDS} else None
+    args = build_parser(only=named).parse_args(argv)
     return int(args._run(args) or 0)
 
 

@@ -1,0 +1,28 @@
+"""The dispatcher loads only the command it runs, and parses alike either way."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kernbench import cli
+
+
+@pytest.mark.parametrize("module", cli.COMMANDS)
+def test_each_command_module_adds_the_subcommand_named_after_it(module, capsys):
+    name = cli.command_name(module)
+    with pytest.raises(SystemExit) as exc:
+        cli.main([name, "--help"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: kernbench {name} ")
+
+
+def test_running_one_command_loads_no_other_commands_module():
+    code = (
+        "import sys; from kernbench.cli import main; main(['run', '--list']);"
+        "print(sorted(m for m in sys.modules if m.startswith('kernbench.commands.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "['kernbench.commands.run']"
