@@ -36,6 +36,7 @@ def to_float32(x: NDArray[np.float16]) -> NDArray[np.float32]:
     bits &= _SIGN_EXP_MANT  # sign copies out of bits 28..30
     out = bits.view(np.float32)
     out *= _REBIAS
-    if np.abs(out).max() >= _INF_NAN_MIN:
+    # (the reductions themselves, not ndarray.max/min: their Python wrappers cost as much as a pass)
+    if np.maximum.reduce(out, axis=None) >= _INF_NAN_MIN or np.minimum.reduce(out, axis=None) <= -_INF_NAN_MIN:
         bits[np.abs(out) >= _INF_NAN_MIN] += _TO_EXP_255
     return out

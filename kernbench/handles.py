@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import DTypeLike
 
-from kernbench.sim.region import Region, byte_distance, region_of_view
+from kernbench.sim.region import Region, region_of_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +98,10 @@ class Ptr:
         self.tensor = tensor
         self.index = index
         _check_index(tensor, index)
-        self._view: np.ndarray = tensor.array[index]
+        self._view: np.ndarray = tensor.array[(*index, ...)]  # (with "...": a view even when it is one element)
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
+        self._view.flags.writeable = False  # reads go through it without a copy (values()); writes through the tensor
         self._region: Region | None = None
 
     @property
@@ -122,17 +123,25 @@ class Ptr:
     @property
     def offset(self) -> int:
         """Byte address of the region's first element in its memory."""
-        return self.tensor.offset + byte_distance(self.tensor.array, self._view)
+        return self.tensor.offset + first_byte(self.tensor.array, self.index)
 
     @property
     def region(self) -> Region:
         """The bytes the region covers in its memory, as runs (see :mod:`kernbench.sim.region`)."""
         if self._region is None:
-            self._region = region_of_view(self.tensor.array, self._view, self.tensor.offset)
+            if self._view.flags.c_contiguous:  # one run from its first byte
+                self._region = Region.contiguous(self.offset, self._view.nbytes)
+            else:
+                self._region = region_of_view(self.tensor.array, self._view, self.tensor.offset)
         return self._region
 
     def read(self) -> np.ndarray:
+        """A copy of the region's values."""
         return np.array(self._view, copy=True)
+
+    def values(self) -> np.ndarray:
+        """The region's values as they are now, without a copy: read-only, to compute from at once."""
+        return self._view
 
     def write(self, value: np.ndarray) -> None:
         self.tensor.array[self.index] = value
@@ -150,15 +159,26 @@ class Ptr:
         return f"{self.tensor.name}[{','.join(parts)}]"
 
 
+def first_byte(array: np.ndarray, index: tuple[Any, ...]) -> int:
+    """Bytes from ``array``'s first element to the first element of ``array[index]``
+    (a checked basic index naming at least one element): each axis's first index times its stride."""
+    first = 0
+    for x, n, stride in zip(index, array.shape, array.strides, strict=False):
+        first += (x.indices(n)[0] if type(x) is slice else int(x) % n) * stride
+    return first
+
+
 def _check_index(tensor: HbmTensor, index: tuple[Any, ...]) -> None:
     """Basic indexing within bounds only: anything else has no address to move."""
     shape = tensor.shape
-    dims = [x for x in index if x is not Ellipsis and x is not None]
-    if len(dims) > len(shape):
-        raise IndexError(f"{tensor.name}{shape}: {len(dims)} indices for {len(shape)} dimensions")
-    if any(x is Ellipsis for x in index) or any(x is None for x in index):
+    if len(index) > len(shape) or any([x is Ellipsis or x is None for x in index]):
+        dims = [x for x in index if x is not Ellipsis and x is not None]
+        if len(dims) > len(shape):
+            raise IndexError(f"{tensor.name}{shape}: {len(dims)} indices for {len(shape)} dimensions")
         raise IndexError(f"{tensor.name}: use integers and slices only (no ... or None) to name a region")
     for axis, x in enumerate(index):
+        if type(x) is slice and x.start is None and x.stop is None and x.step is None:
+            continue  # the whole axis
         n = shape[axis]
         if isinstance(x, (bool, np.bool_)):
             raise IndexError(f"{tensor.name}: a boolean index copies data; use slices to name a region")

@@ -290,7 +290,8 @@ def _ref_ptr(h: TensorHandle) -> Ptr:
 
 
 def _value(h: TensorHandle) -> np.ndarray:
-    return _ref_ptr(h).read() if h.ref.space == "hbm" else _data(h)
+    """An operand's value: a TCM handle's data, or a ``tl.ref``'s region as it is now (read-only, not copied)."""
+    return _ref_ptr(h).values() if h.ref.space == "hbm" else _data(h)
 
 
 def _run_spec(op: OpSpec) -> None:
