@@ -188,6 +188,12 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
 def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
     """Everything that can be checked before the topology is compiled: the kernel name, its options
     (also against the topology's PE count, read from the YAML), the output paths."""
+    spec, ns, params, _topology = _checked(kernel, argv)
+    return spec, ns, params
+
+
+def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
+    """:func:`check_run`, and the topology document it read and checked (for :func:`prepare` to compile)."""
     from kernbench.topology.compile import check_size, pe_count
     from kernbench.topology.spec import load_spec
 
@@ -199,13 +205,15 @@ def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpar
     spec.validate(params, pe_count(topology))
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
     check_outputs(outputs + [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p], inputs=[ns.topology])
-    return spec, ns, params
+    return spec, ns, params, topology
 
 
 def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, registry.Params]:
     """Check a kernel's options and outputs, build its runtime and launch it (not run yet)."""
-    spec, ns, params = check_run(kernel, argv)
-    rt = Runtime(ns.topology or spec.default_topology, ns.overrides, mode=ns.timing)
+    from kernbench.topology.compile import compile_spec
+
+    spec, ns, params, topology = _checked(kernel, argv)
+    rt = Runtime(compile_spec(topology), mode=ns.timing)  # the document checked above: read once
     try:
         prepared = spec.prepare(rt, params)
     except ValueError as exc:

@@ -94,7 +94,7 @@ def graph_size(spec: Mapping[str, Any]) -> tuple[int, int]:
 
 def _freeze(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+        return MappingProxyType({k: _freeze(v) if isinstance(v, (dict, list)) else v for k, v in obj.items()})
     if isinstance(obj, list):
         return tuple(_freeze(v) for v in obj)
     return obj
@@ -114,7 +114,7 @@ class _Builder:
 
     def link(self, a: str, b: str, link: Mapping[str, Any], kind: str) -> None:
         for src, dst in ((a, b), (b, a)):
-            self.edges.append(Edge(src, dst, link["bw_gbps"], link["prop_ns"], kind))
+            self.edges.append(Edge(src, dst, link["bw_gbps"], link["prop_ns"], kind, len(self.edges)))  # indexed as the graph keeps it
 
     def build(self) -> Graph:
         spec = self.spec

@@ -93,7 +93,7 @@ class Graph:
         self.flit_bytes = flit_bytes
         self.spec = spec
         self.nodes: Mapping[str, Node] = MappingProxyType({n.id: n for n in nodes})
-        indexed = [Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)]
+        indexed = [e if e.index == i else Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)]
         self.edges: tuple[Edge, ...] = tuple(indexed)
         self._edge_by_pair: dict[tuple[str, str], Edge] = {(e.src, e.dst): e for e in indexed}
         out: dict[str, list[str]] = {n.id: [] for n in nodes}
