@@ -31,9 +31,12 @@ class HandleRef:
     region: Region | None = field(default=None, compare=False, repr=False)  # … and the bytes it covers
 
     nbytes: int = field(init=False, repr=False, compare=False)
+    geometry: tuple[tuple[int, ...], int, str] = field(init=False, repr=False, compare=False)  # (shape, nbytes, space)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "nbytes", math.prod(self.shape) * _itemsize(self.dtype))
+        nbytes = math.prod(self.shape) * _itemsize(self.dtype)
+        object.__setattr__(self, "nbytes", nbytes)
+        object.__setattr__(self, "geometry", (self.shape, nbytes, self.space))
 
 
 @cache

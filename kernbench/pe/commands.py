@@ -175,7 +175,7 @@ class OpSpec:
             + HANDLE * len(self.operands)
             + (HANDLE if self.out is not None else 0)
             + TUPLE_LEN
-            + sum(extra_bytes(v) for v in self.extra.values())
+            + sum(map(extra_bytes, self.extra.values()))
         )
 
 
@@ -190,7 +190,7 @@ class CompositeCmd(PeCommand):
 
     @cached_property
     def logical_bytes(self) -> int:
-        return FRAMING + TUPLE_LEN + sum(op.logical_bytes for op in self.ops) + TUPLE_LEN + HANDLE * len(self.rw_handles)
+        return FRAMING + TUPLE_LEN + sum([op.logical_bytes for op in self.ops]) + TUPLE_LEN + HANDLE * len(self.rw_handles)
 
 
 @dataclass(frozen=True, eq=False)

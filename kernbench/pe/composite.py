@@ -73,14 +73,16 @@ class Plan:
 
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
-    # list comprehensions, not generators: this runs for every composite issued
+    # list comprehensions, not generators: this runs for every composite issued. The
+    # key may tell apart composites with equal plans (extras given in another order):
+    # then each is planned once, to the same plan.
     key = tuple(
         [
             (
                 op.kind,
-                tuple([(r.shape, r.nbytes, r.space) for r in op.operands.values()]),
-                None if op.out is None else (op.out.shape, op.out.nbytes, op.out.space),
-                tuple(sorted(op.extra.items())) if op.extra else (),
+                tuple([r.geometry for r in op.operands.values()]),
+                None if op.out is None else op.out.geometry,
+                tuple(op.extra.items()) if op.extra else (),
             )
             for op in ops
         ]
@@ -154,19 +156,25 @@ class CompositeRun:
         self.env = env
         self.corr = corr
         self.arrive = arrive
-        refs: dict[int, HandleRef] = {}
-        streamed: dict[int, HandleRef] = {}
+        refs: dict[int, HandleRef] = {}  # everything it touches, each once
+        streamed: dict[int, HandleRef] = {}  # its tl.ref operands
+        hbm_outs: list[HandleRef] = []  # outputs written back per tile
+        claimed: list[HandleRef] = []  # TCM outputs and rw_handles: ready when it is done
         for op in cmd.ops:
             for r in op.operands.values():
                 refs.setdefault(r.id, r)
                 if r.space == "hbm":
                     streamed.setdefault(r.id, r)
-            if op.out is not None:
-                refs.setdefault(op.out.id, op.out)
+            out = op.out
+            if out is not None:
+                refs.setdefault(out.id, out)
+                (hbm_outs if out.space == "hbm" else claimed).append(out)
         for r in cmd.rw_handles:
             refs.setdefault(r.id, r)
+            if r.space == "tcm":
+                claimed.append(r)
         self.streamed = list(streamed.values())
-        self.hbm_outs = [op.out for op in cmd.ops if op.out is not None and op.out.space == "hbm"]
+        self.hbm_outs = hbm_outs
         ops = cmd.ops
         plan = _plan(pe, ops)
         n = self.n_tiles = plan.n_tiles
@@ -189,9 +197,8 @@ class CompositeRun:
         self.write_ends: list[tuple[float, int]] = []
         done = self.done = env.event()
         ready = pe.ready
-        self.outs_claimed = [op.out for op in ops if op.out is not None and op.out.space == "tcm"]
-        self.outs_claimed += [r for r in cmd.rw_handles if r.space == "tcm"]
-        for r in self.outs_claimed:
+        self.outs_claimed = claimed
+        for r in claimed:
             ready[r.id] = done
         pe.async_stages += 1
         self.tile_read = [env.event() for _ in range(n)] if self.streamed else []

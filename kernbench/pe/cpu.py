@@ -151,7 +151,8 @@ class PeCpu:
         cost = pe.cost
         if isinstance(cmd, CompositeCmd):
             cost.check_composite(cmd)  # D7 again for replay with other knobs
-        yield from self._queue_room()
+        if self._queue_full():
+            yield from self._queue_space()
         cycles = cost.dispatch_cycles(cmd)
         dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
@@ -174,19 +175,18 @@ class PeCpu:
         self.commands += 1
         pe.cpu_busy_ns += dur
         self.t = t = t + dur
-        if pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT:
+        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > self.env.now:
             yield from self._catch_up()
         if bus.active and isinstance(cmd, DmaReadCmd):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 
-    def _queue_room(self) -> ProcessGenerator:
-        """Retire commands done by now; if the scheduler queue is still full, stall for its oldest."""
+    def _queue_full(self) -> bool:
+        """Retire commands done by now; is the scheduler queue still full (stall for its oldest)?"""
         q = self._outstanding
         while q and (t_done := ready_time(q[0][0])) is not None and t_done <= self.t:
             q.popleft()
-        if len(q) >= self.pe.queue_depth:
-            yield from self._queue_space()
+        return len(q) >= self.pe.queue_depth
 
     def _wait(self, ref: HandleRef, reason: StallReason) -> ProcessGenerator:
         """Block until ``ref``'s load or receive has landed (ADR-0062 auto-wait, ``wait``, receive)."""

@@ -54,7 +54,7 @@ class ProcessingElement:
         self.clock_ghz: float = attrs["clock_freq_ghz"]
         self.cpu_overhead_ns = attrs["cpu_overhead_ns"]
         self.sched_overhead_ns = attrs["sched_overhead_ns"]
-        self.queue_depth = attrs["sched_queue_depth"]
+        self.queue_depth: int = attrs["sched_queue_depth"]
         self.tcm_bw_gbps = attrs["tcm_bw_gbps"]
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]

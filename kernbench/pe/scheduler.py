@@ -107,15 +107,16 @@ class Scheduler:
             if r is None or r.space != "tcm":
                 continue
             v = ready.get(r.id, 0.0)
-            rt = ready_time(v)
-            if rt is None:
-                assert isinstance(v, simpy.Event)  # (only an event is not ready yet)
-                # each event once: handles produced by one command share its event, and
-                # waiting for it once is the same wait (an AllOf fires at its last copy)
-                if v not in pending:
-                    pending.append(v)
-            elif rt > t:
-                t = rt
+            if isinstance(v, simpy.Event):
+                if not v.processed:
+                    # each event once: handles produced by one command share its event, and
+                    # waiting for it once is the same wait (an AllOf fires at its last copy)
+                    if v not in pending:
+                        pending.append(v)
+                    continue
+                v = fired_at(v)
+            if v > t:
+                t = v
         return t, pending
 
     def cause(self, refs: Iterable[HandleRef | None], arrive: float) -> tuple[float, int]:

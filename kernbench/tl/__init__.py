@@ -12,7 +12,7 @@ first op that consumes the handle waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from kernbench.pe.commands import (
     PeCpuOverheadCmd,
 )
 from kernbench.pe.commands import OpSpec as CmdOpSpec
-from kernbench.pe.opkinds import op_kind
+from kernbench.pe.opkinds import OP_KINDS, op_kind
 from kernbench.tl.context import current
 from kernbench.tl.spec import OpSpec
 
@@ -250,19 +250,26 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
     rw = list(rw_handles)
     if not ops:
         raise ValueError("tl.composite needs at least one OpSpec")
-    cmd = CompositeCmd(
-        tuple(_spec_refs(op) for op in ops),
-        tuple(h.ref for h in rw),
-    )
+    cmd = CompositeCmd(tuple([_spec_refs(op) for op in ops]), tuple([h.ref for h in rw]))
     ctx.cost.check_composite(cmd)
-    # every operand and out is a handle by now (_spec_refs checked)
-    needed = [h for op in ops for h in op.operands.values()]
-    needed += [op.out for op in ops if op.out is not None]
-    needed += rw
-    ctx.need(tuple(h for h in needed if h.ref.space == "tcm"))
+    ctx.need(_tcm_handles(ops, rw))
     for op in ops:
         _run_spec(op)
     ctx.issue(cmd)
+
+
+def _tcm_handles(ops: list[OpSpec], rw: list[TensorHandle]) -> Iterator[TensorHandle]:
+    """The TCM handles a composite touches, in order: operands, outs, ``rw_handles`` (all handles: _spec_refs checked)."""
+    for op in ops:
+        for h in op.operands.values():
+            if h.ref.space == "tcm":
+                yield h
+    for op in ops:
+        if op.out is not None and op.out.ref.space == "tcm":
+            yield op.out
+    for h in rw:
+        if h.ref.space == "tcm":
+            yield h
 
 
 def _spec_refs(op: OpSpec) -> CmdOpSpec:
@@ -272,9 +279,12 @@ def _spec_refs(op: OpSpec) -> CmdOpSpec:
         if not isinstance(h, TensorHandle):
             raise TypeError(f"OpSpec {op.kind}: operand {name!r} must be a handle, got {h!r}")
         operands[name] = h.ref
-    if op.out is not None and not isinstance(op.out, TensorHandle):
-        raise TypeError(f"OpSpec {op.kind}: out must be a handle, got {op.out!r}")
-    return CmdOpSpec(op.kind, operands, op.out.ref if op.out is not None else None, op.scope, dict(op.extra))
+    out = op.out
+    if out is None:
+        return CmdOpSpec(op.kind, operands, None, op.scope, dict(op.extra))
+    if not isinstance(out, TensorHandle):
+        raise TypeError(f"OpSpec {op.kind}: out must be a handle, got {out!r}")
+    return CmdOpSpec(op.kind, operands, out.ref, op.scope, dict(op.extra))
 
 
 def _data(h: TensorHandle) -> np.ndarray:
@@ -295,18 +305,20 @@ def _value(h: TensorHandle) -> np.ndarray:
 
 
 def _run_spec(op: OpSpec) -> None:
-    r = op_kind(op.kind).compute([_value(h) for h in op.operands.values()], op.extra)
+    """An op's numerics into its ``out`` (its kind and handles checked by :func:`_spec_refs`)."""
+    r = OP_KINDS[op.kind].compute([_value(h) for h in op.operands.values()], op.extra)
     out = op.out
     if out is None:
         return
-    if op.extra.get("accumulate"):
+    if op.extra and op.extra.get("accumulate"):
         r = _value(out).astype(np.float32) + r
-    if r.shape != out.shape:
+    ref = out.ref
+    if r.shape != ref.shape:
         try:
-            r = np.broadcast_to(r, out.shape)
+            r = np.broadcast_to(r, ref.shape)
         except ValueError:
             raise ValueError(f"OpSpec {op.kind}: result shape {r.shape} does not fit out {out.name} {out.shape}") from None
-    if out.ref.space == "hbm":
+    if ref.space == "hbm":
         _ref_ptr(out).write(np.asarray(r).astype(out.dtype))
     else:
         out.data = np.array(r, dtype=out.dtype)

@@ -10,7 +10,7 @@ path re-times without running the kernel.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import greenlet
@@ -132,12 +132,15 @@ class KernelContext:
     def issue(self, cmd: PeCommand) -> Any:
         return self._request(Issue(cmd))
 
-    def need(self, handles: tuple[object, ...]) -> None:
-        """Auto-wait (ADR-0062): block on any operand whose load/recv is pending."""
+    def need(self, handles: Iterable[object]) -> None:
+        """Auto-wait (ADR-0062): block on any operand whose load/recv is pending (``handles`` not read when none is)."""
+        pending = self._pending
+        if not pending:
+            return
         for h in handles:
             if not isinstance(h, TensorHandle):
                 continue
-            why = self._pending.pop(h.ref.id, None)
+            why = pending.pop(h.ref.id, None)
             if why is not None:
                 reason = StallReason.LAZY_LOAD if why == "load" else StallReason.RECV_WAIT
                 self._request(Wait(h.ref, reason))
