@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -106,6 +105,8 @@ def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[I
 
 def _create_beside(path: Path) -> tuple[Path, int]:
     """A new, exclusively created temporary file in ``path``'s folder (mode from the umask)."""
+    import secrets  # (here: a run that writes no file does not load it and what it imports)
+
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}")
         try:

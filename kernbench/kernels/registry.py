@@ -103,6 +103,15 @@ def _load_all() -> None:
     _loaded = True
 
 
+def _load_namesake(key: str) -> None:
+    """Import the one shipped module named like the kernel (``gqa-decode``: ``kernbench.kernels.gqa_decode``), if any."""
+    import importlib
+
+    module = "kernbench.kernels." + key.replace("-", "_")
+    if module in KERNEL_MODULES:
+        importlib.import_module(module)
+
+
 def kernels() -> dict[str, KernelSpec]:
     # Not "if not KERNELS": importing one kernel module directly registers it
     # and would hide the others.
@@ -114,8 +123,12 @@ def kernels() -> dict[str, KernelSpec]:
 def get(name: str) -> KernelSpec:
     from kernbench.errors import KernbenchError
 
-    table = kernels()
     key = name.replace("_", "-")
+    if key not in KERNELS:
+        _load_namesake(key)
+    if key in KERNELS:
+        return KERNELS[key]
+    table = kernels()
     if key not in table:
         guesses = suggest(key, list(table))
         hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
