@@ -1,8 +1,9 @@
 """float16 → float32: numpy's own cast, bit for bit, at about half its cost on large arrays.
 
 numpy converts float16 one element at a time (about 1.4 ns each) unless its
-build assumes F16C, which the wheels' baseline does not; converting the
-float16 KV tiles was a fifth of a GQA run. Four whole-array operations give
+build assumes F16C, which the wheels' baseline does not; the GQA reference
+converts the whole float16 KV cache (tens of millions of elements), a tile
+at a time. Four whole-array operations give
 the same bits: place sign, exponent and mantissa where a float32 keeps them,
 then multiply by 2^112 to rebias the exponent (15 → 127) — exact, and it
 turns a float16 subnormal, now a float32 subnormal, into the float32 normal

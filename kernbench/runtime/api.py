@@ -470,22 +470,26 @@ def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """No cycle collection during a run.
+    """No cycle collection during a run, and none rescanning what was there before it.
 
     A run creates and drops millions of small objects; the engine's are freed
     by reference counting as they are dropped (it keeps no cycles: see
     :class:`kernbench.sim.clock.Action`), and a collection would rescan every
     live one — tensors, handles, the graph, the growing command logs — to find
     nothing (the default GQA run's collections found no garbage, and took 4 %
-    of it). The collector is back, as it was, once the run ends: what the run
-    leaves behind (the simulated machine, cyclic) is collected then. Only
-    garbage cycles a kernel itself makes wait for the end of its run.
+    of it). Objects alive before the run are frozen out of collections and
+    then join the oldest generation; the collector is back as it was once the
+    run ends, and what the run leaves behind (the simulated machine, cyclic)
+    is collected then. Only garbage cycles a kernel itself makes wait for the
+    end of its run.
     """
     was_enabled = gc.isenabled()
     gc.disable()
+    gc.freeze()
     try:
         yield
     finally:
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
