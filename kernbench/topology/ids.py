@@ -84,10 +84,11 @@ def pe_of(component: str) -> str | None:
 def local_slice(pe: str) -> str:
     """The HBM slice beside a PE: ``sip0.cube2.pe5`` → ``sip0.cube2.hbm.slice5``."""
     n = _parse(pe)
-    if n.pe is None or n.local != f"pe{n.pe}":
+    p = n.pe
+    if p is None or n.local != f"pe{p}":
         raise ValueError(f"{pe!r} is not a PE id (sipS.cubeC.peP)")
     assert n.sip is not None and n.cube is not None
-    return f"{cube_id(n.sip, n.cube)}.hbm.slice{n.pe}"
+    return f"{cube_id(n.sip, n.cube)}.hbm.slice{p}"
 
 
 def pe_key(pe: str) -> tuple[int, int, int]:
