@@ -62,19 +62,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: The program collects garbage cycles once per this many new objects. It ends with its
-#: command, and nearly all a command makes lives until then: Python's default (every 700)
-#: suits a long-running process, here each collection would trace the live work again.
-#: The bound on uncollected garbage stays, e.g. for a bench of many runs.
+#: Commands that simulate once and end. Run as the program they collect garbage cycles only
+#: once per PROGRAM_COLLECTS_EVERY new objects: nearly all they make lives until the end, and
+#: Python's default (every 700, for long-running processes) would trace the live run again
+#: and again. Commands of many runs (bench, sweep, compare) keep the default: each run's
+#: simulated machine is garbage once the run ends, and is collected then.
+SINGLE_RUN_COMMANDS = frozenset({"run"})
 PROGRAM_COLLECTS_EVERY = 1_000_000
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Without ``argv`` this is the program itself (the console script,
     ``python -m kernbench.cli``): it reads ``sys.argv`` and the process ends once it returns."""
-    if argv is None:
+    args = sys.argv[1:] if argv is None else argv
+    if argv is None and args[:1] and args[0] in SINGLE_RUN_COMMANDS:
         gc.set_threshold(PROGRAM_COLLECTS_EVERY)  # (the youngest generation's; the older ones keep theirs)
-    status = guarded(lambda: _dispatch(sys.argv[1:] if argv is None else argv), "error: ")
+    status = guarded(lambda: _dispatch(args), "error: ")
     if argv is None:
         _leave_to_exit()
     return status
