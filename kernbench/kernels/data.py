@@ -29,12 +29,13 @@ def random_u16(rng: np.random.Generator, n: int) -> np.ndarray:
     numpy draws full-range uint16s two to a 32-bit output of the bit
     generator, low half first, and PCG64 (``default_rng``'s) hands out its
     64-bit outputs as two 32-bit ones, low half first. So four uint16s are
-    the little-endian quarters of one 64-bit output, which numpy draws at a
-    quarter of the calls — when no half of a 64-bit output is pending and
-    the count is whole 64-bit outputs; otherwise they are drawn 16 bits at a
-    time as numpy would.
+    the little-endian quarters of one 64-bit output — PCG64's raw output,
+    drawn at a quarter of the calls — when no half of a 64-bit output is
+    pending and the count is whole 64-bit outputs; otherwise they are drawn
+    16 bits at a time as numpy would.
     """
     bitgen = rng.bit_generator
     if type(bitgen) is np.random.PCG64 and sys.byteorder == "little" and n % 4 == 0 and not bitgen.state["has_uint32"]:
-        return rng.integers(0, 2**64 - 1, size=n // 4, dtype=np.uint64, endpoint=True).view(np.uint16)
+        raw: np.ndarray = bitgen.random_raw(n // 4)  # (uint64)
+        return raw.view(np.uint16)
     return rng.integers(0, 0xFFFF, size=n, dtype=np.uint16, endpoint=True)
