@@ -27,6 +27,10 @@ class KernelHooks(Protocol):
     def deliver(self, hid: int, data: Any) -> None: ...  # (an IPCQ payload, see IpcqFabric)
 
 
+#: Composite plans by the engine timing they were made for, then by composite shape.
+PlanCaches = dict[tuple[float, ...], dict[tuple[object, ...], Plan]]
+
+
 class ProcessingElement:
     def __init__(
         self,
@@ -38,7 +42,9 @@ class ProcessingElement:
         pe_id: str,
         program_id: int,
         launch_id: int = 0,
+        plan_caches: PlanCaches | None = None,
     ) -> None:
+        """``plan_caches``: composite plans shared by the PEs of a run (see :attr:`composite_plans`)."""
         self.env = env
         self.bus = bus
         self.network = network
@@ -78,7 +84,17 @@ class ProcessingElement:
         self.load_corr: dict[int, int] = {}  # lazy load handle id -> its DMA's corr id
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
-        self.composite_plans: dict[tuple[object, ...], Plan] = {}  # composite shape -> its per-tile plan (pe/composite.py)
+        # composite shape -> its per-tile plan (pe/composite.py), shared with every PE whose engines time one alike
+        timing = (
+            self.composite_tile_bytes,
+            self.tcm_bw_gbps,
+            self._gemm_fixed_ns,
+            self._gemm_flops_per_ns,
+            self._math_fixed_cycles,
+            self._math_lanes,
+            self.clock_ghz,
+        )
+        self.composite_plans: dict[tuple[object, ...], Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns = 0.0

@@ -35,7 +35,7 @@ from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor
 from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
-from kernbench.pe.processing_element import IpcqFabric, ProcessingElement
+from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -366,12 +366,14 @@ def _simulate(
 def _place(
     programs: list[_Program], env: simpy.Environment, graph: Graph, network: Network, bus: Bus, fabric: IpcqFabric
 ) -> dict[str, ProcessingElement]:
-    """One ProcessingElement per program, registered with the IPCQ fabric by (launch, program)."""
+    """One ProcessingElement per program, registered with the IPCQ fabric by (launch, program);
+    PEs whose engines time a composite alike plan each shape of composite once between them."""
     pes: dict[str, ProcessingElement] = {}
+    plans: PlanCaches = {}
     for prog in programs:
         if prog.pe_id in pes:
             raise ValueError(f"{prog.pe_id} is used by two launches in one run")
-        pe = ProcessingElement(env, graph, network, bus, fabric, prog.pe_id, prog.program_id, prog.launch)
+        pe = ProcessingElement(env, graph, network, bus, fabric, prog.pe_id, prog.program_id, prog.launch, plans)
         pes[prog.pe_id] = pe
         fabric.pes[(prog.launch, prog.program_id)] = pe
     return pes
