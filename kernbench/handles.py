@@ -95,7 +95,7 @@ class Ptr:
     bursts at its real addresses.
     """
 
-    __slots__ = ("_region", "_view", "index", "tensor")
+    __slots__ = ("_offset", "_region", "_view", "index", "tensor")
 
     def __init__(self, tensor: HbmTensor, index: tuple[Any, ...]):
         self.tensor = tensor
@@ -105,6 +105,7 @@ class Ptr:
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
         self._view.flags.writeable = False  # reads go through it without a copy (values()); writes through the tensor
+        self._offset: int | None = None
         self._region: Region | None = None
 
     @property
@@ -126,7 +127,9 @@ class Ptr:
     @property
     def offset(self) -> int:
         """Byte address of the region's first element in its memory."""
-        return self.tensor.offset + first_byte(self.tensor.array, self.index)
+        if self._offset is None:
+            self._offset = self.tensor.offset + first_byte(self.tensor.array, self.index)
+        return self._offset
 
     @property
     def region(self) -> Region:
