@@ -151,6 +151,10 @@ async def test_a_live_run_offers_the_path_once_it_has_ended():
         assert app.running and app.main.why_status == STILL_RUNNING and app.nav.why is None
         release.set()
         await settle(app, pilot)
+        for _ in range(200):  # the worker is done; the app hears that the run ended a moment later
+            if not app.running:
+                break
+            await pilot.pause(0.05)
         assert not app.running
         await run_keys(app, pilot, ["c"])
         assert app.nav.why is not None and app.nav.overlay
