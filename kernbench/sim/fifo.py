@@ -511,7 +511,7 @@ def defer_route(
         if f._replan_at is not None or f._watch_until >= now - EPS or v > now + head:
             return None
         queued.append(v)
-    for f, (t_last, v_end) in zip(fifos, lasts, strict=True):
+    for f, (t_last, v_end) in zip(fifos, lasts, strict=True):  # (Fifo.defer, inline like the checks above)
         f.deferred = owner
         f.deferred_t_last = now + t_last
         f.deferred_v_end = now + v_end
