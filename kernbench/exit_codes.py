@@ -10,9 +10,10 @@
 :func:`guarded` wraps a command's ``main``: a
 :class:`~kernbench.errors.KernbenchError` is printed as one ``error:`` line,
 an interrupt as ``interrupted at t=… ns`` (the simulated time reached), and
-a closed stdout ends the command quietly. SIGTERM is turned into the same
-:class:`~kernbench.errors.Interrupted` as Ctrl-C while the command runs, so
-``finally`` blocks (temporary output files) run for both.
+a closed stdout ends the command quietly. Ctrl-C and SIGTERM raise
+:class:`~kernbench.errors.Interrupted` while the command runs, so ``finally``
+blocks (temporary output files) run for both, and one whose exception Python
+dropped still ends it (:mod:`kernbench.interrupts`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
-from kernbench.errors import Interrupted, KernbenchError
+from kernbench.errors import KernbenchError
+from kernbench.interrupts import interrupts_raise, raise_pending
 
 OK = 0
 CHECK_FAILED = 1
@@ -35,8 +35,9 @@ INTERRUPTED = 128 + signal.SIGINT
 def guarded(body: Callable[[], int | None], error_prefix: str) -> int:
     """Run ``body()`` and map how it ended to an exit status (see the module table)."""
     try:
-        with sigterm_interrupts():
+        with interrupts_raise():
             status = int(body() or 0)
+            raise_pending()  # (one whose first raise was dropped: see kernbench.interrupts)
             sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
             return status
     except KernbenchError as exc:
@@ -57,23 +58,6 @@ def interrupted_message(exc: BaseException) -> str:
     name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
     when = f" at t={t_ns:,.3f} ns" if t_ns is not None else ""
     return f"interrupted ({name}){when}; no output was written"
-
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Interrupted` (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signum=signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _quiet_flush() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernbench.errors import OutputPathError
+from kernbench.interrupts import raise_pending
 
 PART_SUFFIX = ".part"
 
@@ -88,6 +89,7 @@ def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[I
                 write(f)
                 f.flush()
                 os.fsync(f.fileno())
+        raise_pending()  # (an interrupt Python dropped while they were made: see kernbench.interrupts)
         for tmp, path in done:
             current = path
             os.replace(tmp, path)

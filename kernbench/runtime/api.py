@@ -33,6 +33,7 @@ from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMes
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor
+from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
@@ -431,6 +432,7 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
                 env.run()
             else:
                 _run_ticking(env, tick)
+            raise_pending(env.now)  # (an interrupt Python dropped: see kernbench.interrupts)
     except KernbenchError as exc:
         _kept(exc, recorder)
         raise
