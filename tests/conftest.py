@@ -1,11 +1,18 @@
 """Shared fixtures: the shipped topologies, compiled once per session (graphs are immutable)."""
 
 import os
+import signal
 
 import pytest
 
 # Deterministic TUI rendering for every test that imports textual, whichever folder is collected first.
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+# The interrupt tests press Ctrl-C as a user at a terminal would. A test command started as a
+# background job of a script (``pytest &`` without job control) ignores SIGINT, and every command
+# the tests spawn would inherit that and run on: Python's own handler, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from hypothesis import settings
 
