@@ -187,6 +187,8 @@ class KernbenchApp(App[None]):
 
     def _refresh_live(self) -> None:
         self._live_refresh = None
+        if not any(isinstance(screen, MainScreen) for screen in self.screen_stack):
+            return  # the app is closing (its screens are gone) as the refresh came due
         self._show_run()
 
     def on_trace_opened(self, message: TraceOpened) -> None:
