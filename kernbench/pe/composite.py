@@ -208,9 +208,14 @@ class CompositeRun:
         self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if self.streamed else []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
+        call_at(env, env.now, URGENT, self._start)
+
+    def _start(self) -> None:
+        """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
+        together, they ran back to back, before anything either of them scheduled)."""
         if self.streamed:
-            call_at(env, env.now, URGENT, self._start_reading)
-        call_at(env, env.now, URGENT, self._start_feeding)
+            self._start_reading()
+        self._start_feeding()
 
     # --- DMA_READ ---------------------------------------------------------------
 
