@@ -220,6 +220,8 @@ class Fifo:
 
     def _notify(self, t_from: float) -> None:
         """Re-check the control flits due at ``t_from`` or later."""
+        if self._watch_until < t_from - EPS:  # none is (under contention the list is mostly flits long past)
+            return
         for t, who, h, d, token in list(self._watchers):
             if t >= t_from - EPS:
                 who.recheck(h, t, d, token)
