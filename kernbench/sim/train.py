@@ -37,7 +37,7 @@ MAX_SEGMENTS = 16  # an array train with more runs than this stays an array
 class Train:
     """``n`` flit times: segments, or an array ``arr``; see the module docstring."""
 
-    __slots__ = ("_k0s", "_last", "arr", "n", "segs")
+    __slots__ = ("_k0s", "_last", "_times", "arr", "n", "segs")
 
     def __init__(self, n: int, segs: list[Segment] | None = None, arr: Times | None = None) -> None:
         self.n = n
@@ -45,6 +45,7 @@ class Train:
         self.arr = arr
         self._k0s: list[int] | None = None
         self._last: float | None = None  # (a train never changes: the last flit's time, once asked)
+        self._times: Times | None = None  # (… and a segment train's times, once asked: see times)
 
     @classmethod
     def burst(cls, n: int, t: float) -> Train:
@@ -117,25 +118,29 @@ class Train:
 
     def times(self, k: int = 0, stop: int | None = None) -> Times:
         """Times of flits ``k … stop − 1`` (to the last) as an array."""
-        stop = self.n if stop is None else stop
         if self.arr is not None:
             return self.arr[k:stop]
-        out: list[Times] = []
-        segs = self.segs
-        for i, (k0, a, g, p, T) in enumerate(segs):
-            k1 = segs[i + 1][0] if i + 1 < len(segs) else self.n
-            if k1 > stop:
-                k1 = stop
-            if k1 <= k or k0 >= stop:
-                continue
-            j = np.arange(max(k0, k), k1, dtype=np.int64) - k0
-            if p == 1:
-                out.append(a + j * T)
-            else:
-                out.append(a + (j // p) * T + (j % p) * g)
-        if not out:
-            return np.empty(0)
-        return np.concatenate(out) if len(out) > 1 else out[0]
+        # A segment train's times are worked out whole, once: a train merged at a FIFO is
+        # asked again at each re-plan there, and its departures are compared each time.
+        # (Slices of it are handed out: nobody writes into a train's times.)
+        times = self._times
+        if times is None:
+            if not self.segs:
+                return np.empty(0)
+            out: list[Times] = []
+            segs = self.segs
+            for i, (k0, a, g, p, T) in enumerate(segs):
+                k1 = segs[i + 1][0] if i + 1 < len(segs) else self.n
+                j = np.arange(0, k1 - k0, dtype=np.int64)
+                if p == 1:
+                    out.append(a + j * T)
+                else:
+                    out.append(a + (j // p) * T + (j % p) * g)
+            times = self._times = np.concatenate(out) if len(out) > 1 else out[0]
+        k0 = self.segs[0][0]  # (a train fifo() planned from a flit on starts there)
+        if k0:
+            return times[max(k - k0, 0) : None if stop is None else max(stop - k0, 0)]
+        return times[k:stop]
 
     def count_before(self, t: float, inclusive: bool = False) -> int:
         """How many flits pass before ``t`` (at or before it when ``inclusive``).

@@ -158,3 +158,19 @@ def test_train_stays_small_along_a_long_route():
     for i in range(50):
         train = fifo(train, [1.0, 0.5, 2.0, 1 / 3][i % 4], 0.0).shift(2.0)
     assert train.arr is None and len(train.segs) <= 3
+
+
+@given(trains(), services, st.floats(0.0, 50.0), st.data())
+def test_times_of_any_range_are_the_flits_times_once_worked_out_and_asked_again(t, s, d, data):
+    # a train fifo() planned from flit k_from on holds segments from there: its times start there too
+    k_from = data.draw(st.integers(0, t.n - 1))
+    out = fifo(t, s, d, k_from)
+    for train, first in ((t, 0), (out, k_from)):
+        want = [train.at(k) for k in range(first, train.n)]
+        for _ in range(2):  # the second time from the train's own copy
+            k = data.draw(st.integers(0, train.n))
+            stop = data.draw(st.none() | st.integers(k, train.n))
+            got = train.times(k, stop).tolist()
+            lo = max(k, first) - first
+            hi = len(want) if stop is None else max(stop, first) - first
+            assert got == want[lo:hi]
