@@ -38,6 +38,9 @@ CPU = "kernbench/pe/cpu.py"
 SCHED = "kernbench/pe/scheduler.py"
 COMP = "kernbench/pe/composite.py"
 LANE = "kernbench/pe/lane.py"
+INTERRUPTS = "kernbench/interrupts.py"
+EXITS = "kernbench/exit_codes.py"
+OUTPUTS = "kernbench/outputs.py"
 CMDS = "kernbench/pe/commands.py"
 WORK = "kernbench/pe/work.py"
 PE = "kernbench/pe/processing_element.py"
@@ -739,5 +742,51 @@ MUTANTS: list[Mutant] = [
         "            p.out = fifo(p.inp, f.s, v if v > head else head)",
         "            p.out = fifo(p.inp, f.s, head)",
         "a materialized train forgets the work that was queued ahead of it",
+    ),
+    M(
+        "sim.fifo.notify-skips-due-watchers",
+        FIFO,
+        "        if self._watch_until < t_from - EPS:  # none is",
+        "        if self._watch_until < t_from + 50.0:  # none is",
+        "a re-plan tells no control flit due within 50 ns of it to look again",
+    ),
+    M(
+        "sim.train.times-ignores-first-flit",
+        TRAIN,
+        "        if k0:\n            return times[max(k - k0, 0)",
+        "        if False:\n            return times[max(k - k0, 0)",
+        "the times of a train planned from flit k on are read as if it started at flit 0",
+    ),
+    M(
+        "interrupts.pe-step-ignores-pending",
+        CPU,
+        "        if PENDING:  # an interrupt Python dropped",
+        "        if False:  # an interrupt Python dropped",
+        "a run goes on to its end after an interrupt Python dropped",
+        ("tests/hardening/test_dropped_interrupts.py",),
+    ),
+    M(
+        "interrupts.outputs-ignore-pending",
+        OUTPUTS,
+        "        raise_pending()  # (an interrupt Python dropped while they were made",
+        "        pass  # (an interrupt Python dropped while they were made",
+        "outputs are renamed into place after an interrupt Python dropped",
+        ("tests/hardening/test_dropped_interrupts.py",),
+    ),
+    M(
+        "interrupts.command-end-ignores-pending",
+        EXITS,
+        "            raise_pending()  # (one whose first raise was dropped",
+        "            pass  # (one whose first raise was dropped",
+        "a command whose interrupt Python dropped ends with status 0",
+        ("tests/hardening/test_dropped_interrupts.py",),
+    ),
+    M(
+        "interrupts.sigint-not-remembered",
+        INTERRUPTS,
+        "        PENDING.append(signum)\n",
+        "",
+        "the handler raises but does not remember the signal",
+        ("tests/hardening/test_dropped_interrupts.py",),
     ),
 ]
