@@ -118,14 +118,24 @@ def assert_all_agree(graph, ops):
 SLOW_UCIE = load_topology("sip2x2", ["sip.ucie.bw_gbps=128"])
 
 
-def test_a_train_arriving_among_deferred_flits_materializes_them(counted):
-    """R1's data crosses the slow UCIe link cube0 → cube1; R2's joins it there, early and late."""
+# Two transfers sharing the slow UCIe link cube0 → cube1, the second joining the first's deferred
+# train at every stage of it (early and late): a read's data, a send's payload.
+JOINS = {
+    "a train arriving among deferred flits": lambda at: [
+        Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 32768),
+        Op("read", "sip0.cube1.pe1.dma", "sip0.cube0.hbm.slice1", 32768, at_ns=at),
+    ],
+    "a send joining a deferred send": lambda at: [
+        Op("send", "sip0.cube0.pe0.ipcq", "sip0.cube1.pe0.ipcq", 32768),
+        Op("send", "sip0.cube0.pe1.ipcq", "sip0.cube1.pe1.ipcq", 32768, at_ns=at),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(JOINS))
+def test_a_transfer_joining_a_deferred_train_materializes_it(counted, case):
     for at in range(0, 1400, 40):
-        ops = [
-            Op("read", "sip0.cube1.pe0.dma", "sip0.cube0.hbm.slice0", 32768),
-            Op("read", "sip0.cube1.pe1.dma", "sip0.cube0.hbm.slice1", 32768, at_ns=float(at)),
-        ]
-        assert_all_agree(SLOW_UCIE, ops)
+        assert_all_agree(SLOW_UCIE, JOINS[case](float(at)))
     assert counted["materialized"] > 0 and counted["folded"] > 0
 
 
@@ -214,17 +224,6 @@ def test_random_staggered_transfers_deferred_planned_and_oracle_agree(topo, spec
             continue
         ops.append(Op(op, f"sip0.cube{a % cubes}.pe{a}.dma", f"sip0.cube{(b * 3) % cubes}.hbm.slice{b}", size, at_ns=at))
     assert_all_agree(g, ops)
-
-
-def test_a_send_joining_a_deferred_send_materializes_it(counted):
-    """Two sends sharing the slow UCIe link, the second joining at every stage of the first."""
-    for at in range(0, 1400, 40):
-        ops = [
-            Op("send", "sip0.cube0.pe0.ipcq", "sip0.cube1.pe0.ipcq", 32768),
-            Op("send", "sip0.cube0.pe1.ipcq", "sip0.cube1.pe1.ipcq", 32768, at_ns=float(at)),
-        ]
-        assert_all_agree(SLOW_UCIE, ops)
-    assert counted["materialized"] > 0 and counted["folded"] > 0
 
 
 def test_a_subscriber_arriving_mid_run_sees_every_busy_span():
