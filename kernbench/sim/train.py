@@ -122,7 +122,7 @@ class Train:
             return self.arr[k:stop]
         # A segment train's times are worked out whole, once: a train merged at a FIFO is
         # asked again at each re-plan there, and its departures are compared each time.
-        # (Slices of it are handed out: nobody writes into a train's times.)
+        # (Slices of it are handed out, read-only: nobody writes into a train's times.)
         times = self._times
         if times is None:
             if not self.segs:
@@ -137,6 +137,7 @@ class Train:
                 else:
                     out.append(a + (j // p) * T + (j % p) * g)
             times = self._times = np.concatenate(out) if len(out) > 1 else out[0]
+            times.flags.writeable = False
         k0 = self.segs[0][0]  # (a train fifo() planned from a flit on starts there)
         if k0:
             return times[max(k - k0, 0) : None if stop is None else max(stop - k0, 0)]
