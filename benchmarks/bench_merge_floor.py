@@ -89,14 +89,15 @@ def main() -> None:
     passages, sizes, wall = merge_counts(paper, n)
     trains = round(statistics.mean(t for t, _ in sizes)) if sizes else 1
     flits = round(statistics.mean(f for _, f in sizes)) if sizes else 0
-    iso = 1e6 / transfers_per_second(paper, 1000 if quick else 3000, concurrent=False, warm=True)[0]
+    # (the best of 3: the ceiling is an upper bound, so the cheapest isolated read is the one to use)
+    iso = 1e6 / max(transfers_per_second(paper, 1000 if quick else 3000, concurrent=False, warm=True)[0] for _ in range(3))
     lean = lean_merge_us(flits, trains)
     per_read = len(sizes) / n
     print(f"{n} concurrent 32 KiB reads on paper             : {n / wall:10,.0f} transfers/s now")
     print(f"passages planned per read                        : {passages / n:10.2f}")
     print(f"merges per read                                  : {per_read:10.2f}  (on average {flits} flits of {trains} trains each)")
     print(f"{f'the leanest numpy merge of {flits} flits':49s}: {lean:10.1f} us")
-    print(f"an isolated read (steady state)                  : {iso:10.1f} us")
+    print(f"an isolated read (steady state, best of 3)       : {iso:10.1f} us")
     print(
         f"ceiling with lean merges, nothing else added     : {1e6 / (iso + per_read * lean):10,.0f} transfers/s"
         f"  (1 / ({iso:.0f} + {per_read:.2f} x {lean:.1f}) us)"
