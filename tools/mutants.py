@@ -760,8 +760,8 @@ MUTANTS: list[Mutant] = [
     M(
         "interrupts.pe-step-ignores-pending",
         CPU,
-        "        if PENDING:  # an interrupt Python dropped",
-        "        if False:  # an interrupt Python dropped",
+        "        raise_pending(self.t)  # an interrupt Python dropped",
+        "        pass  # an interrupt Python dropped",
         "a run goes on to its end after an interrupt Python dropped",
         ("tests/hardening/test_dropped_interrupts.py",),
     ),

@@ -21,10 +21,10 @@ from typing import Any
 import simpy
 from simpy.events import ProcessGenerator
 
-from kernbench.errors import CompositeCapError, Interrupted, KernelError, RunLimitError
+from kernbench.errors import CompositeCapError, KernelError, RunLimitError
 from kernbench.events.types import EventKind, StallReason
 from kernbench.handles import HandleRef
-from kernbench.interrupts import PENDING
+from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded
 from kernbench.pe.commands import (
     CompositeCmd,
@@ -241,8 +241,7 @@ class PeCpu:
             raise self._limit_error(f"reached t={self.t:,.3f} ns, past the simulated-time limit of {lim.max_sim_ns:g} ns", "--max-sim-ns")
         if time.monotonic() > self.deadline:
             raise self._limit_error(f"ran past the wall-time limit of {lim.max_wall_s:g} s", "--max-wall-s")
-        if PENDING:  # an interrupt Python dropped (kernbench.interrupts): stop at this PE's next step
-            raise Interrupted(self.t, PENDING[0])
+        raise_pending(self.t)  # an interrupt Python dropped (kernbench.interrupts): stop at this PE's next step
 
     def _limit_error(self, what: str, flag: str, where: Callable[..., str] | None = None) -> RunLimitError:
         at = where(sys.exc_info()[1]) if where is not None else self.locate()
