@@ -1,6 +1,9 @@
 """kernbench: a discrete-event simulator for LLM kernels on AHBM.
 
-``from kernbench import Runtime, tl`` is all a kernel author needs.
+``from kernbench import Runtime, tl`` is all a kernel author needs to run a
+kernel from Python; ``from kernbench import Option, kernel`` declares one in a
+file so that every command takes it (``kernbench run file.py``; see
+:mod:`kernbench.kernels.registry`).
 """
 
 import os
@@ -8,7 +11,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what __getattr__ below loads on first use
     from kernbench import tl as tl
+    from kernbench.kernels.registry import Option as Option
+    from kernbench.kernels.registry import Prepared as Prepared
+    from kernbench.kernels.registry import kernel as kernel
+    from kernbench.runtime.api import RunResult as RunResult
     from kernbench.runtime.api import Runtime as Runtime
+
+__all__ = ["Option", "Prepared", "RunResult", "Runtime", "kernel", "tl"]
 
 __version__ = "0.1.0"
 
@@ -21,12 +30,21 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 del _var
 
 
+_LAZY = {
+    "Runtime": "kernbench.runtime.api",
+    "RunResult": "kernbench.runtime.api",
+    "Option": "kernbench.kernels.registry",
+    "Prepared": "kernbench.kernels.registry",
+    "kernel": "kernbench.kernels.registry",
+}
+
+
 def __getattr__(name: str) -> object:
     # Lazy so that ``import kernbench`` stays cheap for the CLI and the TUI.
-    if name == "Runtime":
-        from kernbench.runtime.api import Runtime
+    if name in _LAZY:
+        import importlib
 
-        return Runtime
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "tl":
         import importlib
 

@@ -19,6 +19,8 @@ by default the CUBE grid for the CUBE sets and the most square one else.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -26,7 +28,7 @@ from kernbench import collectives, tl
 from kernbench.collectives import Group
 from kernbench.handles import HbmTensor
 from kernbench.kernels.data import random_f16
-from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, Summary, register
+from kernbench.kernels.registry import Option, Prepared, Summary, kernel
 from kernbench.models.alphabeta import Problem, predict
 from kernbench.runtime.api import RunResult, Runtime
 from kernbench.sizes import parse_size, size_label
@@ -90,7 +92,24 @@ def make_group(n: int, rows: int | None, grid: str) -> Group:
 # --- set-up ------------------------------------------------------------------
 
 
-def setup(rt: Runtime, p: Params) -> Prepared:
+PARAMS = (
+    Option("algo", str, "ring", "all-reduce algorithm", collectives.ALGORITHMS),
+    Option("payload", str, "1MiB", "bytes per PE (B, KiB, MiB, GiB)"),
+    Option("pes", str, "", "PEs: empty = PE 0 of every CUBE; sipN = of SIP N's CUBEs; or ids/indices, e.g. 0-7,64"),
+    Option("grid", str, "", "2d grid ROWSxCOLS of the PEs in order (default: the CUBE grid, or the most square)"),
+    Option("chunk", str, "64KiB", "bytes per IPCQ message (payloads are split so transfers pipeline)"),
+    Option("dtype", str, "float16", "element type", DTYPES),
+    Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+)
+
+
+@kernel(
+    options=PARAMS,
+    name="allreduce",
+    description="all-reduce over PEs with IPCQ send/recv: ring, 2d (dimension by dimension) or tree",
+    topology="torus2x3",
+)
+def setup(rt: Runtime, **p: Any) -> Prepared:
     algo = p["algo"]
     if algo not in collectives.ALGORITHMS:
         raise ValueError(f"algo must be one of {', '.join(collectives.ALGORITHMS)}, not {algo!r}")
@@ -161,24 +180,3 @@ def tolerance(p: int, dtype: DTypeLike) -> float:
     rounds once more: p · eps/2 · 2p = p² · eps.
     """
     return p * p * float(np.finfo(np.dtype(dtype)).eps)
-
-
-PARAMS = (
-    Param("algo", str, "ring", "all-reduce algorithm", collectives.ALGORITHMS),
-    Param("payload", str, "1MiB", "bytes per PE (B, KiB, MiB, GiB)"),
-    Param("pes", str, "", "PEs: empty = PE 0 of every CUBE; sipN = of SIP N's CUBEs; or ids/indices, e.g. 0-7,64"),
-    Param("grid", str, "", "2d grid ROWSxCOLS of the PEs in order (default: the CUBE grid, or the most square)"),
-    Param("chunk", str, "64KiB", "bytes per IPCQ message (payloads are split so transfers pipeline)"),
-    Param("dtype", str, "float16", "element type", DTYPES),
-    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
-)
-
-register(
-    KernelSpec(
-        "allreduce",
-        "all-reduce over PEs with IPCQ send/recv: ring, 2d (dimension by dimension) or tree",
-        PARAMS,
-        setup,
-        default_topology="torus2x3",
-    )
-)

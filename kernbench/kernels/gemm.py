@@ -20,12 +20,13 @@ every PE's slice, as a weight would be).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from kernbench import tl
 from kernbench.handles import HbmTensor, Ptr
-from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, register
+from kernbench.kernels.registry import Option, Params, Prepared, kernel
 from kernbench.runtime.api import Runtime
 
 
@@ -69,28 +70,34 @@ def gemm_composite(a_blocks: list[HbmTensor], b_copies: list[HbmTensor], c_block
 MAX_DIM = 8192
 MAX_INPUT_BYTES = 256 * 2**20  # A, the replicated Bs and C together, float16
 
-_PARAMS = (
-    Param("m", int, 256, "rows of A and C (split over the programs)", low=1, high=MAX_DIM),
-    Param("n", int, 128, "columns of B and C", low=1, high=MAX_DIM),
-    Param("k", int, 512, "inner dimension", low=1, high=MAX_DIM),
-    Param("tile_k", int, 128, "K-chunk per load (primitive form)", low=1, high=MAX_DIM),
-    Param("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
-    Param(
-        "layout", str, "tiled", "A's K-chunks in HBM (primitive form): tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")
-    ),
-    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+_SHAPE = (
+    Option("m", int, 256, "rows of A and C (split over the programs)", low=1, high=MAX_DIM),
+    Option("n", int, 128, "columns of B and C", low=1, high=MAX_DIM),
+    Option("k", int, 512, "inner dimension", low=1, high=MAX_DIM),
 )
+_RUN = (
+    Option("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
+    Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+)
+#: the composite streams whole operands: the K-chunking and A's chunk layout are the primitive form's alone
+PRIMITIVE_OPTIONS = (
+    *_SHAPE,
+    Option("tile_k", int, 128, "K-chunk per load", low=1, high=MAX_DIM),
+    *_RUN,
+    Option("layout", str, "tiled", "A's K-chunks in HBM: tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")),
+)
+COMPOSITE_OPTIONS = (*_SHAPE, *_RUN)
 
 
 def check_options(p: Params, pes_available: int) -> list[str]:
     """Rules between the options and against the topology (each option's range is checked before)."""
-    m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p["tile_k"]
+    m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p.get("tile_k")
     problems = []
     if pes > pes_available:
         problems.append(f"--pes {pes}: the topology has {pes_available} PEs")
     if m % pes:
         problems.append(f"--m {m} must divide by --pes {pes}")
-    if k % tile_k:
+    if tile_k is not None and k % tile_k:
         problems.append(f"--k {k} must divide by --tile-k {tile_k}")
     size = 2 * (m * k + pes * k * n + m * n)
     if size > MAX_INPUT_BYTES:
@@ -133,21 +140,21 @@ def _setup(rt: Runtime, p: Params, composite: bool) -> Prepared:
     return Prepared(check)
 
 
-register(
-    KernelSpec(
-        "gemm-primitive",
-        "tiled GEMM from single-op primitives with chunked lazy loads",
-        _PARAMS,
-        lambda rt, p: _setup(rt, p, composite=False),
-        check=check_options,
-    )
+@kernel(
+    options=PRIMITIVE_OPTIONS,
+    name="gemm-primitive",
+    description="tiled GEMM from single-op primitives with chunked lazy loads",
+    check=check_options,
 )
-register(
-    KernelSpec(
-        "gemm-composite",
-        "tiled GEMM as one tl.composite per PE, operands streamed by PE_SCHEDULER",
-        _PARAMS,
-        lambda rt, p: _setup(rt, p, composite=True),
-        check=check_options,
-    )
+def setup_primitive(rt: Runtime, **p: Any) -> Prepared:
+    return _setup(rt, p, composite=False)
+
+
+@kernel(
+    options=COMPOSITE_OPTIONS,
+    name="gemm-composite",
+    description="tiled GEMM as one tl.composite per PE, operands streamed by PE_SCHEDULER",
+    check=check_options,
 )
+def setup_composite(rt: Runtime, **p: Any) -> Prepared:
+    return _setup(rt, p, composite=True)

@@ -27,6 +27,7 @@ PEs used) beside the ideal-pipeline model of the same tiling
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from kernbench import tl
 from kernbench.handles import HbmTensor, TensorHandle
 from kernbench.kernels.data import random_f16
 from kernbench.kernels.gemm import MAX_DIM
-from kernbench.kernels.registry import KernelSpec, Param, Params, Prepared, Summary, register
+from kernbench.kernels.registry import Option, Params, Prepared, Summary, kernel
 from kernbench.runtime.api import RunResult, Runtime
 
 FORMS = ("primitive", "composite")
@@ -252,7 +253,26 @@ def deploy(rt: Runtime, t: Tiling, A: np.ndarray, B: np.ndarray) -> tuple[list[l
     return work, outs
 
 
-def setup(rt: Runtime, p: Params) -> Prepared:
+PARAMS = (
+    Option("form", str, "composite", "command form", FORMS),
+    Option("m", int, 256, "rows of A and C", low=1, high=MAX_DIM),
+    Option("n", int, 256, "columns of B and C", low=1, high=MAX_DIM),
+    Option("k", int, 1024, "inner dimension", low=1, high=MAX_DIM),
+    Option("tile_m", int, 128, "output tile rows", low=1, high=MAX_DIM),
+    Option("tile_n", int, 128, "output tile columns", low=1, high=MAX_DIM),
+    Option("tile_k", int, 128, "K per step (per load, primitive form)", low=1, high=MAX_DIM),
+    Option("ksplit", int, 1, "PEs sharing one output tile's K (split-K, partials summed over IPCQ)", low=1, high=4096),
+    Option("pes", int, 4, "PEs used (the first ones of the topology)", low=1, high=4096),
+    Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+)
+
+
+@kernel(
+    options=PARAMS,
+    name="gemm-tiled",
+    description="GEMM with the tiling as options (tile sizes, split-K, PEs; primitive or composite)",
+)
+def setup(rt: Runtime, **p: Any) -> Prepared:
     scratch = rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs["scratch_bytes"]
     t = Tiling.of(p, len(rt.pe_ids()), scratch)
     rng = np.random.default_rng(p["seed"])
@@ -288,26 +308,3 @@ def setup(rt: Runtime, p: Params) -> Prepared:
 def _peak_flops_per_ns(rt: Runtime) -> float:
     tflops: float = rt.graph.node(f"{rt.pe_ids()[0]}.cpu").attrs["gemm_tflops"]
     return tflops * 1e3
-
-
-PARAMS = (
-    Param("form", str, "composite", "command form", FORMS),
-    Param("m", int, 256, "rows of A and C", low=1, high=MAX_DIM),
-    Param("n", int, 256, "columns of B and C", low=1, high=MAX_DIM),
-    Param("k", int, 1024, "inner dimension", low=1, high=MAX_DIM),
-    Param("tile_m", int, 128, "output tile rows", low=1, high=MAX_DIM),
-    Param("tile_n", int, 128, "output tile columns", low=1, high=MAX_DIM),
-    Param("tile_k", int, 128, "K per step (per load, primitive form)", low=1, high=MAX_DIM),
-    Param("ksplit", int, 1, "PEs sharing one output tile's K (split-K, partials summed over IPCQ)", low=1, high=4096),
-    Param("pes", int, 4, "PEs used (the first ones of the topology)", low=1, high=4096),
-    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
-)
-
-register(
-    KernelSpec(
-        "gemm-tiled",
-        "GEMM with the tiling as options (tile sizes, split-K, PEs; primitive or composite)",
-        PARAMS,
-        setup,
-    )
-)

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ import kernbench.tl as tl
 from kernbench.float16 import to_float32
 from kernbench.handles import HbmTensor, Ptr, TensorHandle
 from kernbench.kernels.data import random_f16
-from kernbench.kernels.registry import KernelSpec, OpLogEntry, Param, Params, Prepared, Summary, register
+from kernbench.kernels.registry import OpLogEntry, Option, Params, Prepared, Summary, kernel
 from kernbench.runtime.api import RunResult, Runtime
 
 VARIANTS = ("primitive", "opt3", "opt2")
@@ -291,7 +292,27 @@ def check_options(p: Params, pes_available: int) -> list[str]:
     return problems
 
 
-def setup(rt: Runtime, p: Params, extra_ops: int = 0) -> Prepared:
+PARAMS = (
+    Option("variant", str, "opt2", "kernel form", VARIANTS),
+    Option("heads", int, 64, "query heads", low=1, high=4096),
+    Option("kv_heads", int, 8, "KV heads (query heads per KV head = heads / kv_heads)", low=1, high=4096),
+    Option("head_dim", int, 128, "head dimension d", low=1, high=4096),
+    Option("context", int, 32768, "KV context length (tokens)", low=1, high=2**20),
+    Option("tile", int, 128, "KV tile (tokens per tile)", low=1, high=2**20),
+    Option("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)", low=0, high=4096),
+    Option("layout", str, "tiled", "Kᵀ in HBM: tiled (each tile's block contiguous) or naive (one row-major d × n)", LAYOUTS),
+    Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
+)
+
+
+@kernel(
+    options=PARAMS,
+    name="gqa-decode",
+    description="GQA fused-attention decode, flash-decoding split over PEs (variants primitive, opt3, opt2)",
+    topology="paper",
+    check=check_options,
+)
+def setup(rt: Runtime, extra_ops: int = 0, **p: Any) -> Prepared:
     variant = p["variant"]
     problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()))
     if problems:
@@ -366,27 +387,3 @@ def per_tile(result: RunResult, tiles_total: int) -> Summary:
         "bytes_per_tile": round(sum(e["logical_bytes"] for e in entries) / t, 3),
         "dispatch_cycles_per_tile": round(sum(e["dispatch_cycles"] for e in entries) / t, 3),
     }
-
-
-PARAMS = (
-    Param("variant", str, "opt2", "kernel form", VARIANTS),
-    Param("heads", int, 64, "query heads", low=1, high=4096),
-    Param("kv_heads", int, 8, "KV heads (query heads per KV head = heads / kv_heads)", low=1, high=4096),
-    Param("head_dim", int, 128, "head dimension d", low=1, high=4096),
-    Param("context", int, 32768, "KV context length (tokens)", low=1, high=2**20),
-    Param("tile", int, 128, "KV tile (tokens per tile)", low=1, high=2**20),
-    Param("pes_per_head", int, 0, "PEs serving one KV head (0: all PEs / kv_heads)", low=0, high=4096),
-    Param("layout", str, "tiled", "Kᵀ in HBM: tiled (each tile's block contiguous) or naive (one row-major d × n)", LAYOUTS),
-    Param("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
-)
-
-register(
-    KernelSpec(
-        "gqa-decode",
-        "GQA fused-attention decode, flash-decoding split over PEs (variants primitive, opt3, opt2)",
-        PARAMS,
-        setup,
-        default_topology="paper",
-        check=check_options,
-    )
-)

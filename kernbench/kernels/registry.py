@@ -1,12 +1,21 @@
-"""The kernels that ship: a name, a description, parameters, and how to set one up.
+"""Kernels as the tools see them: a name, options, a set-up, and one way to declare them.
 
-``prepare(runtime, params)`` deploys tensors and launches the kernel on the
-runtime; it returns a :class:`Prepared` whose ``check()`` compares the
-kernel's output with a numpy reference after the run and whose
-``summary(result)`` gives kernel-specific figures (per-tile counts, …).
+A kernel is declared where it is written, shipped or not, with
+:func:`kernel` on its *set-up*: the function that deploys the tensors,
+launches the kernel and returns the reference check::
+
+    @kernel(options=[Option("tile", int, 512, "elements per load", low=1, high=65536)])
+    def vector_add(rt, tile):
+        ...                                   # rt.deploy(...), rt.launch(...)
+        return lambda: float(max_abs_err)     # optional: compared after the run
+
+The shipped kernels are the modules of this package (each declares its own;
+nothing else lists them); a file of the user's is named on the command line
+as ``path/to/file.py[:NAME]`` and read by :mod:`kernbench.kernels.files`.
+Both end up as a :class:`KernelSpec`, and every command takes either.
 
 Options are validated at this boundary, before a topology is compiled or a
-tensor deployed: each :class:`Param` carries its range, and a kernel's
+tensor deployed: each :class:`Option` carries its range, and a kernel's
 ``check(params, pes)`` the rules between options and against the topology's
 PE count; every problem names the option's flag (``--heads``), never a line
 inside the kernel.
@@ -14,19 +23,40 @@ inside the kernel.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import inspect
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernbench.runtime.api import RunResult, Runtime
+from kernbench.errors import KernbenchError
+from kernbench.kernels.declared import DECLARED
 
-Params = dict[str, Any]  # option name -> value, of the type its Param declares
+if TYPE_CHECKING:
+    from kernbench.runtime.api import RunResult, Runtime
+
+Params = dict[str, Any]  # option name -> value, of the type its Option declares
 Summary = dict[str, Any]  # kernel-specific figures of a run, as JSON writes them
 OpLogEntry = dict[str, Any]  # one command of a PE's op log (RunResult.op_logs)
 
+OPTION_TYPES = (int, float, str)
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_KERNEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+#: options every kernel has already (``kernbench run``'s own); a kernel's may not take their names
+RESERVED = frozenset(
+    {"topology", "set", "json", "explain", "timing", "trace", "perfetto", "max_commands_per_pe", "max_sim_ns", "max_wall_s", "help", "list"}
+)
+
 
 @dataclass(frozen=True)
-class Param:
+class Option:
+    """One option of a kernel: ``--NAME`` on the command line, a keyword argument of its set-up.
+
+    ``type`` is ``int``, ``float`` or ``str``; ``choices`` limits it to a
+    list, ``low``/``high`` (inclusive) a number's range.
+    """
+
     name: str
     type: type
     default: Any
@@ -34,6 +64,17 @@ class Param:
     choices: tuple[Any, ...] | None = None
     low: float | None = None  # inclusive bounds of a number
     high: float | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name) or self.name in RESERVED:
+            why = "is one of kernbench run's own options" if self.name in RESERVED else "must be lower_case_with_underscores"
+            raise TypeError(f"Option {self.name!r}: the name {why}")
+        if self.type not in OPTION_TYPES:
+            raise TypeError(f"Option {self.name!r}: type must be int, float or str, not {self.type!r}")
+        if self.choices is not None:
+            object.__setattr__(self, "choices", tuple(self.choices))
+        if (problem := self.problem(self.default)) is not None:
+            raise TypeError(f"Option {self.name!r}: its default fails its own range: {problem}")
 
     @property
     def flag(self) -> str:
@@ -44,33 +85,64 @@ class Param:
         if self.choices is not None and value not in self.choices:
             return f"{self.flag} {value!r}: choose one of {', '.join(map(str, self.choices))}"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            return f"{self.flag} {value!r}: must be in {self.low:g}..{self.high:g}"
+            return f"{self.flag} {value!r}: must be in {self.range_text()}"
         return None
+
+    def range_text(self) -> str:
+        """The accepted values as ``--help`` shows them: ``1..8192``, ``≥ 0``, ``a, b, c`` or ``any``."""
+        if self.choices is not None:
+            return ", ".join(map(str, self.choices))
+        if self.low is not None and self.high is not None:
+            return f"{self.low:g}..{self.high:g}"
+        if self.low is not None:
+            return f"≥ {self.low:g}"
+        if self.high is not None:
+            return f"≤ {self.high:g}"
+        return "any text" if self.type is str else "any number"
 
 
 @dataclass
 class Prepared:
-    check: Callable[[], float]
+    """What a set-up hands back: the reference check, the kernel's own figures, the variant it runs."""
+
+    check: Callable[[], float | None] = lambda: None  # max |error| against the reference (None: no reference)
     summary: Callable[[RunResult], Summary] = field(default=lambda result: {})
     variant: str = ""
+
+    def checked_error(self) -> float:
+        """The max |error| of a kernel that has a reference check (a study's, a shipped kernel's)."""
+        err = self.check()
+        if err is None:
+            raise ValueError("this kernel has no reference check")
+        return err
+
+
+#: what a set-up may return: nothing, the check alone, or a whole Prepared
+SetupResult = Prepared | Callable[[], Any] | None
 
 
 @dataclass(frozen=True)
 class KernelSpec:
     name: str
     description: str
-    params: tuple[Param, ...]
+    params: tuple[Option, ...]
     prepare: Callable[[Runtime, Params], Prepared]
     default_topology: str = "cube1"
     check: Callable[[Params, int], list[str]] = field(default=lambda params, pes: [])
+    source: str = ""  # the file that declares it, when it is not shipped (an absolute path)
+    digest: str = ""  # a digest of that file (and what it imports beside it): results depend on it
+    setup: Callable[..., SetupResult] | None = field(default=None, compare=False)  # the declared function
+
+    @property
+    def ref(self) -> str:
+        """How to name this kernel again, in another process too: its name, or ``FILE:NAME``."""
+        return f"{self.source}:{self.name}" if self.source else self.name
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
     def validate(self, params: dict[str, Any], pes: int) -> None:
         """Every option's range, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
-        from kernbench.errors import KernbenchError
-
         problems = [msg for p in self.params if (msg := p.problem(params.get(p.name, p.default)))]
         if not problems:
             problems = self.check(dict(self.defaults(), **params), pes)
@@ -78,62 +150,160 @@ class KernelSpec:
             raise KernbenchError(f"{self.name}: " + "; ".join(problems))
 
 
-KERNELS: dict[str, KernelSpec] = {}
+PACKAGE = __name__.rsplit(".", 1)[0]
 
 
-def register(spec: KernelSpec) -> KernelSpec:
-    if spec.name in KERNELS:
-        raise ValueError(f"kernel {spec.name!r} registered twice")
-    KERNELS[spec.name] = spec
-    return spec
+def kernel(
+    *,
+    options: Iterable[Option] = (),
+    topology: str = "cube1",
+    name: str | None = None,
+    description: str | None = None,
+    check: Callable[[Params, int], list[str]] | None = None,
+) -> Callable[[Callable[..., SetupResult]], Callable[..., SetupResult]]:
+    """Declare a kernel by its set-up function ``setup(rt, **options)``.
+
+    The set-up deploys the tensors on ``rt`` (a :class:`~kernbench.runtime.api.Runtime`),
+    launches the kernel and returns its reference check: a function giving
+    the max |error| of the output (called after the run), or ``None``, or a
+    :class:`Prepared` for figures of its own. ``options`` become ``--flags``
+    of every command and keyword arguments of the set-up; ``topology`` is
+    the one used unless ``--topology`` says otherwise; ``name`` defaults to
+    the function's (``vector_add`` → ``vector-add``), ``description`` to the
+    first line of its docstring; ``check(params, pes)`` returns the problems
+    of a combination of options on a topology of ``pes`` PEs (checked before
+    anything is deployed). The function is returned as it is.
+    """
+    opts = tuple(options)
+
+    def declare(setup: Callable[..., SetupResult]) -> Callable[..., SetupResult]:
+        key = name or getattr(setup, "__name__", "").replace("_", "-")
+        where = f"@kernel on {getattr(setup, '__qualname__', setup)!r}"
+        if not _KERNEL_NAME.match(key):
+            raise TypeError(f"{where}: {key!r} is not a kernel name (letters, digits, '-', '_', '.'; a letter first)")
+        _check_options(where, setup, opts)
+        doc = (inspect.getdoc(setup) or "").strip()
+        spec = KernelSpec(
+            name=key,
+            description=description if description is not None else (doc.splitlines()[0] if doc else ""),
+            params=opts,
+            prepare=functools.partial(_prepare, setup),
+            default_topology=topology,
+            check=check or (lambda params, pes: []),
+            setup=setup,
+        )
+        # A module run again (a notebook cell, runpy) declares its kernels again: the last declaration wins,
+        # as for the functions themselves.
+        DECLARED.setdefault(setup.__module__, {})[key] = spec
+        return setup
+
+    return declare
 
 
-KERNEL_MODULES = ("kernbench.kernels.gemm", "kernbench.kernels.gqa_decode", "kernbench.kernels.allreduce", "kernbench.kernels.gemm_tiled")
+def _check_options(where: str, setup: Callable[..., Any], options: tuple[Option, ...]) -> None:
+    """Every option is a keyword the set-up takes, after the runtime; names are unique."""
+    if not callable(setup):
+        raise TypeError(f"{where}: declare a function setup(rt, **options)")
+    names = [o.name for o in options]
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise TypeError(f"{where}: option {', '.join(dup)} given twice")
+    for o in options:
+        if not isinstance(o, Option):
+            raise TypeError(f"{where}: options must be Option(...), got {o!r}")
+    try:
+        inspect.signature(setup).bind(None, **{o.name: o.default for o in options})
+    except TypeError as exc:
+        raise TypeError(f"{where}: setup{inspect.signature(setup)} must take the runtime, then one keyword per option: {exc}") from None
+
+
+def _prepare(setup: Callable[..., SetupResult], rt: Runtime, params: Params) -> Prepared:
+    """Call a declared set-up and read what it returned."""
+    out = setup(rt, **params)
+    if out is None:
+        return Prepared()
+    if isinstance(out, Prepared):
+        return out
+    if callable(out):
+        return Prepared(functools.partial(_max_error, out))
+    raise TypeError(f"{setup.__qualname__} returned {type(out).__name__}: return the reference check (a function), a Prepared or None")
+
+
+def _max_error(check: Callable[[], Any]) -> float | None:
+    value = check()
+    return None if value is None else float(value)
 
 
 _loaded = False
 
 
 def _load_all() -> None:
+    """Import every module of this package: each declares its kernels."""
     global _loaded
     import importlib
+    import pkgutil
 
-    for name in KERNEL_MODULES:
-        importlib.import_module(name)
+    from kernbench import kernels as package
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        importlib.import_module(f"{PACKAGE}.{module}")
     _loaded = True
+
+
+def shipped() -> dict[str, KernelSpec]:
+    """The kernels declared by this package's modules (those imported so far)."""
+    out: dict[str, KernelSpec] = {}
+    for module, specs in DECLARED.items():
+        if module.startswith(PACKAGE + "."):
+            for name, spec in specs.items():
+                if name in out and out[name].setup is not spec.setup:
+                    raise TypeError(f"two shipped kernels are named {name!r} (one in {module})")
+                out[name] = spec
+    return out
+
+
+def kernels() -> dict[str, KernelSpec]:
+    """Every shipped kernel, by name."""
+    # Not "if not shipped()": importing one kernel module directly declares its kernels and would hide the others.
+    if not _loaded:
+        _load_all()
+    return dict(sorted(shipped().items()))
 
 
 def _load_namesake(key: str) -> None:
     """Import the one shipped module named like the kernel (``gqa-decode``: ``kernbench.kernels.gqa_decode``), if any."""
-    import importlib
+    import importlib.util
 
-    module = "kernbench.kernels." + key.replace("-", "_")
-    if module in KERNEL_MODULES:
+    module = f"{PACKAGE}.{key.replace('-', '_')}"
+    if re.fullmatch(r"[a-z0-9_]+", key.replace("-", "_")) and importlib.util.find_spec(module) is not None:
         importlib.import_module(module)
 
 
-def kernels() -> dict[str, KernelSpec]:
-    # Not "if not KERNELS": importing one kernel module directly registers it
-    # and would hide the others.
-    if not _loaded:
-        _load_all()
-    return dict(sorted(KERNELS.items()))
-
-
 def get(name: str) -> KernelSpec:
-    from kernbench.errors import KernbenchError
+    """A shipped kernel by name, or a kernel file's: ``path/to/file.py`` or ``path/to/file.py:NAME``."""
+    from kernbench.kernels import files
 
+    if files.is_file_ref(name):
+        return files.get(name)
     key = name.replace("_", "-")
-    if key not in KERNELS:
+    if key not in shipped():
         _load_namesake(key)
-    if key in KERNELS:
-        return KERNELS[key]
+    if key in (table := shipped()):
+        return table[key]
     table = kernels()
     if key not in table:
-        guesses = suggest(key, list(table))
-        hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
-        raise KernbenchError(f"unknown kernel {name!r}{hint}; `kernbench run --list` shows them")
+        raise KernbenchError(f"unknown kernel {name!r}{_hint(name, list(table))}")
     return table[key]
+
+
+def _hint(name: str, known: list[str]) -> str:
+    from pathlib import Path
+
+    if Path(name).exists() or Path(name + ".py").exists():
+        path = name if name.endswith(".py") else name + ".py"
+        return f"; to run a kernel file, name it with its .py: {path}"
+    guesses = suggest(name.replace("_", "-"), known)
+    hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
+    return f"{hint}; `kernbench run --list` shows the shipped kernels, and a file of yours is named as path/to/file.py[:NAME]"
 
 
 def suggest(name: str, known: list[str]) -> list[str]:

@@ -61,7 +61,7 @@ def run_point(topology: str, algo: str, payload: int, pes: str = "", chunk: str 
     prepared = spec.prepare(rt, params)
     result = rt.run()
     model = prepared.summary(result)
-    err = prepared.check()
+    err = prepared.checked_error()
     p = len(result.pes)
     tol = tolerance(p, DTYPE)
     if err > tol:

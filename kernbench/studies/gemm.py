@@ -129,7 +129,7 @@ def run_point(**overrides: Any) -> GemmPoint:
         model.bound,
         gemm_lane_split(events, busiest, result.latency_ns),
         model_split(model),
-        prepared.check(),
+        prepared.checked_error(),
     )
 
 

@@ -33,7 +33,7 @@ SHAPES = {
 def build(variant: str, topology: str = "cube1", overrides=(), extra_ops: int = 0, **shape):
     p = dict(SMALL, **shape, variant=variant)
     rt = Runtime(topology, list(overrides))
-    prepared = gq.setup(rt, p, extra_ops=extra_ops)
+    prepared = gq.setup(rt, extra_ops=extra_ops, **p)
     return rt, prepared
 
 
