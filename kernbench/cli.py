@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kernbench import __version__
+from kernbench.cliargs import OptionParser
+from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "kernbench.commands.bench",
     "kernbench.commands.compare",
     "kernbench.commands.sweep",
+    "kernbench.commands.new",
 )
 
 
@@ -48,7 +51,7 @@ def command_name(module: str) -> str:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every subcommand, or ``only`` the one named (the others' modules stay unloaded)."""
-    parser = argparse.ArgumentParser(
+    parser = OptionParser(
         prog="kernbench",
         description="Simulate LLM kernels on a modeled memory-centric accelerator.",
     )
@@ -85,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     named = argv[0] if argv and argv[0] in {command_name(m) for m in COMMANDS} else None
-    args = build_parser(only=named).parse_args(argv)
+    args, extra = build_parser(only=named).parse_known_args(argv)
+    if extra:
+        prog = " ".join(["kernbench", *(w for w in (args.command, getattr(args, "topo_command", None)) if w)])
+        raise KernbenchError(f"{prog}: unrecognized arguments: {' '.join(extra)} (see `{prog} --help`)")
     return int(args._run(args) or 0)
 
 

@@ -151,10 +151,10 @@ def test_unknown_source_pe_is_a_clean_error(capsys):
     assert capsys.readouterr().err.startswith("error: ")
 
 
-def test_bad_size_is_a_usage_error():
-    with pytest.raises(SystemExit) as exc:
-        main(["--sizes", "12 parsecs"])
-    assert exc.value.code == 2
+def test_bad_size_is_one_error_line(capsys):
+    assert main(["--sizes", "12 parsecs"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: kernbench-tui probe: argument --sizes: bad size '12 parsecs'") and err.count("\n") == 1
 
 
 def test_breakdown_flag_prints_where_the_time_went_closing_to_the_latency(capsys):

@@ -123,7 +123,7 @@ def test_bad_tilings_are_clear_errors(capsys, kw, message):
     argv = ["run", "gemm-tiled"] + [x for k, v in kw.items() for x in (f"--{k.replace('_', '-')}", str(v))]
     if "form" in kw and kw["form"] not in ("primitive", "composite"):
         assert main(argv) == 2
-        assert "invalid choice" in capsys.readouterr().err
+        assert "--form 'fused': choose one of primitive, composite" in capsys.readouterr().err
         with pytest.raises(ValueError, match=message):
             Tiling.of(dict(registry.get("gemm-tiled").defaults(), **kw), 8, 2**20)
         return
