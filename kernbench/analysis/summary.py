@@ -2,17 +2,20 @@
 
 Latency, PEs, commands and dispatch cycles, each engine's busy time and
 share, PE_CPU's stalls by reason, and the critical-path attribution
-(:mod:`kernbench.analysis.critical`).
+(:mod:`kernbench.analysis.critical`); with the trace's metadata, what ran
+(kernel, topology, options), so :meth:`RunSummary.as_json` is a run record
+(:mod:`kernbench.record`) like ``kernbench run --json``'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kernbench.analysis.critical import Attribution, PathError, attribute
 from kernbench.events.store import EventStore
+from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import ENGINES, EventKind
 from kernbench.topology.ids import pe_of
 
@@ -27,9 +30,14 @@ class RunSummary:
     commands: int
     dispatch_cycles: float
     engine_busy_ns: dict[str, float]  # per engine kind, all PEs
-    stall_ns: dict[str, float]  # PE_CPU stalls per reason
+    stall_ns_by_reason: dict[str, float]  # PE_CPU stalls per reason, all PEs
     attribution: Attribution | None
     why_no_attribution: str = ""
+    metadata: TraceMetadata = field(default_factory=TraceMetadata)
+
+    @property
+    def stall_ns(self) -> float:
+        return sum(self.stall_ns_by_reason.values())
 
     def engine_util_pct(self) -> dict[str, float]:
         """Busy time of each engine kind over (latency × PEs), in percent."""
@@ -37,23 +45,33 @@ class RunSummary:
         return {e: (100.0 * ns / span if span > 0 else 0.0) for e, ns in self.engine_busy_ns.items()}
 
     def as_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "name": self.name,
-            "latency_ns": round(self.latency_ns, 6),
-            "pes": self.pes,
-            "commands": self.commands,
-            "dispatch_cycles": round(self.dispatch_cycles, 6),
-            "engine_busy_ns": {e: round(v, 6) for e, v in self.engine_busy_ns.items()},
-            "engine_util_pct": {e: round(v, 3) for e, v in self.engine_util_pct().items()},
-            "stall_ns": {k: round(v, 6) for k, v in self.stall_ns.items()},
-        }
-        if self.attribution is not None:
-            out["attribution"] = self.attribution.as_json()
-        return out
+        """The run record (:mod:`kernbench.record`); what the trace's metadata does not say is empty (or null)."""
+        from kernbench.record import record
+
+        meta = self.metadata
+        extra = meta.extra if isinstance(meta.extra, dict) else {}
+        params = extra.get("params")
+        err = extra.get("max_abs_err")
+        return record(
+            kernel=meta.kernel,
+            kernel_file=extra.get("kernel_file") if isinstance(extra.get("kernel_file"), str) else None,
+            topology=meta.topology,
+            timing=str(extra.get("timing") or ""),
+            variant=meta.variant,
+            params=params if isinstance(params, dict) else {},
+            latency_ns=self.latency_ns,
+            pes=self.pes,
+            commands=self.commands,
+            dispatch_cycles=self.dispatch_cycles,
+            max_abs_err=float(err) if isinstance(err, (int, float)) and not isinstance(err, bool) else None,
+            stall_ns_by_reason=self.stall_ns_by_reason,
+            engine_busy_ns=self.engine_busy_ns,
+            attribution=self.attribution.as_json() if self.attribution is not None else None,
+        )
 
 
-def summarize(store: EventStore, name: str = "", latency_ns: float | None = None) -> RunSummary:
-    """The figures of a recorded run (``latency_ns``: the run's own, when known)."""
+def summarize(store: EventStore, name: str = "", latency_ns: float | None = None, metadata: TraceMetadata | None = None) -> RunSummary:
+    """The figures of a recorded run (``latency_ns``: the run's own, when known; ``metadata``: what ran)."""
     cols = store.columns()
     kind, comp = cols["kind"], cols["component"]
     dur = np.maximum(cols["end_ns"] - cols["t_ns"], 0.0)
@@ -89,9 +107,10 @@ def summarize(store: EventStore, name: str = "", latency_ns: float | None = None
         commands=int(dispatch.sum()),
         dispatch_cycles=float(cols["value"][dispatch].sum()),
         engine_busy_ns=busy,
-        stall_ns=dict(sorted(stalls.items())),
+        stall_ns_by_reason=dict(sorted(stalls.items())),
         attribution=attribution,
         why_no_attribution=why,
+        metadata=metadata or TraceMetadata(),
     )
 
 

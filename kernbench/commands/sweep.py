@@ -21,7 +21,19 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, limits_of, options_argv, parse_kernel_args, prepare, report
+from kernbench.cliargs import OptionParser
+from kernbench.commands.run import (
+    COMMON_OPTIONS,
+    _Console,
+    _metavar,
+    kernel_description,
+    limits_of,
+    option_help,
+    options_argv,
+    parse_kernel_args,
+    prepare,
+    report,
+)
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
@@ -29,7 +41,7 @@ from kernbench.progress import stderr_is_terminal, sweep_progress
 from kernbench.sweep import cache as result_cache
 from kernbench.sweep import plot as sweep_plot
 from kernbench.sweep import table as sweep_table
-from kernbench.sweep.executors import execute
+from kernbench.sweep.executors import execute, usable_cpus
 from kernbench.sweep.grid import TOPOLOGY_KEY, Point, grid_points, parse_axes, show
 from kernbench.sweep.metrics import point_metrics
 from kernbench.sweep.point import Outcome, Task, code_id, one_line
@@ -65,13 +77,6 @@ def _jobs(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1 worker process, got {value}")
     return value
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 #: The sweep's own options, as (flag, argparse keywords); read before and after the kernel name, like `run`'s.
@@ -124,8 +129,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
     """The sweep's options and the kernel's; a kernel option left out is absent from the namespace."""
     p = OptionParser(
-        prog=f"kernbench sweep {spec.name}",
-        description=spec.description,
+        prog=f"kernbench sweep {spec.ref}",
+        description=kernel_description(spec),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
@@ -136,14 +141,7 @@ def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
     for prm in spec.params:
         if prm.flag in ours:  # allreduce's --grid: set it with a one-value --grid grid=3x2
             continue
-        p.add_argument(
-            prm.flag,
-            dest=prm.name,
-            type=prm.type,
-            choices=prm.choices,
-            default=argparse.SUPPRESS,
-            help=f"{prm.help} (default: {prm.default})",
-        )
+        p.add_argument(prm.flag, dest=prm.name, type=prm.type, default=argparse.SUPPRESS, metavar=_metavar(prm), help=option_help(prm))
     return p
 
 
@@ -223,7 +221,7 @@ def run_points(
             outcomes[point.index] = Outcome(point.index, hit)
         else:
             keys[point.index] = key
-            tasks.append(Task(point.index, spec.name, point.argv))
+            tasks.append(Task(point.index, spec.ref, point.argv))
     label = f"sweep {spec.name}" + (f" ({len(points) - len(tasks)} cached)" if len(tasks) < len(points) else "")
     with sweep_progress(label, len(tasks), stderr_is_terminal()) as advance:
         for outcome in execute(simulate_point, tasks, jobs, scheduler):
@@ -241,12 +239,7 @@ def simulate_point(task: Task) -> Outcome:
     try:
         spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
         result = rt.run(record=ns.explain, limits=limits_of(ns))
-        attribution = None
-        if ns.explain:
-            from kernbench.analysis.critical import attribute
-
-            attribution = attribute(result.events or [], result.latency_ns)
-        metrics = point_metrics(report(spec, rt, prepared, result, params), result, attribution)
+        metrics = point_metrics(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None))
     except KernbenchError as exc:
         return Outcome(task.index, None, one_line(str(exc)), code_id())
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
@@ -268,7 +261,7 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
         check_size(topologies[where])
     topology = topologies[where]
     spec.validate(params, pe_count(topology))
-    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain)
+    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest)
 
 
 _SHOWN = (("latency_ns", "latency ns"), ("commands", "commands"), ("dispatch_cycles", "dispatch cycles"), ("max_abs_err", "max |err|"))
@@ -284,16 +277,19 @@ def print_table(kernel: str, table: Sequence[dict[str, Any]], swept: Sequence[st
         t.add_column(heading, justify="right")
     for row in table:
         failed = "error" in row
-        t.add_row(*(show(row[k]) for k in swept), *("failed" if failed else _cell(row.get(k)) for k, _ in shown))
+        t.add_row(*(show(row[k]) for k in swept), *("failed" if failed else _cell(row.get(k), k) for k, _ in shown))
     console.print(t)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, key: str = "") -> str:
+    if key == "max_abs_err" and isinstance(value, float):
+        # two digits: the last bits of a float32 product depend on the CPU's BLAS kernel (see README, "Numerics")
+        return f"{value:.2g}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return "" if value is None else str(value)
+    return "—" if value is None and key == "max_abs_err" else "" if value is None else str(value)
 
 
 def _report_failures(points: Sequence[Point], outcomes: Sequence[Outcome], cache: result_cache.ResultCache) -> int:

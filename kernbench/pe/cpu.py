@@ -201,7 +201,8 @@ class PeCpu:
             yield landed
             self.waiting_on = None
             self.t = self.env.now
-            pe.cpu_stall_ns += self.t - t0
+            stalls = pe.cpu_stall_ns
+            stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
             if pe.bus.active:
                 self.last = pe.bus.emit(
                     t0,
@@ -270,7 +271,9 @@ class PeCpu:
             self.t = max(self.t, t)
         self.waiting_on = None
         q.popleft()
-        self.pe.cpu_stall_ns += self.t - t0
+        if self.t > t0:
+            stalls, reason = self.pe.cpu_stall_ns, StallReason.QUEUE_FULL.value
+            stalls[reason] = stalls.get(reason, 0.0) + (self.t - t0)
         if self.pe.bus.active and self.t > t0:
             self.last = self.pe.bus.emit(
                 t0,

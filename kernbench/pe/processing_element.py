@@ -97,7 +97,7 @@ class ProcessingElement:
         self.composite_plans: dict[tuple[object, ...], Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
-        self.cpu_stall_ns = 0.0
+        self.cpu_stall_ns: dict[str, float] = {}  # PE_CPU's stalls by reason (a StallReason's value), as the STALL events say
         self.done_ns: float | None = None
 
     # --- service times (the engines' own parameters) ----------------------

@@ -50,12 +50,16 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def point_key(kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str, *, explain: bool = False) -> str:
+def point_key(
+    kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str, *, explain: bool = False, source: str = ""
+) -> str:
+    """``source``: a kernel file's digest (:attr:`KernelSpec.digest <kernbench.kernels.registry.KernelSpec.digest>`), "" when shipped."""
     doc = {
         "format": FORMAT,
         "kernbench": __version__,
         "code": code_digest(),
         "kernel": kernel,
+        "source": source,  # an edited kernel file is a new key
         "options": dict(options),
         "topology": topology,
         "timing": timing,

@@ -15,10 +15,11 @@ worker and its result is dropped).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from kernbench.errors import KernbenchError
 from kernbench.sweep.point import Outcome, Task, code_id
@@ -27,6 +28,16 @@ from kernbench.sweep.point import Outcome, Task, code_id
 Work = Callable[[Task], Outcome]
 
 CONNECT_TIMEOUT_S = 10
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity), at least 1."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def execute(work: Work, tasks: Sequence[Task], jobs: int, scheduler: str | None = None) -> Iterator[Outcome]:
@@ -38,7 +49,7 @@ def execute(work: Work, tasks: Sequence[Task], jobs: int, scheduler: str | None 
     return in_processes(work, tasks, min(jobs, len(tasks)))
 
 
-def in_this_process(work: Work, tasks: Sequence[Task]) -> Iterator[Outcome]:
+def in_this_process(work: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
     for task in tasks:
         yield work(task)
 
@@ -47,8 +58,9 @@ def _worker_ignores_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def in_processes(work: Work, tasks: Sequence[Task], jobs: int) -> Iterator[Outcome]:
-    """``jobs`` spawned worker processes (spawn: no state inherited from this process, safe with threads)."""
+def in_processes(work: Callable[[T], R], tasks: Sequence[T], jobs: int, what: str = "a sweep worker process") -> Iterator[R]:
+    """``jobs`` spawned worker processes (spawn: no state inherited from this process, safe with threads);
+    ``work`` and the tasks must pickle (``work`` a module-level function). Results come as they finish."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -59,7 +71,7 @@ def in_processes(work: Work, tasks: Sequence[Task], jobs: int) -> Iterator[Outco
             yield future.result()
         finished = True
     except BrokenProcessPool:
-        raise KernbenchError("a sweep worker process died (killed, or out of memory?); the points it had were not run") from None
+        raise KernbenchError(f"{what} died (killed, or out of memory?); what it had was not run") from None
     finally:
         if finished:
             pool.shutdown()

@@ -4,7 +4,7 @@ A KEY is one of
 
 * an option of the kernel (``context``, ``kv-heads`` or ``kv_heads``): each
   value is read with the option's type and checked against its choices and
-  range (:class:`~kernbench.kernels.registry.Param`);
+  range (:class:`~kernbench.kernels.registry.Option`);
 * ``topology``: a named topology or a YAML file;
 * a topology key path as ``--set`` takes it (``sip.ucie.bw_gbps``,
   ``cube.links.4.prop_ns``): each value is read as YAML and checked against
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernbench.errors import KernbenchError, TopologyError
-from kernbench.kernels.registry import KernelSpec, Param, suggest
+from kernbench.kernels.registry import KernelSpec, Option, suggest
 from kernbench.topology.schema import Field, ListOf, MapOf, Section, validate
 from kernbench.topology.spec import TOPOLOGY_SCHEMA, parse_override, resolve
 
@@ -125,7 +125,7 @@ def reader(spec: KernelSpec, key: str, flag: str) -> tuple[str, Reader]:
 _TYPE_NAMES = {int: "an integer", float: "a number"}
 
 
-def _option_reader(prm: Param, key: str) -> Reader:
+def _option_reader(prm: Option, key: str) -> Reader:
     def read(text: str) -> tuple[Any, tuple[str, ...]]:
         try:
             value = prm.type(text)

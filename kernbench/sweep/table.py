@@ -22,8 +22,8 @@ from kernbench.sweep.point import Outcome
 FORMATS = (".csv", ".json")
 
 
-#: column prefixes of the attribution (``--explain``): a cause a point's path never met took 0 ns there
-ATTRIBUTION = ("cause.", "kind.")
+#: columns of time by reason or cause: a stall reason a point never met, or a cause its path never met (``--explain``), took 0 ns there
+ZERO_WHEN_ABSENT = ("stall_ns_by_reason.", "attribution.by_cause.", "attribution.by_component_kind.")
 
 
 def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
@@ -35,7 +35,7 @@ def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str,
         else:
             row.update((k, v) for k, v in (outcome.metrics or {}).items() if k not in row)
         out.append(row)
-    spent = [c for c in columns(out) if c.startswith(ATTRIBUTION)]
+    spent = [c for c in columns(out) if c.startswith(ZERO_WHEN_ABSENT)]
     for row in out:
         if row.get("error") is None:
             for c in spent:

@@ -1,0 +1,178 @@
+"""The run record: what every command says about one run, in one shape.
+
+``kernbench run --json`` prints one; a ``kernbench sweep`` row is one
+flattened (:func:`flatten`) after the point's swept values; ``kernbench
+compare --json`` gives one per side (``a``, ``b``, read from a run or from a
+trace file alike) and their differences; the probe's JSON uses the same
+names for what it shares (``topology``, ``timing``, ``latency_ns``).
+:data:`FIELDS` is the one definition: each field with its type, unit and
+meaning; ``docs/output.md`` is written from it (:func:`markdown`) and the
+tests hold every output to it (:func:`problems`).
+
+Any other top-level key of a record is a figure of the kernel's own (its
+set-up's ``Prepared.summary``: ``cmds_per_tile``, ``model_ns``, …), a number
+or short text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA = "kernbench.run/1"
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str  # JSON type: string, integer, number, object; "|null" when it may be absent in meaning
+    unit: str
+    meaning: str
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` does not fit this field, or None."""
+        kinds = self.type.split("|")
+        if value is None:
+            return None if "null" in kinds else f"{self.name} is null"
+        ok = {
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+            "object": isinstance(value, dict),
+        }
+        if not any(ok.get(k, False) for k in kinds):
+            return f"{self.name} is {value!r}, not {self.type}"
+        if isinstance(value, dict) and self.unit and any(not _number(v) for v in value.values()):
+            return f"{self.name} holds a value that is not a number of {self.unit}"
+        return None
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("schema", "string", "", f"the record's shape and version, `{SCHEMA}`"),
+    Field("kernel", "string", "", "the kernel's name (`gqa-decode`; a kernel file's declared name)"),
+    Field("kernel_file", "string|null", "", "the file that declares the kernel (an absolute path); null for a shipped kernel"),
+    Field("topology", "string", "", "the topology's name as compiled (after `--set`)"),
+    Field("timing", "string", "", "the engine's mode: `fast` or `oracle` (the same result, at another cost)"),
+    Field("variant", "string", "", 'the form the kernel ran in (gqa-decode: `primitive`, `opt3`, `opt2`), or ""'),
+    Field("params", "object", "", "every option of the kernel by name, defaults filled in"),
+    Field("latency_ns", "number", "ns", "simulated time from the first command to the last one's completion"),
+    Field("pes", "integer", "PEs", "PEs that ran a program"),
+    Field("commands", "integer", "commands", "commands PE_CPUs dispatched, summed over PEs"),
+    Field("dispatch_cycles", "number", "cycles", "PE_CPU dispatch cost (ADR-0064: FIXED + logical_bytes × R per command), summed over PEs"),
+    Field(
+        "max_abs_err",
+        "number|null",
+        "",
+        "largest |output − numpy reference| the kernel's check found; null when it has no check (or a trace did not keep it)",
+    ),
+    Field("stall_ns", "number", "ns", "time PE_CPUs spent stalled (lazy-load waits, a full scheduler queue, receives), summed over PEs"),
+    Field("stall_ns_by_reason", "object", "ns", "the same by reason (`lazy load`, `queue full`, `recv wait`, …)"),
+    Field(
+        "engine_busy_ns",
+        "object",
+        "ns",
+        "per engine (`cpu`, `sched`, `dma.rd`, `dma.wr`, `fs`, `gemm`, `math`, `ipcq`): busy time summed over PEs",
+    ),
+    Field("engine_util_pct", "object", "%", "per engine: busy time over latency × PEs"),
+    Field(
+        "attribution",
+        "object|null",
+        "",
+        "with `--explain`: the critical path's nanoseconds `by_cause` and `by_component_kind` (each sums to latency_ns), "
+        "the `top` components and the `path` itself (see docs/critical-path.md)",
+    ),
+)
+NAMES = tuple(f.name for f in FIELDS)
+#: what says which run it was rather than what it measured (a sweep row's swept values say it there)
+CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "variant", "params")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def record(
+    *,
+    kernel: str,
+    kernel_file: str | None,
+    topology: str,
+    timing: str,
+    variant: str,
+    params: Mapping[str, Any],
+    latency_ns: float,
+    pes: int,
+    commands: int,
+    dispatch_cycles: float,
+    max_abs_err: float | None,
+    stall_ns_by_reason: Mapping[str, float],
+    engine_busy_ns: Mapping[str, float],
+    attribution: Mapping[str, Any] | None = None,
+    figures: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A run record, its numbers rounded as every output shows them (ns to 1e-6, percents to 1e-3)."""
+    span = latency_ns * pes
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "kernel": kernel,
+        "kernel_file": kernel_file,
+        "topology": topology,
+        "timing": timing,
+        "variant": variant,
+        "params": dict(params),
+        "latency_ns": round(latency_ns, 6),
+        "pes": pes,
+        "commands": commands,
+        "dispatch_cycles": round(dispatch_cycles, 6),
+        "max_abs_err": max_abs_err,
+        "stall_ns": round(sum(stall_ns_by_reason.values()), 6),
+        "stall_ns_by_reason": {k: round(v, 6) for k, v in sorted(stall_ns_by_reason.items())},
+        "engine_busy_ns": {e: round(v, 6) for e, v in engine_busy_ns.items()},
+        "engine_util_pct": {e: round(100.0 * v / span if span > 0 else 0.0, 3) for e, v in engine_busy_ns.items()},
+        "attribution": dict(attribution) if attribution is not None else None,
+    }
+    for key, value in (figures or {}).items():
+        if key in out:
+            raise ValueError(f"the kernel's figure {key!r} has the name of a run-record field")
+        out[key] = value
+    return out
+
+
+def flatten(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's measurements as one flat row (a sweep's): nested objects as ``parent.key`` columns,
+    lists left out; the context (:data:`CONTEXT`: which kernel, topology, options) left out, as the
+    sweep and the row's swept values say it, and an absent ``attribution`` too."""
+    return dict(_flat(rec, "", top=True))
+
+
+def _flat(obj: Mapping[str, Any], prefix: str, top: bool = False) -> Iterator[tuple[str, Any]]:
+    for key, value in obj.items():
+        if top and (key in CONTEXT or (key == "attribution" and value is None)):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flat(value, name + ".")
+        elif not isinstance(value, (list, tuple)):
+            yield name, value
+
+
+def problems(rec: Mapping[str, Any]) -> list[str]:
+    """Where ``rec`` departs from :data:`FIELDS` (every field present and of its type; figures scalar)."""
+    found = [f"{name} is missing" for name in NAMES if name not in rec]
+    found += [p for f in FIELDS if f.name in rec and (p := f.problem(rec[f.name]))]
+    found += [f"{k} (a kernel figure) is not a number or text" for k, v in rec.items() if k not in NAMES and not _scalar(v)]
+    if rec.get("schema") not in (None, SCHEMA):
+        found.append(f"schema is {rec.get('schema')!r}, not {SCHEMA!r}")
+    return found
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, bool, int)) or (isinstance(v, float) and math.isfinite(v))
+
+
+def markdown() -> str:
+    """The fields as a Markdown table (docs/output.md's)."""
+    lines = ["| field | type | unit | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{f.name}` | {f.type} | {f.unit or '—'} | {f.meaning} |" for f in FIELDS]
+    return "\n".join(lines) + "\n"
