@@ -50,6 +50,10 @@ class TraceFormatError(KernbenchError):
     """A trace file is corrupt, truncated or from a newer version."""
 
 
+class NotRecordedError(ValueError, KernbenchError):
+    """A run's events were asked for (a trace, an explanation) but the run did not record them."""
+
+
 class OutputPathError(KernbenchError):
     """An output file cannot be written where asked (checked before any work)."""
 

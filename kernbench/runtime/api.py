@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, RunLimitError
+from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor
@@ -46,6 +47,10 @@ from kernbench.topology.ids import local_slice, pe_key
 
 if TYPE_CHECKING:
     import greenlet
+
+    from kernbench.analysis.critical import Attribution
+    from kernbench.events.store import EventStore
+    from kernbench.events.tracefile import TraceMetadata
 
 
 @dataclass(frozen=True)
@@ -66,15 +71,72 @@ class RunResult:
     dispatch_cycles: dict[str, float]
     commands: dict[str, int]
     engine_busy_ns: dict[str, dict[str, float]]
-    stall_ns: dict[str, float]
+    stall_ns: dict[str, float]  # per PE: PE_CPU stalled, all reasons
     scratch_peak_bytes: dict[str, int]
     events: list[Event] | None
     command_logs: dict[str, CommandLog] = field(repr=False, default_factory=dict)
     wall_events: int = 0
+    stall_ns_by_reason: dict[str, float] = field(default_factory=dict)  # PE_CPU stalled, summed over PEs, by reason
+    topology: str = ""  # the topology's name
+    timing: str = ""  # the engine's mode (fast or oracle)
+    kernel: str = ""  # what ran: the launched kernels' names
+    _store: EventStore | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def total_dispatch_cycles(self) -> float:
         return sum(self.dispatch_cycles.values())
+
+    # --- from a script to the tools --------------------------------------
+
+    def store(self) -> EventStore:
+        """The recorded events as a columnar store (what the debugger, traces and the critical path read)."""
+        from kernbench.events.store import EventStore
+
+        if self.events is None:
+            raise NotRecordedError(
+                "this run kept no events: run it with Runtime.run(record=True) to save a trace, export Perfetto, explain it or debug it"
+            )
+        if self._store is None:
+            self._store = EventStore.from_events(self.events)
+        return self._store
+
+    def trace_metadata(self, **extra: Any) -> TraceMetadata:
+        """What a trace of this run says it is (``extra``: more to keep beside it, e.g. the kernel's options)."""
+        from kernbench.events.tracefile import TraceMetadata
+
+        return TraceMetadata(kernel=self.kernel, topology=self.topology, end_ns=self.latency_ns, extra={"timing": self.timing, **extra})
+
+    def save_trace(self, path: str | os.PathLike[str]) -> None:
+        """Save the recorded events as a ``.kbtrace`` file (``kernbench-tui open PATH``, ``kernbench compare``)."""
+        from kernbench.events.tracefile import trace_bytes
+
+        self._save(path, "trace", trace_bytes)
+
+    def save_perfetto(self, path: str | os.PathLike[str]) -> None:
+        """Export the recorded events as Chrome/Perfetto trace JSON (ui.perfetto.dev)."""
+        from kernbench.events.perfetto import perfetto_bytes
+
+        self._save(path, "Perfetto trace", perfetto_bytes)
+
+    def _save(self, path: str | os.PathLike[str], what: str, encode: Callable[[EventStore, TraceMetadata], bytes]) -> None:
+        from kernbench.outputs import check_outputs, write_atomic
+
+        store = self.store()
+        check_outputs([(what, os.fspath(path))])
+        data = encode(store, self.trace_metadata())
+        write_atomic(path, lambda f: f.write(data))
+
+    def explain(self) -> Attribution:
+        """Where every ns of the latency went: the critical path and its attribution, as ``kernbench run --explain``."""
+        from kernbench.analysis.critical import attribute
+
+        return attribute(self.store(), self.latency_ns)
+
+    def explain_text(self) -> str:
+        """:meth:`explain` as ``kernbench run --explain`` prints it."""
+        from kernbench.analysis.explain import explain_text
+
+        return explain_text(self.explain())
 
     @property
     def total_commands(self) -> int:
@@ -209,7 +271,8 @@ class Runtime:
             raise ValueError("nothing launched: call Runtime.launch first")
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
-        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress)
+        names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
+        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
 
     def replay(
         self,
@@ -227,7 +290,7 @@ class Runtime:
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits)
+        return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
 
 
 def _check_kernel(kernel: Any) -> None:
@@ -338,6 +401,7 @@ def _simulate(
     bus: Bus | None,
     limits: RunLimits,
     progress: Callable[[float, int], None] | None = None,
+    kernel: str = "",
 ) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
@@ -361,7 +425,7 @@ def _simulate(
         _run_within(env, limits, recorder, tick)
         network.flush()
         _check_ended(cpus, fabric, recorder)
-        return _result(env, programs, pes, cpus, contexts, recorder)
+        return _result(env, programs, pes, cpus, contexts, recorder, (graph.name, mode, kernel))
 
 
 def _place(
@@ -399,7 +463,9 @@ def _result(
     cpus: dict[str, PeCpu],
     contexts: dict[str, KernelContext],
     recorder: Recorder | None,
+    what: tuple[str, str, str],
 ) -> RunResult:
+    """The result of a finished run; ``what``: the topology's name, the timing mode, the kernel's name."""
     latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
     order = sorted(pes, key=pe_key)
     return RunResult(
@@ -409,11 +475,23 @@ def _result(
         dispatch_cycles={p: cpus[p].dispatch_cycles for p in order},
         commands={p: cpus[p].commands for p in order},
         engine_busy_ns={p: pes[p].engine_busy_ns() for p in order},
-        stall_ns={p: pes[p].cpu_stall_ns for p in order},
+        stall_ns={p: sum(pes[p].cpu_stall_ns.values()) for p in order},
         scratch_peak_bytes={p: contexts[p].scratch_peak for p in order} if contexts else {},
         events=recorder.events() if recorder is not None else None,
         command_logs={prog.pe_id: _command_log(prog, contexts) for prog in sorted(programs, key=lambda prog: pe_key(prog.pe_id))},
+        stall_ns_by_reason=_by_reason([pes[p].cpu_stall_ns for p in order]),
+        topology=what[0],
+        timing=what[1],
+        kernel=what[2],
     )
+
+
+def _by_reason(per_pe: list[dict[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for stalls in per_pe:
+        for reason, ns in stalls.items():
+            out[reason] = out.get(reason, 0.0) + ns
+    return dict(sorted(out.items()))
 
 
 def _command_log(prog: _Program, contexts: dict[str, KernelContext]) -> CommandLog:

@@ -246,7 +246,7 @@ def test_logical_bytes_of_a_generated_composite_follows_d2(cube1):
 
 
 def _replay_log(rt: Runtime, *cmds):
-    fake = types.SimpleNamespace(command_logs={PE0: CommandLog(0, 0, tuple(Issue(c) for c in cmds))})
+    fake = types.SimpleNamespace(command_logs={PE0: CommandLog(0, 0, tuple(Issue(c) for c in cmds))}, kernel="replayed")
     return rt.replay(fake, record=True)
 
 
