@@ -8,6 +8,7 @@ screen and on stdout is the same with or without it.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -86,3 +87,72 @@ def sweep_progress(label: str, total: int, enabled: bool) -> Iterator[Callable[[
     with bar:
         task = bar.add_task(label, total=total)
         yield lambda: bar.advance(task)
+
+
+@contextmanager
+def _live_after_a_while(text: Callable[[], str], refresh_per_second: float) -> Iterator[None]:
+    """Show ``text()`` as one refreshed line on stderr once :data:`SHOW_RUN_AFTER_S` has passed, until the block ends."""
+    from rich.live import Live
+    from rich.text import Text
+
+    class _Line:  # rich asks a renderable for its text at each refresh
+        def __rich__(self) -> Text:
+            return Text(text())
+
+    live = Live(
+        _Line(), console=_console(), refresh_per_second=refresh_per_second, transient=True, redirect_stdout=False, redirect_stderr=False
+    )
+    lock = threading.Lock()
+    ended = False
+
+    def start() -> None:
+        with lock:
+            if not ended:
+                live.start()
+
+    timer = threading.Timer(SHOW_RUN_AFTER_S, start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            ended = True
+            live.stop()
+
+
+@contextmanager
+def compare_progress(labels: list[str], enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A ``done(label)`` to call as each side of a comparison is ready; while it runs, one line saying which
+    are (``compare · A done 1.2 s · B running 3.4 s``) when ``enabled``, after :data:`SHOW_RUN_AFTER_S`."""
+    start = time.monotonic()
+    finished: dict[str, float] = {}
+
+    def done(label: str) -> None:
+        finished.setdefault(label, time.monotonic() - start)
+
+    if not enabled:
+        yield done
+        return
+
+    def line() -> str:
+        now = time.monotonic() - start
+        return "compare · " + " · ".join(
+            f"{lb} done {finished[lb]:.1f} s" if lb in finished else f"{lb} running {now:.1f} s" for lb in labels
+        )
+
+    with _live_after_a_while(line, 2):
+        yield done
+
+
+@contextmanager
+def working(label: str, enabled: bool) -> Iterator[None]:
+    """``label · 2.3 s`` on stderr while a long step runs (an export, an attribution), shown after
+    :data:`SHOW_RUN_AFTER_S` and cleared when it ends; nothing when not ``enabled``."""
+    if not enabled:
+        yield
+        return
+    start = time.monotonic()
+    with _live_after_a_while(lambda: f"{label} · {time.monotonic() - start:.1f} s", 4):
+        yield

@@ -7,7 +7,13 @@ kernel and its ``kernbench run`` options: ``"gqa-decode --variant opt3"``,
 latency, commands, dispatch cycles, per-engine utilization, PE_CPU stalls,
 and the critical-path attribution; then B − A for each, the attribution
 delta by cause, by component kind, and the components that gained or lost
-the most. ``--json`` prints ``{"a": …, "b": …, "delta": …}``.
+the most. ``--json`` prints ``{"a": …, "b": …, "delta": …}``: each side a run
+record (:mod:`kernbench.record`, with ``side``: the side as written), the
+delta B − A of its numbers under the same names.
+
+Two run sides simulate at once, each in its own process, when this process
+may use two CPUs; a line on stderr (a terminal only) says how each is doing.
+``--trace``/``--perfetto`` inside a run side save that side's events.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from __future__ import annotations
 import argparse
 import io
 from collections.abc import Hashable, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -24,8 +31,10 @@ from rich.table import Table
 from kernbench.analysis.summary import RunSummary, summarize
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
-from kernbench.events.store import EventStore
 from kernbench.outputs import to_json
+
+if TYPE_CHECKING:
+    from kernbench.events.tracefile import Trace
 
 K = TypeVar("K", bound=Hashable)
 WIDTH = 110
@@ -43,54 +52,114 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    sides = []
+    checked: list[tuple[str, Side, Trace | None]] = []
     for which, text in (("A", args.a), ("B", args.b)):  # check both before simulating either
         try:
             side = parse_side(text)
-            sides.append((which, side, check_side(side)))
+            checked.append((which, side, check_side(side)))
         except SideError as exc:
             raise KernbenchError(f"compare {which}: {exc}") from None
-    a, b = (load(which, side, trace) for which, side, trace in sides)
+    _check_outputs_apart(checked)
+    a, b = load_sides(checked)
     if args.json:
-        print(to_json({"a": a.as_json(), "b": b.as_json(), "delta": delta(a, b)}, indent=2, sort_keys=False))
+        print(to_json({"a": side_json(a), "b": side_json(b), "delta": delta(a, b)}, indent=2, sort_keys=False))
     else:
         print(compare_text(a, b), end="")
     return 0
 
 
-def load(which: str, side: Side, trace: object) -> RunSummary:
-    """A side's summary: from its trace file, or from a recorded run of it."""
-    from kernbench.events.tracefile import Trace
+def _check_outputs_apart(checked: list[tuple[str, Side, Trace | None]]) -> None:
+    """Two sides may not write one file, nor write a trace the other side reads."""
+    from kernbench.outputs import check_outputs
 
-    if isinstance(side, TraceSide):
-        assert isinstance(trace, Trace)
-        end = trace.metadata.end_ns or None
-        return summarize(trace.store, side.text, end)
-    assert isinstance(side, RunSide)
-    from kernbench.commands.run import limits_of, prepare
+    outputs, inputs = [], []
+    for which, side, _trace in checked:
+        if isinstance(side, TraceSide):
+            inputs.append(side.path)
+            continue
+        ns = side_namespace(side)
+        outputs += [(f"compare {which} --{flag}", path) for flag in ("trace", "perfetto") if (path := getattr(ns, flag))]
+    check_outputs(outputs, inputs=inputs)
 
+
+def side_namespace(side: RunSide) -> argparse.Namespace:
+    from kernbench.commands.run import check_run
+
+    return check_run(side.kernel, side.options)[1]
+
+
+def side_json(s: RunSummary) -> dict[str, object]:
+    return {"side": s.name, **s.as_json()}
+
+
+def load_sides(checked: list[tuple[str, Side, Trace | None]]) -> list[RunSummary]:
+    """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
+    from kernbench.progress import compare_progress, stderr_is_terminal
+    from kernbench.sweep.executors import in_processes, in_this_process, usable_cpus
+
+    out: dict[str, RunSummary] = {}
+    tasks = [SideTask(which, side.argv) for which, side, _trace in checked if isinstance(side, RunSide)]
+    with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal()) as done:
+        for which, side, trace in checked:
+            if isinstance(side, TraceSide):
+                assert trace is not None
+                out[which] = summarize(trace.store, side.text, trace.metadata.end_ns or None, trace.metadata)
+                done(which)
+        jobs = min(len(tasks), usable_cpus())
+        results = in_processes(run_side, tasks, jobs, "a compare process") if jobs > 1 else in_this_process(run_side, tasks)
+        for which, summary, error in results:
+            if error is not None:
+                raise KernbenchError(f"compare {which}: {error}")
+            assert summary is not None
+            out[which] = summary
+            done(which)
+    return [out[which] for which, _side, _trace in checked]
+
+
+@dataclass(frozen=True)
+class SideTask:
+    which: str  # A or B
+    argv: tuple[str, ...]  # the kernel and its options
+
+
+def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
+    """Simulate one run side, events recorded, to its summary (saving its ``--trace``/``--perfetto``);
+    a failure comes back as its message. Runs in a process of its own, or here."""
+    from kernbench.commands.run import _meta, limits_of, prepare, save_outputs
+
+    side = RunSide(task.argv)
     try:
-        _spec, ns, rt, _prepared, _params = prepare(side.kernel, side.options)
+        spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
         result = rt.run(record=True, limits=limits_of(ns))
+        meta = _meta(spec, rt, prepared, params, result.latency_ns, prepared.check())
+        store = result.store()
+        if ns.trace or ns.perfetto:
+            save_outputs(ns.trace, ns.perfetto, store, meta)
     except KernbenchError as exc:
-        raise KernbenchError(f"compare {which}: {exc}") from None
-    return summarize(EventStore.from_events(result.events or []), side.text, result.latency_ns)
+        return task.which, None, str(exc)
+    return task.which, summarize(store, side.text, result.latency_ns, meta), None
 
 
 def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
-    """B − A of every figure, and of the attribution by cause, component kind and component."""
+    """B − A of every number of the run record, under its name; the attribution's by cause, component kind and component."""
     out: dict[str, object] = {
         "latency_ns": _round(b.latency_ns - a.latency_ns, 6),
         "latency_pct": round(_pct(b.latency_ns - a.latency_ns, a.latency_ns), 3),
+        "pes": b.pes - a.pes,
         "commands": b.commands - a.commands,
         "dispatch_cycles": _round(b.dispatch_cycles - a.dispatch_cycles, 6),
+        "stall_ns": _round(b.stall_ns - a.stall_ns, 6),
+        "stall_ns_by_reason": _sub(b.stall_ns_by_reason, a.stall_ns_by_reason, 6),
+        "engine_busy_ns": _sub(b.engine_busy_ns, a.engine_busy_ns, 6),
         "engine_util_pct": _sub(b.engine_util_pct(), a.engine_util_pct(), 3),
-        "stall_ns": _sub(b.stall_ns, a.stall_ns, 6),
+        "attribution": None,
     }
     if a.attribution is not None and b.attribution is not None:
-        out["by_cause"] = _sub(b.attribution.by_cause, a.attribution.by_cause, 6)
-        out["by_component_kind"] = _sub(b.attribution.by_component_kind, a.attribution.by_component_kind, 6)
-        out["by_component"] = [{"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)]
+        out["attribution"] = {
+            "by_cause": _sub(b.attribution.by_cause, a.attribution.by_cause, 6),
+            "by_component_kind": _sub(b.attribution.by_component_kind, a.attribution.by_component_kind, 6),
+            "by_component": [{"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)],
+        }
     return out
 
 
@@ -119,8 +188,8 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
     ua, ub = a.engine_util_pct(), b.engine_util_pct()
     for e in ua:
         t.add_row(f"util % {e}", f"{ua[e]:.1f}", f"{ub[e]:.1f}", _delta(ub[e] - ua[e], 1))
-    for reason in sorted(set(a.stall_ns) | set(b.stall_ns)):
-        sa, sb = a.stall_ns.get(reason, 0.0), b.stall_ns.get(reason, 0.0)
+    for reason in sorted(set(a.stall_ns_by_reason) | set(b.stall_ns_by_reason)):
+        sa, sb = a.stall_ns_by_reason.get(reason, 0.0), b.stall_ns_by_reason.get(reason, 0.0)
         t.add_row(f"stalled ns: {reason}", f"{sa:,.1f}", f"{sb:,.1f}", _delta(sb - sa, 1))
     console.print(t)
     if a.attribution is None or b.attribution is None:

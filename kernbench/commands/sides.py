@@ -8,8 +8,12 @@ simulated::
     parse_side("gqa-decode --variant opt3")      # RunSide(('gqa-decode', '--variant', 'opt3'))
 
 A side is a trace when it is one word that ends in ``.kbtrace`` or names a
-path (has a ``/``); anything else is a kernel and the options of ``kernbench
-run KERNEL``, split as a shell would (quotes keep a value with spaces whole).
+path (has a ``/``) that is not a kernel file (``.py``, ``.py:NAME``); anything
+else is a kernel — shipped, or a kernel file — and the options of
+``kernbench run KERNEL``, split as a shell would (quotes keep a value with
+spaces whole). Inside a run side, ``--trace`` and ``--perfetto`` save that
+side's events; ``--json`` and ``--explain`` are the comparison's own business
+(``kernbench compare --json``; it always attributes both sides) and refused.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernbench.errors import KernbenchError
+from kernbench.kernels.files import is_file_ref
 
 if TYPE_CHECKING:
     from kernbench.events.tracefile import Trace
@@ -72,7 +77,7 @@ def parse_side(text: str) -> Side:
         raise SideError(f"{text!r}: {exc}") from None
     if not words:
         raise SideError('an empty side: give a .kbtrace file or a kernel with its options, e.g. "gqa-decode --variant opt3"')
-    if len(words) == 1 and (words[0].endswith(TRACE_SUFFIX) or os.sep in words[0] or "/" in words[0]):
+    if len(words) == 1 and not is_file_ref(words[0]) and (words[0].endswith(TRACE_SUFFIX) or os.sep in words[0] or "/" in words[0]):
         return TraceSide(words[0])
     return RunSide(tuple(words))
 
@@ -90,7 +95,10 @@ def check_side(side: Side) -> Trace | None:
             return open_trace(side.path)
         from kernbench.commands.run import check_run
 
-        check_run(side.kernel, side.options)
+        _spec, ns, _params = check_run(side.kernel, side.options)
+        for flag, why in (("json", "give --json to compare itself"), ("explain", "compare attributes both sides always")):
+            if getattr(ns, flag):
+                raise SideError(f"{side.text}: --{flag} is not taken inside a side ({why})")
         return None
     except KernbenchError as exc:  # each names what it read: the file, or the kernel and option
         raise SideError(str(exc)) from None
