@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -48,15 +49,26 @@ class SourceCancelled(Exception):
     """Raised into a running simulation when the app closes, to end it early."""
 
 
+@dataclass(frozen=True)
+class RunOutputs:
+    """What ``kernbench-tui run`` was asked for besides the view: files written once the run ends (a failed
+    run's events beside them as ``NAME.partial.EXT``, as ``kernbench run`` does) and the critical path shown."""
+
+    trace: str | None = None
+    perfetto: str | None = None
+    explain: bool = False
+
+
 class KernbenchApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kernbench"
     COMMANDS = App.COMMANDS | {DebuggerCommands}
     ENABLE_COMMAND_PALETTE = True
 
-    def __init__(self, source: Source | WholeTraceSource, *, follow: bool = True) -> None:
+    def __init__(self, source: Source | WholeTraceSource, *, follow: bool = True, outputs: RunOutputs | None = None) -> None:
         super().__init__()
         self.source = source
+        self.outputs = outputs or RunOutputs()
         self.store = EventStore()
         self.model = TimelineModel(self.store)
         self.nav = Navigator(self.model, follow=follow)
@@ -210,12 +222,33 @@ class KernbenchApp(App[None]):
             self.nav.on_new_events()
         self.nav.default_dt()
         self._show_run()
+        self._write_outputs(partial=False)
+        if self.outputs.explain:
+            self.main.action_critical_path()
+            self.main.action_panel("why")
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._source_done()
         self.error = message.error
         self.notify(message.error, title="simulation failed", severity="error", timeout=30)
         self._show_run()
+        if len(self.store):
+            self._write_outputs(partial=True)
+
+    def _write_outputs(self, partial: bool) -> None:
+        """``--trace`` / ``--perfetto`` of ``kernbench-tui run``, written as ``kernbench run`` writes them."""
+        out = self.outputs
+        if not (out.trace or out.perfetto):
+            return
+        from kernbench.commands.run import save_outputs
+
+        try:
+            saved = save_outputs(out.trace, out.perfetto, self.store, self.metadata, partial)
+        except (KernbenchError, OSError) as exc:
+            self.error = self.error or f"saving the run failed: {exc}"
+            self.notify(str(exc), title="saving the run failed", severity="error", timeout=30)
+            return
+        self.notify(f"saved {', '.join(saved)}", title="run saved")
 
 
 if TYPE_CHECKING:  # the app offers what its screen reads of it (MainScreen.debugger)

@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from kernbench import __version__
+from kernbench.cliargs import OptionParser
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
 
 if TYPE_CHECKING:
-    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.app import KernbenchApp, RunOutputs
     from kernbench_tui.compare_app import CompareApp
     from kernbench_tui.sources import ProcessSource, Source, WholeTraceSource
 
@@ -60,14 +62,28 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
     return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
 
 
-def check_run_options(run_argv: Sequence[str]) -> None:
-    """Everything about ``kernbench-tui run`` that can fail before the app starts:
-    the kernel name, its options (also against the topology), the topology itself."""
+def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
+    """Everything about ``kernbench-tui run`` that can fail before the app starts: the kernel name, its
+    options (also against the topology), the topology itself, the output paths. ``--trace``, ``--perfetto``
+    and ``--explain`` are honoured (files written, the critical path shown once the run ends); ``--json``,
+    text for scripts, is refused."""
     from kernbench.commands.run import check_run
+    from kernbench_tui.app import RunOutputs
 
     if not run_argv:
         raise KernbenchError("run: name a kernel (see `kernbench run --list`)")
-    check_run(run_argv[0], list(run_argv[1:]))
+    _spec, ns, _params = check_run(run_argv[0], list(run_argv[1:]))
+    if ns.json:
+        raise KernbenchError(f"run: --json prints a run record for scripts, not a view: use `kernbench run {shlex.join(run_argv)}`")
+    return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain)
+
+
+@dataclass(frozen=True)
+class RunLaunch:
+    """A live run and what was asked of it besides the view."""
+
+    source: ProcessSource
+    outputs: RunOutputs
 
 
 @dataclass(frozen=True)
@@ -78,8 +94,8 @@ class Comparison:
 
 
 if TYPE_CHECKING:
-    #: what the app opens: a source, or two for compare
-    Launchable = Source | WholeTraceSource | Comparison
+    #: what the app opens: a source, a live run with its outputs, or two for compare
+    Launchable = Source | WholeTraceSource | Comparison | RunLaunch
 
 
 def _side_source(label: str, text: str) -> Source | WholeTraceSource:
@@ -132,6 +148,10 @@ def _launch(source: Launchable) -> int:
         from kernbench_tui.compare_app import CompareApp
 
         app = CompareApp(list(source.sides))
+    elif isinstance(source, RunLaunch):
+        from kernbench_tui.app import KernbenchApp
+
+        app = KernbenchApp(source.source, outputs=source.outputs)
     else:
         from kernbench_tui.app import KernbenchApp
 
@@ -178,13 +198,21 @@ def _pace(text: str) -> float:
     return value
 
 
+class _Parser(OptionParser):
+    """Errors read ``kernbench-tui: run: …`` (the prefix is the program's, once)."""
+
+    def error(self, message: str) -> NoReturn:
+        sub = self.prog.removeprefix("kernbench-tui").strip()
+        raise KernbenchError(f"{sub + ': ' if sub else ''}{message} (see `{self.prog} --help`)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
+    parser = _Parser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
     parser.add_argument("--version", action="version", version=f"kernbench-tui {__version__}")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="simulate a kernel live (same options as `kernbench run`)")
-    run.add_argument("kernel")
-    run.add_argument("options", nargs=argparse.REMAINDER)
+    run.add_argument("kernel", nargs="?", help="a shipped kernel (`kernbench run --list`) or a kernel file: path/to/file.py[:NAME]")
+    run.add_argument("options", nargs=argparse.REMAINDER, help="its options, as for `kernbench run`")
     op = sub.add_parser("open", help="open a saved .kbtrace file")
     op.add_argument("file")
     cmp = sub.add_parser("compare", help='two runs on one time axis; each a .kbtrace file or "KERNEL [options]"')
@@ -202,8 +230,7 @@ def main(argv: Sequence[str] | None = None, launch: Callable[[Launchable], int] 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
         return guarded(lambda: _probe_command(argv[1:]), "error: ")
-    args = _parser().parse_args(argv)
-    return guarded(lambda: _start(args, launch), "kernbench-tui: ")
+    return guarded(lambda: _start(_parser().parse_args(argv), launch), "kernbench-tui: ")
 
 
 def _start(args: argparse.Namespace, launch: Callable[[Launchable], int]) -> int:
@@ -224,10 +251,11 @@ def _start(args: argparse.Namespace, launch: Callable[[Launchable], int]) -> int
     if args.command == "demo":
         return launch(_demo_source(args.pes, args.tiles, args.pace))
     if args.command == "run":
+        if not args.kernel:
+            raise KernbenchError("run: name a kernel: a shipped one (`kernbench run --list`) or a kernel file, path/to/file.py[:NAME]")
         run_argv = [args.kernel, *args.options]
         source = _simulation_source(run_argv)
-        check_run_options(run_argv)
-        return launch(source)
+        return launch(RunLaunch(source, run_outputs(run_argv)))
     try:
         source = _simulation_source(DEFAULT_RUN)
     except SimulatorNotWired as exc:

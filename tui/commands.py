@@ -80,13 +80,21 @@ class DebuggerCommands(Provider):
         ]
 
     def _save(self, name: str, writer: Writer) -> None:
+        """Write in a worker thread (a large run takes seconds to encode), saying so at the start and the end."""
         path = Path.cwd() / name
-        try:  # written whole or not at all (kernbench.outputs): a failure leaves an older file as it was
-            writer(path, self.debugger.store, self.debugger.metadata)
-        except KernbenchError as exc:
-            self.app.notify(str(exc), title="not saved", severity="error", timeout=10)
-            return
-        self.app.notify(f"wrote {path}", timeout=4)
+        app = self.app
+        store, metadata = self.debugger.store, self.debugger.metadata
+        app.notify(f"writing {path} ({len(store):,} events) …", timeout=4)
+
+        def write() -> None:
+            try:  # written whole or not at all (kernbench.outputs): a failure leaves an older file as it was
+                writer(path, store, metadata)
+            except (KernbenchError, OSError) as exc:
+                app.call_from_thread(app.notify, str(exc), title="not saved", severity="error", timeout=10)
+                return
+            app.call_from_thread(app.notify, f"wrote {path}", timeout=4)
+
+        app.run_worker(write, thread=True, name=f"save {name}", group="save")
 
     async def discover(self) -> Hits:
         for name, help_text, callback in self._commands():

@@ -1,4 +1,4 @@
-"""``kernbench run KERNEL``: simulate a shipped kernel and say where the time went.
+"""``kernbench run KERNEL``: simulate a kernel — shipped, or a file of yours — and say where the time went.
 
 Prints the latency, commands and dispatch cycles, the numerics error
 against the kernel's numpy reference, and each engine's busy share; with
@@ -17,25 +17,29 @@ are left as they were, and the events recorded up to the failure go to
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kernbench.cliargs import OptionParser
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
-from kernbench.events.types import ENGINES, Event
+from kernbench.events.store import EventStore
+from kernbench.events.types import ENGINES
 from kernbench.kernels import registry
 from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
-from kernbench.progress import run_progress, stderr_is_terminal
+from kernbench.progress import run_progress, stderr_is_terminal, working
 from kernbench.runtime.api import RunResult, Runtime
 
 if TYPE_CHECKING:
+    from kernbench.analysis.critical import Attribution
     from kernbench.events.tracefile import TraceMetadata
 
 ENGINE_NAMES = {
@@ -50,23 +54,16 @@ ENGINE_NAMES = {
 }
 
 
-class OptionParser(argparse.ArgumentParser):
-    """An option error is a :class:`KernbenchError` (one line, exit 2), not usage text and ``SystemExit``."""
-
-    def error(self, message: str) -> NoReturn:
-        raise KernbenchError(f"{self.prog}: {message} (see `{self.prog} --help`)")
-
-
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "run",
         allow_abbrev=False,  # --m is a kernel option, not short for --max-sim-ns
-        help="simulate a shipped kernel",
+        help="simulate a kernel: a shipped one, or a kernel file (path/to/file.py[:NAME])",
         description=__doc__.split("\n")[0],
         epilog="Kernel options (e.g. --variant, --context) are listed by `kernbench run KERNEL --help`.",
     )
-    p.add_argument("kernel", nargs="?", help="kernel name (see --list)")
-    p.add_argument("--list", action="store_true", help="list the shipped kernels and exit (with --json: as JSON)")
+    p.add_argument("kernel", nargs="?", help="a shipped kernel (see --list) or a kernel file: path/to/file.py[:NAME]")
+    p.add_argument("--list", action="store_true", help="list the shipped kernels, or a kernel file's, and exit (with --json: as JSON)")
     add_common_options(p)
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
@@ -162,23 +159,68 @@ def options_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, 
     return out
 
 
-def kernel_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
-    kp = OptionParser(prog=f"kernbench run {spec.name}", description=spec.description, allow_abbrev=False)
+def kernel_parser(spec: registry.KernelSpec, command: str = "run") -> OptionParser:
+    kp = KernelOptionParser(
+        spec,
+        prog=f"kernbench {command} {spec.name if not spec.source else spec.ref}",
+        description=kernel_description(spec),
+        allow_abbrev=False,
+    )
     add_common_options(kp)
     for prm in spec.params:
-        kp.add_argument(
-            prm.flag,
-            dest=prm.name,
-            type=prm.type,
-            default=prm.default,
-            choices=prm.choices,
-            help=f"{prm.help} (default: {prm.default})",
-        )
+        kp.add_argument(prm.flag, dest=prm.name, type=prm.type, default=prm.default, metavar=_metavar(prm), help=option_help(prm))
     return kp
 
 
+def kernel_description(spec: registry.KernelSpec) -> str:
+    """What ``--help`` says of a kernel: its description, where it is declared, its default topology."""
+    where = f"declared in {spec.source}; " if spec.source else ""
+    return f"{spec.description or spec.name} ({where}default topology: {spec.default_topology})"
+
+
+def option_help(prm: registry.Option) -> str:
+    return (
+        f"{prm.help} (default: {prm.default!r}; {prm.range_text()})"
+        if prm.type is str
+        else f"{prm.help} (default: {prm.default}; {prm.range_text()})"
+    )
+
+
+def _metavar(prm: registry.Option) -> str:
+    if prm.choices is not None:
+        return "{" + ",".join(map(str, prm.choices)) + "}"
+    return {int: "N", float: "X"}.get(prm.type, "TEXT")
+
+
+class KernelOptionParser(OptionParser):
+    """A kernel's options: an unknown one is named with the kernel's options (and a close match), never a usage block."""
+
+    def __init__(self, spec: registry.KernelSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            raise KernbenchError(self.unknown(extra))
+        return ns
+
+    def unknown(self, extra: list[str]) -> str:
+        flags = [a for a in self._actions if a.option_strings and a.dest != "help"]
+        known = [f for a in flags for f in a.option_strings]
+        first = next((a for a in extra if a.startswith("-")), extra[0])
+        word = first.split("=", 1)[0]
+        if not word.startswith("-"):
+            return f"{self.prog}: unexpected argument {first!r} (options are given as --name VALUE; see `{self.prog} --help`)"
+        ours = ", ".join(p.flag for p in self.spec.params) or "none"
+        guess = registry.suggest(word, known)
+        hint = f" (did you mean {' or '.join(guess)}?)" if guess else ""
+        return f"{self.prog}: {word} is not an option of {self.spec.name}{hint}; its options: {ours} (and kernbench run's own: see --help)"
+
+
 def parse_kernel_args(spec: registry.KernelSpec, argv: list[str]) -> argparse.Namespace:
-    return kernel_parser(spec).parse_args(argv)
+    ns: argparse.Namespace = kernel_parser(spec).parse_args(argv)
+    return ns
 
 
 def limits_of(ns: argparse.Namespace) -> RunLimits:
@@ -214,36 +256,61 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
 
     spec, ns, params, topology = _checked(kernel, argv)
     rt = Runtime(compile_spec(topology), mode=ns.timing)  # the document checked above: read once
+    return spec, ns, rt, set_up(spec, rt, params), params
+
+
+def set_up(spec: registry.KernelSpec, rt: Runtime, params: registry.Params) -> registry.Prepared:
+    """Run a kernel's set-up on ``rt``. A shipped kernel's ValueError is a rule of its options; anything a
+    kernel file's set-up raises is reported at its own line in that file."""
+    from kernbench.kernels.files import user_line
+
     try:
-        prepared = spec.prepare(rt, params)
+        return spec.prepare(rt, params)
+    except KernbenchError:
+        raise
     except ValueError as exc:
-        raise KernbenchError(f"{spec.name}: {exc}") from None
-    return spec, ns, rt, prepared, params
+        if not spec.source:
+            raise KernbenchError(f"{spec.name}: {exc}") from None
+        raise KernbenchError(f"{spec.name}: its set-up raised ValueError: {exc}{user_line(exc, Path(spec.source))}") from None
+    except Exception as exc:
+        if not spec.source:
+            raise
+        raise KernbenchError(f"{spec.name}: its set-up raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
 
 
 def report(
-    spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, result: RunResult, params: registry.Params
+    spec: registry.KernelSpec,
+    rt: Runtime,
+    prepared: registry.Prepared,
+    result: RunResult,
+    params: registry.Params,
+    attribution: Attribution | None = None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "kernel": spec.name,
-        "topology": rt.graph.name,
-        "timing": rt.mode,
-        "variant": prepared.variant,
-        "params": params,
-        "latency_ns": round(result.latency_ns, 6),
-        "engine_util_pct": {e: round(v, 3) for e, v in result.engine_util_pct().items()},
-        "dispatch_cycles": round(result.total_dispatch_cycles, 6),
-        "commands": result.total_commands,
-        "pes": len(result.pes),
-        "max_abs_err": prepared.check(),
-    }
-    out.update(prepared.summary(result))
-    return out
+    """The run record (:mod:`kernbench.record`) of a finished run: ``kernbench run --json``'s object."""
+    from kernbench.record import record
+
+    return record(
+        kernel=spec.name,
+        kernel_file=spec.source or None,
+        topology=rt.graph.name,
+        timing=rt.mode,
+        variant=prepared.variant,
+        params=params,
+        latency_ns=result.latency_ns,
+        pes=len(result.pes),
+        commands=result.total_commands,
+        dispatch_cycles=result.total_dispatch_cycles,
+        max_abs_err=prepared.check(),
+        stall_ns_by_reason=result.stall_ns_by_reason,
+        engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
+        attribution=attribution.as_json() if attribution is not None else None,
+        figures=prepared.summary(result),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.list or not args.kernel:
-        table = registry.kernels()
+        table = _listed(args.kernel)
         if args.json:
             print(
                 to_json(
@@ -271,38 +338,58 @@ def run(args: argparse.Namespace) -> int:
     except KernbenchError as exc:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:
-            saved = _save(ns, recorded, _meta(spec, rt, prepared, params, None), partial=True)
+            saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params), partial=True)
             exc.args = (f"{exc}\n  the {len(recorded):,} events recorded up to the failure are in {', '.join(saved)}",)
         raise
-    data = report(spec, rt, prepared, result, params)
+    show = stderr_is_terminal() and not ns.json
     attribution = None
     if ns.explain:
-        from kernbench.analysis.critical import attribute
-
-        attribution = attribute(result.events or [], result.latency_ns)
-        data["attribution"] = attribution.as_json()
+        with working("attributing the latency along the critical path", show):
+            attribution = result.explain()
+    data = report(spec, rt, prepared, result, params, attribution)
     if ns.trace or ns.perfetto:
-        _save(ns, result.events or [], _meta(spec, rt, prepared, params, result.latency_ns))
+        with working(f"writing {' and '.join(p for p in (ns.trace, ns.perfetto) if p)} ({len(result.events or []):,} events)", show):
+            _save(ns, result.store(), _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"]))
     if ns.json:
         print(to_json(data, indent=2, sort_keys=False))
     else:
-        print_report(data, result)
+        print_report(data)
         if attribution is not None:
-            from kernbench.commands.explain import explain_text
+            from kernbench.analysis.explain import explain_text
 
             print()
             print(explain_text(attribution), end="")
     return 0
 
 
+def _listed(kernel: str | None) -> dict[str, registry.KernelSpec]:
+    """What ``--list`` lists: the shipped kernels, or those a kernel file declares (``kernbench run --list FILE.py``)."""
+    from kernbench.kernels import files
+
+    if kernel and files.is_file_ref(kernel):
+        return {spec.ref: spec for spec in files.load(files.split_ref(kernel)[0]).kernels.values()}
+    return registry.kernels()
+
+
 def _meta(
-    spec: registry.KernelSpec, rt: Runtime, prepared: registry.Prepared, params: registry.Params, end_ns: float | None
+    spec: registry.KernelSpec,
+    rt: Runtime,
+    prepared: registry.Prepared,
+    params: registry.Params,
+    end_ns: float | None = None,
+    max_abs_err: float | None = None,
+    partial: bool = True,
 ) -> TraceMetadata:
+    """A trace's metadata: what ran, with the run record's context (so a trace reads back as the same record).
+    Without ``end_ns`` the run has not ended: a failed run's (``partial``), or one about to start."""
     from kernbench.events.tracefile import TraceMetadata
 
-    extra: dict[str, Any] = {"params": params}
+    extra: dict[str, Any] = {"params": params, "timing": rt.mode, "kernel_file": spec.source or None}
     if end_ns is None:
-        extra["partial"] = True
+        if partial:
+            extra["partial"] = True
+    else:
+        extra["max_abs_err"] = max_abs_err
     return TraceMetadata(kernel=spec.name, topology=rt.graph.name, variant=prepared.variant, end_ns=end_ns or 0.0, extra=extra)
 
 
@@ -312,17 +399,20 @@ def _partial(path: str) -> str:
     return str(p.with_name(f"{p.stem}.partial{p.suffix}"))
 
 
-def _save(ns: argparse.Namespace, events: list[Event], meta: TraceMetadata, partial: bool = False) -> list[str]:
-    """Write the requested outputs, all or none (an interrupt between two leaves neither)."""
+def _save(ns: argparse.Namespace, store: EventStore, meta: TraceMetadata, partial: bool = False) -> list[str]:
+    return save_outputs(ns.trace, ns.perfetto, store, meta, partial)
+
+
+def save_outputs(trace: str | None, perfetto: str | None, store: EventStore, meta: TraceMetadata, partial: bool = False) -> list[str]:
+    """Write the requested outputs (``--trace``, ``--perfetto``), all or none (an interrupt between two leaves
+    neither); a failed run's (``partial``) go beside them as ``NAME.partial.EXT``. Returns the paths written."""
     from kernbench.events.perfetto import perfetto_bytes
-    from kernbench.events.store import EventStore
     from kernbench.events.tracefile import trace_bytes
 
-    store = EventStore.from_events(events)
     if not meta.end_ns:
         meta = type(meta)(meta.kernel, meta.topology, meta.variant, store.end_ns, meta.extra)
     outputs = []
-    for path, encode in ((ns.trace, trace_bytes), (ns.perfetto, perfetto_bytes)):
+    for path, encode in ((trace, trace_bytes), (perfetto, perfetto_bytes)):
         if path:
             data = encode(store, meta)
             outputs.append((_partial(path) if partial else path, lambda f, data=data: f.write(data)))
@@ -337,65 +427,54 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-def print_report(data: dict[str, Any], result: RunResult) -> None:
+def _shown_path(path: str) -> str:
+    """A path as a person gave it: relative to the current folder when it lies below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def print_report(data: dict[str, Any]) -> None:
+    """A run record (:func:`report`) as text."""
+    from kernbench.record import NAMES
+
     console = _Console(width=100, highlight=False, color_system=None if not sys.stdout.isatty() else "auto")  # honours NO_COLOR
     head = f"{data['kernel']}" + (f" ({data['variant']})" if data["variant"] else "")
-    console.print(f"{head} on {data['topology']} · {data['pes']} PE(s)")
+    console.print(f"{head} on {data['topology']} · {data['pes']} PE(s)", markup=False)
+    if data["kernel_file"]:
+        console.print(f"kernel file        {_shown_path(data['kernel_file'])}", markup=False)
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
-    console.print(f"max |err| vs numpy {data['max_abs_err']:.3g}")
-    extra = {
-        k: v
-        for k, v in data.items()
-        if k
-        not in {
-            "kernel",
-            "topology",
-            "variant",
-            "params",
-            "latency_ns",
-            "engine_util_pct",
-            "dispatch_cycles",
-            "commands",
-            "pes",
-            "max_abs_err",
-            "attribution",
-        }
-    }
-    for k, v in extra.items():
-        console.print(f"{k:<18} {v}")
+    err = data["max_abs_err"]
+    console.print(f"max |err| vs numpy {'— (the kernel has no reference check)' if err is None else format(err, '.3g')}")
+    for k, v in data.items():
+        if k not in NAMES:
+            console.print(f"{k:<18} {v}", markup=False)
     t = Table(box=box.SIMPLE_HEAD, title="engines (all PEs)", title_justify="left")
     t.add_column("engine")
     t.add_column("busy ns", justify="right")
     t.add_column("busy %", justify="right")
     t.add_column("idle %", justify="right")
     for e in ENGINES:
-        busy = sum(b[e] for b in result.engine_busy_ns.values())
         pct = data["engine_util_pct"][e]
-        t.add_row(ENGINE_NAMES[e], f"{busy:,.1f}", f"{pct:.1f}", f"{max(0.0, 100 - pct):.1f}")
+        t.add_row(ENGINE_NAMES[e], f"{data['engine_busy_ns'][e]:,.1f}", f"{pct:.1f}", f"{max(0.0, 100 - pct):.1f}")
     console.print(t)
-    stall = sum(result.stall_ns.values())
-    console.print(f"PE_CPU stalled {stall:,.1f} ns in all (lazy-load waits, full queue, receives)")
+    reasons = data["stall_ns_by_reason"]
+    why = ", ".join(f"{reason} {ns:,.1f}" for reason, ns in reasons.items() if ns > 0) or "lazy-load waits, full queue, receives"
+    console.print(f"PE_CPU stalled {data['stall_ns']:,.1f} ns in all ({why})", markup=False)
 
 
 def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
     """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``."""
-    from kernbench.events.tracefile import TraceMetadata
-
     if not argv:
         raise KernbenchError("kernbench-tui run: name a kernel (see `kernbench run --list`)")
     spec, ns, rt, prepared, params = prepare(argv[0], list(argv[1:]))
-    meta = TraceMetadata(kernel=spec.name, topology=rt.graph.name, variant=prepared.variant, extra={"params": params})
     limits = limits_of(ns)
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return TraceMetadata(
-            kernel=spec.name,
-            topology=rt.graph.name,
-            variant=prepared.variant,
-            end_ns=result.latency_ns,
-            extra={"params": params, "latency_ns": result.latency_ns},
-        )
+        return _meta(spec, rt, prepared, params, result.latency_ns, prepared.check())
 
-    return fn, meta
+    return fn, _meta(spec, rt, prepared, params, partial=False)

@@ -120,7 +120,7 @@ def test_the_debugger_refuses_a_bad_file_before_it_starts(tmp_path, capsys, cont
     [
         (["--heads", "abc"], r"argument --heads: invalid int value: 'abc'"),
         (["--heads", "0"], r"--heads 0: must be in 1\.\.4096"),
-        (["--variant", "fast"], r"argument --variant: invalid choice"),
+        (["--variant", "fast"], r"--variant 'fast': choose one of primitive, opt3, opt2"),
         (["--topology", "nope"], r"unknown topology 'nope'"),
         (["--set", "flit_bytes=.inf"], r"flit_bytes: must be a finite number"),
         (["--trace", "/nonexistent/x.kbtrace"], r"folder /nonexistent does not exist"),

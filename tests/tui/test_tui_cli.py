@@ -6,6 +6,7 @@ import types
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench_tui import cli
+from kernbench_tui.app import RunOutputs
 from kernbench_tui.sources import ProcessSource, TraceFileSource
 
 
@@ -37,8 +38,8 @@ def test_open_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
 def test_run_simulates_through_the_tui_simulation_hook_in_a_child_process():
     launched, launch = capture()
     assert cli.main(["run", "gemm-primitive", "--m", "64"], launch=launch) == 0
-    source = launched[0]
-    assert isinstance(source, ProcessSource)
+    source = launched[0].source
+    assert isinstance(source, ProcessSource) and launched[0].outputs == RunOutputs()
     assert (source.target, source.args) == ("kernbench.cli:tui_simulation", (["gemm-primitive", "--m", "64"],))
 
 

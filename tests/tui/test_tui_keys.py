@@ -229,6 +229,10 @@ async def test_command_palette_saves_a_trace_that_reopens(tmp_path, monkeypatch)
         await pilot.pause(0.3)
         await pilot.press("enter")
         await settle(app, pilot)
+        await app.workers.wait_for_complete()  # the file is written off the UI thread
+        await pilot.pause()
+        notes = [n.message for n in app._notifications]
+        assert notes[0].startswith("writing ") and notes[-1].startswith("wrote "), notes
     trace = open_trace(tmp_path / "demo_gemm.kbtrace")
     assert len(trace.store) == len(app.store) and trace.metadata.kernel == "demo_gemm"
 

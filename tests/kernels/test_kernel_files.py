@@ -1,0 +1,203 @@
+"""Kernel files: declared with @kernel, named as path.py[:NAME]; every mistake in one says where, in the user's file."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernbench import Option, Runtime, kernel, tl
+from kernbench.cli import main
+from kernbench.errors import NotRecordedError
+from kernbench.events.tracefile import open_trace
+from kernbench.kernels import registry
+
+HEADER = "import numpy as np\nfrom kernbench import Option, kernel, tl\n\n"
+
+GOOD = HEADER + textwrap.dedent(
+    '''
+    def scale(x, out, factor):
+        tl.store(out, tl.scale(tl.load(x), factor))
+
+
+    @kernel(options=[Option("factor", float, 2.0, "the scale", low=-10, high=10)], topology="cube1")
+    def scaled(rt, factor):
+        """out = factor · x on one PE."""
+        X = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+        x, out = rt.deploy(X), rt.empty((64, 64))
+        rt.launch(scale, pes=[0], args=(x, out, factor))
+        return lambda: np.abs(rt.read(out).astype(np.float32) - factor * X.astype(np.float16).astype(np.float32)).max()
+    '''
+)
+
+
+def write(tmp_path: Path, text: str, name: str = "k.py") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def fails(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    assert main(list(argv)) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and "Traceback" not in err
+    return err
+
+
+def test_a_declared_kernel_runs_and_its_help_shows_ranges_defaults_and_topology(tmp_path, capsys):
+    f = write(tmp_path, GOOD)
+    assert main(["run", f, "--json", "--factor", "3"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["kernel"] == "scaled" and rec["params"] == {"factor": 3.0} and rec["max_abs_err"] < 1e-2
+    with pytest.raises(SystemExit):
+        main(["run", f, "--help"])
+    out = capsys.readouterr().out
+    assert "default topology: cube1" in out and "-10..10" in out and "default: 2.0" in out and f in out
+
+
+@pytest.mark.parametrize(
+    "text, line, cause",
+    [
+        (HEADER + "def k(:\n    pass\n", 4, "SyntaxError"),
+        (HEADER + "x = 1\nundefined_name + 1\n", 5, "NameError: name 'undefined_name' is not defined"),
+        (
+            HEADER + "@kernel(options=[Option('n', int, 4, 'n')])\ndef s(rt, n):\n    return 1 / 0 if n else None\n",
+            6,
+            "ZeroDivisionError",
+        ),
+        (
+            HEADER
+            + "def k(x):\n    tl.load(x)\n    raise RuntimeError('boom in the kernel')\n\n"
+            + "@kernel()\ndef s(rt):\n    rt.launch(k, pes=[0], args=(rt.deploy(np.ones((4, 4))),))\n",
+            6,
+            "RuntimeError: boom in the kernel",
+        ),
+    ],
+    ids=["syntax", "import", "set-up", "kernel"],
+)
+def test_an_error_in_the_users_file_points_at_its_line(tmp_path, capsys, text, line, cause):
+    f = write(tmp_path, text)
+    err = fails(capsys, "run", f)
+    assert cause in err and f"{f}:{line}" in err, err
+
+
+def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
+    f = write(
+        tmp_path,
+        "from kernbench import tl\n\n\ndef add_rows(x, out):\n    tl.store(out, tl.add(tl.load(x), tl.load(x)))\n\nprint('side effect')\n",
+    )
+    err = fails(capsys, "run", f)
+    assert "declares no kernel" in err and "add_rows (line 4)" in err and "@kernel(" in err and "rt.launch(add_rows" in err
+    assert "kernbench new kernel" in err
+    assert "side effect" not in capsys.readouterr().out  # a file without a declaration is not executed
+
+
+def test_names_in_a_file_of_several_kernels(tmp_path, capsys):
+    two = (
+        GOOD
+        + "\n\n@kernel(name='other')\ndef second(rt):\n    rt.launch(scale, pes=[0], args=(rt.deploy(np.ones((4, 4))), rt.empty((4, 4)), 1.0))\n"
+    )
+    f = write(tmp_path, two)
+    assert "declares 2 kernels (scaled, other): name one, e.g." in fails(capsys, "run", f)
+    assert "declares no kernel 'third'; it declares scaled, other" in fails(capsys, "run", f"{f}:third")
+    assert main(["run", f"{f}:other", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernel"] == "other"
+
+
+@pytest.mark.parametrize(
+    "arg, cause",
+    [
+        ("missing.py", "no such kernel file"),
+        ("scaled", "unknown kernel 'scaled'"),
+    ],
+)
+def test_a_kernel_that_is_not_there_is_named(tmp_path, capsys, monkeypatch, arg, cause):
+    monkeypatch.chdir(tmp_path)
+    assert cause in fails(capsys, "run", arg)
+
+
+def test_a_file_named_without_py_is_pointed_at_its_py(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, GOOD, "mine.py")
+    assert "name it with its .py: mine.py" in fails(capsys, "run", "mine")
+
+
+def test_an_unknown_option_names_the_kernels_options(tmp_path, capsys):
+    f = write(tmp_path, GOOD)
+    err = fails(capsys, "run", f, "--factr", "2")
+    assert "--factr is not an option of scaled (did you mean --factor?)" in err and "usage" not in err
+    assert "--factor 11.0: must be in -10..10" in fails(capsys, "run", f, "--factor", "11")
+
+
+@pytest.mark.parametrize(
+    "declare, cause",
+    [
+        (
+            lambda: kernel(options=[Option("n", int, 1, "n")], name="k")(lambda rt: None),
+            "must take the runtime, then one keyword per option",
+        ),
+        (lambda: Option("n", int, 0, "n", low=1, high=4), "its default fails its own range"),
+        (lambda: Option("topology", str, "", "clashes"), "one of kernbench run's own options"),
+        (lambda: Option("n", list, [], "n"), "type must be int, float or str"),
+    ],
+)
+def test_a_wrong_declaration_fails_where_it_is_written(declare, cause):
+    with pytest.raises(TypeError, match=cause):
+        declare()
+
+
+def test_the_template_runs_and_is_never_written_over(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "kernel", "mine"]) == 0
+    assert "kernbench run mine.py" in capsys.readouterr().out
+    rec = json.loads(_out(capsys, ["run", "mine.py", "--json"]))
+    assert rec["kernel"] == "mine" and 0 < rec["max_abs_err"] < 0.05 and rec["commands"] > 0
+    before = (tmp_path / "mine.py").read_text()
+    assert "exists; not overwritten" in fails(capsys, "new", "kernel", "mine")
+    assert (tmp_path / "mine.py").read_text() == before
+    assert "a name is letters" in fails(capsys, "new", "kernel", "2bad")
+
+
+def _out(capsys, argv):
+    capsys.readouterr()
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def _small_run(record: bool):
+    rt = Runtime("cube1")
+    x = rt.deploy(np.ones((64, 128)), pe=0)
+    out = rt.empty((64, 128), pe=0)
+    rt.launch(lambda x, out: tl.store(out, tl.exp(tl.load(x))), pes=[0], args=(x, out))
+    return rt.run(record=record)
+
+
+def test_a_result_saves_its_trace_and_perfetto_and_explains_itself(tmp_path, capsys):
+    result = _small_run(record=True)
+    result.save_trace(tmp_path / "r.kbtrace")
+    result.save_perfetto(tmp_path / "r.json")
+    trace = open_trace(tmp_path / "r.kbtrace")
+    assert len(trace.store) == len(result.events) and trace.metadata.end_ns == result.latency_ns and trace.metadata.topology == "cube1"
+    assert json.loads((tmp_path / "r.json").read_text())["traceEvents"]
+    a = result.explain()
+    assert sum(a.by_cause.values()) == pytest.approx(result.latency_ns, abs=1e-6)
+    assert result.explain_text().startswith(f"why {result.latency_ns:,.3f} ns")
+    assert main(["compare", str(tmp_path / "r.kbtrace"), str(tmp_path / "r.kbtrace")]) == 0
+
+
+def test_a_result_without_events_says_how_to_record_them(tmp_path):
+    result = _small_run(record=False)
+    for call in (lambda: result.save_trace(tmp_path / "r.kbtrace"), result.explain, lambda: result.save_perfetto(tmp_path / "r.json")):
+        with pytest.raises(NotRecordedError, match=r"record=True"):
+            call()
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_shipped_kernels_are_declared_the_same_way():
+    for name, spec in registry.kernels().items():
+        assert spec.setup is not None and spec.name == name and not spec.source
+        assert spec.setup.__module__.startswith("kernbench.kernels.")
