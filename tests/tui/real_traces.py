@@ -1,8 +1,11 @@
 """Recorded event streams of real kernels, pinned for the UI's snapshots.
 
 The debugger's snapshots must change when *its* rendering changes, not when
-the simulator's timing does; so they render these recordings. Re-record
-after an intended model change with::
+the simulator's timing does; so they render these recordings. A test
+(``test_recordings.py``) re-simulates each one and fails when the simulator
+records something else now, so the snapshots — and README's capture — never
+show a run the program no longer produces. Re-record after an intended model
+change with::
 
     python tests/tui/real_traces.py
 """
@@ -43,9 +46,8 @@ def load(name: str):
     return events, meta
 
 
-def record(name: str) -> None:
-    from dataclasses import asdict
-
+def simulate(name: str):
+    """(events, metadata) of the run as the simulator records it now (``kernbench-tui run``'s path)."""
     from kernbench.cli import tui_simulation
     from kernbench.events.bus import Bus, Recorder
 
@@ -53,9 +55,16 @@ def record(name: str) -> None:
     bus = Bus()
     rec = Recorder(bus)
     meta = fn(bus) or meta
+    return rec.events(), meta
+
+
+def record(name: str) -> None:
+    from dataclasses import asdict
+
+    events, meta = simulate(name)
     with open(DATA / f"{name}.jsonl", "w") as f:
         f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
-        for e in rec.events():
+        for e in events:
             f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred]) + "\n")
 
 
