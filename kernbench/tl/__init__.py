@@ -273,7 +273,12 @@ def _tcm_handles(ops: list[OpSpec], rw: list[TensorHandle]) -> Iterator[TensorHa
 
 
 def _spec_refs(op: OpSpec) -> CmdOpSpec:
-    op_kind(op.kind)
+    names = op_kind(op.kind).arity
+    if tuple(op.operands) != names:
+        # the numerics and the work take operands by position: a misnamed or extra one would be misread silently
+        raise ValueError(
+            f"OpSpec {op.kind}: operands must be named {', '.join(names)}, in that order; got {', '.join(op.operands) or 'none'}"
+        )
     operands: dict[str, HandleRef] = {}
     for name, h in op.operands.items():
         if not isinstance(h, TensorHandle):
