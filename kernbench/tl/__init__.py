@@ -654,8 +654,8 @@ def scale(x: TensorHandle, factor: float) -> TensorHandle:
 def copy(x: TensorHandle) -> TensorHandle:
     """A copy of a TCM handle in new scratch, through PE_FETCH_STORE only.
 
-    A ``copy`` op inside a ``tl.composite`` runs on PE_MATH instead (see the
-    op kinds).
+    A ``copy`` op inside a ``tl.composite`` runs on PE_MATH instead (the op
+    kinds table).
 
     Shapes:
         The copy has ``x``'s shape.

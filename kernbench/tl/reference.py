@@ -163,19 +163,24 @@ class Entry:
 _HEADER = re.compile(r"^([A-Z][A-Za-z ]*):$")
 
 
-def entry(name: str, obj: object | None = None) -> Entry:
-    """``tl.<name>``'s entry (``obj``: the object documented, by default ``getattr(tl, name)``)."""
-    obj = getattr(tl, name) if obj is None else obj
-    doc = inspect.cleandoc(obj.__doc__ or "") if isinstance(obj.__doc__, str) else ""
-    problems: list[str] = []
-    lines = doc.splitlines()
+def entry(name: str) -> Entry:
+    """``tl.<name>``'s entry: its docstring split into summary, free text and sections, and what is amiss."""
+    obj = getattr(tl, name)
+    lines = inspect.cleandoc(obj.__doc__ or "").splitlines()
     summary = lines[0].strip() if lines else ""
-    if not summary:
-        problems.append(f"tl.{name}: no docstring")
+    free, sections, problems = _split(name, lines[1:])
+    bodies = {t: textwrap.dedent("\n".join(sections[t])).strip("\n") for t in SECTIONS if t in sections}
+    problems += _shape_problems(name, list(sections), bodies) if summary else [f"tl.{name}: no docstring"]
+    return Entry(name, signature(name, obj), summary, "\n".join(free).strip("\n"), bodies, tuple(problems))
+
+
+def _split(name: str, lines: list[str]) -> tuple[list[str], dict[str, list[str]], list[str]]:
+    """The free text before the first section, each section's lines, and misplaced headers or lines."""
     free: list[str] = []
     sections: dict[str, list[str]] = {}
-    current: list[str] = free
-    for line in lines[1:]:
+    problems: list[str] = []
+    current = free
+    for line in lines:
         m = _HEADER.match(line)
         if m:
             title = m.group(1)
@@ -188,17 +193,18 @@ def entry(name: str, obj: object | None = None) -> Entry:
             problems.append(f"tl.{name}: a line under {next(reversed(sections))!r} is not indented: {line.strip()!r}")
         else:
             current.append(line)
-    bodies = {t: textwrap.dedent("\n".join(sections[t])).strip("\n") for t in SECTIONS if t in sections}
-    if summary:
-        for t in SECTIONS:
-            if t not in OPTIONAL and not bodies.get(t):
-                problems.append(f"tl.{name}: no {t} section")
-        order = [t for t in sections if t in SECTIONS]
-        if order != sorted(order, key=SECTIONS.index):
-            problems.append(f"tl.{name}: sections out of order ({', '.join(order)}; the order is {', '.join(SECTIONS)})")
-        if bodies.get("Cost") and not COMMAND.match(bodies["Cost"]):
-            problems.append(f"tl.{name}: Cost does not start with '- Command: ``XxxCmd``…' or '- Command: none'")
-    return Entry(name, signature(name, obj), summary, "\n".join(free).strip("\n"), bodies, tuple(problems))
+    return free, sections, problems
+
+
+def _shape_problems(name: str, order: list[str], bodies: dict[str, str]) -> list[str]:
+    """Required sections missing, sections out of order, a Cost without its Command line."""
+    out = [f"tl.{name}: no {t} section" for t in SECTIONS if t not in OPTIONAL and not bodies.get(t)]
+    known = [t for t in order if t in SECTIONS]
+    if known != sorted(known, key=SECTIONS.index):
+        out.append(f"tl.{name}: sections out of order ({', '.join(known)}; the order is {', '.join(SECTIONS)})")
+    if bodies.get("Cost") and not COMMAND.match(bodies["Cost"]):
+        out.append(f"tl.{name}: Cost does not start with '- Command: ``XxxCmd``…' or '- Command: none'")
+    return out
 
 
 def problems() -> list[str]:
@@ -265,8 +271,9 @@ def signature(name: str, obj: object) -> str:
 
 
 def _md(text: str) -> str:
-    """Docstring markup to Markdown: ``code`` to `code`."""
-    return re.sub(r"``(.+?)``", r"`\1`", text, flags=re.S)
+    """Docstring markup to Markdown: ``code`` to `code`, "op kinds table" to a link to it."""
+    text = re.sub(r"``(.+?)``", r"`\1`", text, flags=re.S)
+    return re.sub(r"op(\s+)kinds(\s+)table", r"[op\1kinds\2table](#composite-op-kinds)", text)
 
 
 def _anchor(title: str) -> str:

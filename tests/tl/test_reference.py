@@ -47,15 +47,33 @@ def test_a_public_name_without_an_entry_or_a_section_is_reported(monkeypatch):
         """
         return x
 
-    monkeypatch.setattr(tl, "__all__", [*tl.__all__, "undocumented", "half_documented"])
-    monkeypatch.setattr(tl, "undocumented", undocumented, raising=False)
-    monkeypatch.setattr(tl, "half_documented", half_documented, raising=False)
+    def misordered(x: int) -> int:
+        """Something.
+
+        Shapes:
+            Any.
+        Dtypes:
+            Any.
+        Example:
+            tl.misordered(1)
+        Cost:
+            Free time.
+        """
+        return x
+
+    monkeypatch.setattr(tl, "__all__", [*tl.__all__, "undocumented", "half_documented", "misordered"])
+    for fn in (undocumented, half_documented, misordered):
+        monkeypatch.setattr(tl, fn.__name__, fn, raising=False)
     found = reference.problems()
     assert "tl.undocumented: public (in tl.__all__) but in no group of kernbench.tl.reference.GROUPS" in found
     assert "tl.undocumented: no docstring" in found
     assert "tl.half_documented: no Dtypes section" in found
     assert "tl.half_documented: no Example section" in found
     assert any("tl.half_documented: unknown section 'Remarks'" in p for p in found)
+    assert (
+        "tl.misordered: sections out of order (Shapes, Dtypes, Example, Cost; the order is Shapes, Dtypes, Cost, Errors, Example)" in found
+    )
+    assert "tl.misordered: Cost does not start with '- Command: ``XxxCmd``…' or '- Command: none'" in found
     assert reference.main(["--check"], out=lambda s: None) == 2
 
 
