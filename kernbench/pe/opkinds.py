@@ -24,6 +24,7 @@ class OpKind:
     arity: tuple[str, ...]  # operand names, in order
     fn: Callable[..., F32]  # operands (by position), then the params it takes (by name)
     params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
+    doc: str = ""  # what it computes, one line (the tl reference's op-kind table: kernbench.tl.reference)
 
     def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any]) -> F32:
         if not self.params:
@@ -68,22 +69,22 @@ def _binary(fn: Callable[[F32, F32], F32]) -> Callable[[ArrayLike, ArrayLike], F
 OP_KINDS: dict[str, OpKind] = {
     k.name: k
     for k in [
-        OpKind("gemm", "gemm", ("a", "b"), _gemm, ("transpose_b",)),
-        OpKind("add", "math", ("a", "b"), _binary(np.add)),
-        OpKind("sub", "math", ("a", "b"), _binary(np.subtract)),
-        OpKind("mul", "math", ("a", "b"), _binary(np.multiply)),
-        OpKind("div", "math", ("a", "b"), _binary(np.divide)),
-        OpKind("maximum", "math", ("a", "b"), _binary(np.maximum)),
-        OpKind("sub_bcast", "math", ("a", "b"), _binary(np.subtract)),
-        OpKind("mul_bcast", "math", ("a", "b"), _binary(np.multiply)),
-        OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide)),
-        OpKind("exp", "math", ("x",), lambda x: np.exp(_f32(x))),
-        OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",)),
-        OpKind("copy", "math", ("x",), _f32),
-        OpKind("rowmax", "math", ("x",), _rowmax),
-        OpKind("rowsum", "math", ("x",), _rowsum),
-        OpKind("max", "math", ("x",), _reduce(np.max), ("axis",)),
-        OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",)),
+        OpKind("gemm", "gemm", ("a", "b"), _gemm, ("transpose_b",), "a @ b (a @ b.T with transpose_b), accumulated in float32"),
+        OpKind("add", "math", ("a", "b"), _binary(np.add), doc="a + b, numpy broadcasting"),
+        OpKind("sub", "math", ("a", "b"), _binary(np.subtract), doc="a − b, numpy broadcasting"),
+        OpKind("mul", "math", ("a", "b"), _binary(np.multiply), doc="a × b, numpy broadcasting"),
+        OpKind("div", "math", ("a", "b"), _binary(np.divide), doc="a / b, numpy broadcasting"),
+        OpKind("maximum", "math", ("a", "b"), _binary(np.maximum), doc="the larger of a and b, elementwise"),
+        OpKind("sub_bcast", "math", ("a", "b"), _binary(np.subtract), doc="a − b with b a (rows, 1) column (numerics as sub)"),
+        OpKind("mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)"),
+        OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)"),
+        OpKind("exp", "math", ("x",), lambda x: np.exp(_f32(x)), doc="e ** x, elementwise"),
+        OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",), "x × factor (default 1.0)"),
+        OpKind("copy", "math", ("x",), _f32, doc="x unchanged (on PE_MATH; tl.copy goes through PE_FETCH_STORE only)"),
+        OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)"),
+        OpKind("rowsum", "math", ("x",), _rowsum, doc="sum along the last axis, kept as size 1: (rows, 1)"),
+        OpKind("max", "math", ("x",), _reduce(np.max), ("axis",), "max over all elements (shape ()), or along axis kept as size 1"),
+        OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",), "sum over all elements (shape ()), or along axis kept as size 1"),
     ]
 }
 

@@ -81,6 +81,17 @@ def test_an_error_in_a_helper_names_the_deepest_kernel_file_line(rt):
             "unknown op kind 'gemmm'.*did you mean 'gemm'",
         ),
         (lambda a, b: tl.composite([]), "at least one OpSpec"),
+        # operands are taken by position: a misnamed, missing or extra one is an error, not a silent misreading
+        (
+            lambda a, b: tl.composite([tl.OpSpec("sub", {"b": tl.load(a), "a": tl.load(a)})]),
+            "operands must be named a, b, in that order; got b, a",
+        ),
+        (lambda a, b: tl.composite([tl.OpSpec("add", {"a": tl.load(a)})]), r"operands must be named a, b, in that order; got a\s"),
+        (
+            lambda a, b: tl.composite([tl.OpSpec("gemm", {"a": tl.load(a), "b": tl.load(a), "c": tl.load(a)})]),
+            "named a, b, in that order; got a, b, c",
+        ),
+        (lambda a, b: tl.composite([tl.OpSpec("exp", {})]), "operands must be named x, in that order; got none"),
         (lambda a, b: tl.send(5, tl.load(a)), "destination 5 is not a program"),
     ],
 )
