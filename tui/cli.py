@@ -107,9 +107,11 @@ def _side_source(label: str, text: str) -> Source | WholeTraceSource:
         side = parse_side(text)
         if isinstance(side, RunSide):
             source = _simulation_source(list(side.argv))
-            check_side(side)
+            check_side(side, saves=False)
             return source
-        return TraceFileSource(side.path, check_side(side))
+        trace = check_side(side)
+        assert not isinstance(trace, argparse.Namespace)
+        return TraceFileSource(side.path, trace)
     except SideError as exc:
         raise KernbenchError(f"compare {label}: {exc}") from None
 

@@ -52,7 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    checked: list[tuple[str, Side, Trace | None]] = []
+    checked: list[tuple[str, Side, Trace | argparse.Namespace]] = []
     for which, text in (("A", args.a), ("B", args.b)):  # check both before simulating either
         try:
             side = parse_side(text)
@@ -68,31 +68,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_outputs_apart(checked: list[tuple[str, Side, Trace | None]]) -> None:
+def _check_outputs_apart(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> None:
     """Two sides may not write one file, nor write a trace the other side reads."""
     from kernbench.outputs import check_outputs
 
     outputs, inputs = [], []
-    for which, side, _trace in checked:
+    for which, side, what in checked:
         if isinstance(side, TraceSide):
             inputs.append(side.path)
-            continue
-        ns = side_namespace(side)
-        outputs += [(f"compare {which} --{flag}", path) for flag in ("trace", "perfetto") if (path := getattr(ns, flag))]
+        elif isinstance(what, argparse.Namespace):
+            outputs += [(f"compare {which} --{flag}", path) for flag in ("trace", "perfetto") if (path := getattr(what, flag))]
     check_outputs(outputs, inputs=inputs)
-
-
-def side_namespace(side: RunSide) -> argparse.Namespace:
-    from kernbench.commands.run import check_run
-
-    return check_run(side.kernel, side.options)[1]
 
 
 def side_json(s: RunSummary) -> dict[str, object]:
     return {"side": s.name, **s.as_json()}
 
 
-def load_sides(checked: list[tuple[str, Side, Trace | None]]) -> list[RunSummary]:
+def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> list[RunSummary]:
     """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
     from kernbench.progress import compare_progress, stderr_is_terminal
     from kernbench.sweep.executors import in_processes, in_this_process, usable_cpus
@@ -102,7 +95,7 @@ def load_sides(checked: list[tuple[str, Side, Trace | None]]) -> list[RunSummary
     with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal()) as done:
         for which, side, trace in checked:
             if isinstance(side, TraceSide):
-                assert trace is not None
+                assert not isinstance(trace, argparse.Namespace)
                 out[which] = summarize(trace.store, side.text, trace.metadata.end_ns or None, trace.metadata)
                 done(which)
         jobs = min(len(tasks), usable_cpus())

@@ -18,6 +18,7 @@ side's events; ``--json`` and ``--explain`` are the comparison's own business
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 from dataclasses import dataclass
@@ -82,11 +83,13 @@ def parse_side(text: str) -> Side:
     return RunSide(tuple(words))
 
 
-def check_side(side: Side) -> Trace | None:
+def check_side(side: Side, *, saves: bool = True) -> Trace | argparse.Namespace:
     """Everything about a side that can fail before it runs: the trace file (opened and
     validated) or the kernel, its options and its topology. Raises :class:`SideError`.
 
-    Returns the opened trace of a :class:`TraceSide` (so it is read once), None for a run.
+    Returns the opened trace of a :class:`TraceSide` (so it is read once), a run's options
+    (``kernbench run``'s namespace) for a :class:`RunSide`. Where a side cannot save its
+    events (``saves`` false: the debugger's compare), ``--trace``/``--perfetto`` are refused.
     """
     try:
         if isinstance(side, TraceSide):
@@ -96,9 +99,13 @@ def check_side(side: Side) -> Trace | None:
         from kernbench.commands.run import check_run
 
         _spec, ns, _params = check_run(side.kernel, side.options)
-        for flag, why in (("json", "give --json to compare itself"), ("explain", "compare attributes both sides always")):
+        refused = [("json", "give --json to compare itself"), ("explain", "compare attributes both sides always")]
+        if not saves:
+            why = "the debugger's compare does not save a side: save it with `kernbench run … --trace FILE` and compare the file"
+            refused += [("trace", why), ("perfetto", why)]
+        for flag, why in refused:
             if getattr(ns, flag):
                 raise SideError(f"{side.text}: --{flag} is not taken inside a side ({why})")
-        return None
+        return ns
     except KernbenchError as exc:  # each names what it read: the file, or the kernel and option
         raise SideError(str(exc)) from None

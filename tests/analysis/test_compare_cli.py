@@ -77,3 +77,16 @@ def test_a_difference_that_rounds_away_prints_without_a_minus_sign():
     assert _sub({"propagation": 143.55}, {"propagation": 143.55 + 1e-13}, 3) == {"propagation": 0.0}
     assert str(_sub({"x": 1.0}, {"x": 1.0 + 1e-13}, 3)["x"]) == "0.0"
     assert _signed(-1e-13, 100.0) == "+0.000 (+0.0%)" and _signed(-4e-4, 100.0) == "+0.000 (+0.0%)"
+
+
+def test_a_side_saves_its_trace_and_refuses_what_belongs_to_compare(capsys, tmp_path):
+    saved = tmp_path / "a.kbtrace"
+    doc = compare_json(capsys, f"{SMALL} --trace {saved}", SMALL)
+    from kernbench.events.tracefile import open_trace
+
+    assert round(open_trace(saved).metadata.end_ns, 6) == doc["a"]["latency_ns"]
+    for flag in ("--json", "--explain"):
+        assert main(["compare", f"{SMALL} {flag}", SMALL]) == 2
+        assert f"compare A: {SMALL} {flag}: {flag} is not taken inside a side" in capsys.readouterr().err
+    assert main(["compare", f"{SMALL} --trace {saved}", f"{SMALL} --trace {saved}"]) == 2
+    assert "--trace" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def test_checking_a_side_opens_its_trace_or_checks_its_kernel(tmp_path):
     path = tmp_path / "r.kbtrace"
     save_trace(path, EventStore())
     assert len(check_side(parse_side(str(path))).store) == 0
-    assert check_side(parse_side("gemm-primitive --m 64")) is None
+    assert check_side(parse_side("gemm-primitive --m 64")).m == 64  # a run side's options
     with pytest.raises(SideError, match="no such trace file"):
         check_side(parse_side(str(tmp_path / "nope.kbtrace")))
     with pytest.raises(SideError, match="unknown kernel 'gemx'"):
@@ -198,3 +198,12 @@ async def test_a_side_that_fails_while_running_is_reported_and_exits_2():
     assert "B failed" in text or "failed" in text
     with pytest.raises(KernbenchError, match=r"B \(gemm-primitive --max-sim-ns 50\)"):
         cli.exit_status(app)
+
+
+def test_the_debuggers_compare_refuses_a_side_that_would_save(capsys, tmp_path):
+    from kernbench_tui import cli as tui_cli
+
+    side = f"gemm-primitive --m 64 --trace {tmp_path / 'a.kbtrace'}"
+    assert tui_cli.main(["compare", side, "gemm-primitive"], launch=lambda what: 0) == 2
+    err = capsys.readouterr().err
+    assert "compare A:" in err and "--trace is not taken inside a side" in err and not (tmp_path / "a.kbtrace").exists()
