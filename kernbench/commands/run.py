@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -262,20 +262,27 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
 def set_up(spec: registry.KernelSpec, rt: Runtime, params: registry.Params) -> registry.Prepared:
     """Run a kernel's set-up on ``rt``. A shipped kernel's ValueError is a rule of its options; anything a
     kernel file's set-up raises is reported at its own line in that file."""
+    return users_code(spec, "set-up", lambda: spec.prepare(rt, params))
+
+
+T = TypeVar("T")
+
+
+def users_code(spec: registry.KernelSpec, what: str, call: Callable[[], T]) -> T:
+    """``call()`` — a kernel's set-up, reference check or summary — with its failures said where they are:
+    a shipped kernel's ValueError as its message, anything from a kernel file at its line in the file."""
     from kernbench.kernels.files import user_line
 
     try:
-        return spec.prepare(rt, params)
+        return call()
     except KernbenchError:
         raise
-    except ValueError as exc:
-        if not spec.source:
-            raise KernbenchError(f"{spec.name}: {exc}") from None
-        raise KernbenchError(f"{spec.name}: its set-up raised ValueError: {exc}{user_line(exc, Path(spec.source))}") from None
     except Exception as exc:
         if not spec.source:
+            if isinstance(exc, ValueError):
+                raise KernbenchError(f"{spec.name}: {exc}") from None
             raise
-        raise KernbenchError(f"{spec.name}: its set-up raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
+        raise KernbenchError(f"{spec.name}: its {what} raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
 
 
 def report(
@@ -300,11 +307,11 @@ def report(
         pes=len(result.pes),
         commands=result.total_commands,
         dispatch_cycles=result.total_dispatch_cycles,
-        max_abs_err=prepared.check(),
+        max_abs_err=users_code(spec, "reference check", prepared.check),
         stall_ns_by_reason=result.stall_ns_by_reason,
         engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
         attribution=attribution.as_json() if attribution is not None else None,
-        figures=prepared.summary(result),
+        figures=users_code(spec, "summary", lambda: prepared.summary(result)),
     )
 
 
@@ -475,6 +482,6 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, prepared.check())
+        return _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
 
     return fn, _meta(spec, rt, prepared, params, partial=False)

@@ -76,8 +76,15 @@ def test_a_declared_kernel_runs_and_its_help_shows_ranges_defaults_and_topology(
             6,
             "RuntimeError: boom in the kernel",
         ),
+        (
+            HEADER
+            + "def k(x):\n    tl.load(x)\n\n"
+            + "@kernel()\ndef s(rt):\n    rt.launch(k, pes=[0], args=(rt.deploy(np.ones((4, 4))),))\n    return lambda: np.ones(3) - np.ones(4)\n",
+            10,
+            "its reference check raised ValueError: operands could not be broadcast",
+        ),
     ],
-    ids=["syntax", "import", "set-up", "kernel"],
+    ids=["syntax", "import", "set-up", "kernel", "check"],
 )
 def test_an_error_in_the_users_file_points_at_its_line(tmp_path, capsys, text, line, cause):
     f = write(tmp_path, text)
