@@ -198,12 +198,31 @@ def resolve(name_or_path: str | Path | None) -> Path:
     raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known}"])
 
 
+_INDEXED = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])+)$")
+
+
+def key_parts(key: str) -> list[str]:
+    """A key path's steps: ``cube.links[4].prop_ns`` (as errors and ``topo show --params`` print it)
+    and ``cube.links.4.prop_ns`` are both ``["cube", "links", "4", "prop_ns"]``."""
+    parts: list[str] = []
+    for part in key.strip().split("."):
+        m = _INDEXED.match(part)
+        if m is None:
+            parts += [part] if part else []
+            continue
+        parts += [m["name"]] if m["name"] else []
+        parts += re.findall(r"\d+", m["indices"])
+    return parts
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits)."""
+    """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits).
+
+    A list item is ``links.4`` or ``links[4]``."""
     if "=" not in text:
         raise TopologyError([f"--set {text!r}: expected KEY.PATH=VALUE"], "--set")
     key, raw = text.split("=", 1)
-    parts = [p for p in key.strip().split(".") if p]
+    parts = key_parts(key)
     if not parts:
         raise TopologyError([f"--set {text!r}: empty key path"], "--set")
     try:
@@ -216,7 +235,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str, str] | None = None) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides to a raw document (validated later).
 
-    A list item is addressed by its index (``cube.links.4.prop_ns=1``). A
+    A list item is addressed by its index (``cube.links.4.prop_ns=1`` or ``cube.links[4].prop_ns=1``). A
     path through something that is not a section, or past the end of a
     list, is reported as a :class:`TopologyError` naming the path.
     ``applied`` (if given) collects ``{schema key path: override text}``.
