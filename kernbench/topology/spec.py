@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -276,21 +277,49 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str
 
 def read_yaml(path: Path) -> tuple[dict[str, Any], yamldoc.Positions]:
     """A topology file's document and the line/column of every key (see :mod:`yamldoc`)."""
-    doc, positions = yamldoc.load(yamldoc.read_file(path), str(path))
+    return _mapping(*yamldoc.load(yamldoc.read_file(path), str(path)), str(path))
+
+
+def _mapping(doc: Any, positions: yamldoc.Positions, source: str) -> tuple[dict[str, Any], yamldoc.Positions]:
     if not isinstance(doc, dict):
-        raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], str(path))
+        raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], source)
     return doc, positions
 
 
 def load_spec(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
     """Read, override, validate and cross-check a topology document."""
+    return load_resolved(name_or_path, overrides).spec
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A topology as loaded, with what it was made from: the file's text and document, where each
+    key is in it, the ``--set`` overrides applied, and the validated result (defaults filled in)."""
+
+    path: Path
+    text: str
+    doc: dict[str, Any]  # as the file gives it, before --set
+    positions: yamldoc.Positions  # of doc's keys in text
+    overrides: tuple[str, ...]
+    applied: dict[str, str]  # {schema key path: the --set text that gave it}
+    spec: dict[str, Any]
+
+    def overridden(self, path: str) -> str | None:
+        """The ``--set`` that gave the value at ``path`` (or a section above it), if one did."""
+        return next((text for where, text in self.applied.items() if _under(path, where)), None)
+
+
+def load_resolved(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> Resolved:
+    """:func:`load_spec`, keeping what the result was made from (for ``topo show --params`` and ``--yaml``)."""
     path = resolve(name_or_path)
-    doc, positions = read_yaml(path)
-    applied: dict[str, str] = {}
+    text = yamldoc.read_file(path)
+    doc, positions = _mapping(*yamldoc.load(text, str(path)), str(path))
+    changed, kept, applied = doc, positions, {}
     if overrides:
-        doc = apply_overrides(doc, overrides, applied)
-        positions = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
-    return validate_spec(doc, str(path), positions, applied)
+        changed = apply_overrides(doc, overrides, applied)
+        kept = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
+    spec = validate_spec(changed, str(path), kept, applied)
+    return Resolved(path, text, doc, positions, tuple(overrides or ()), applied, spec)
 
 
 def _under(path: str, prefix: str) -> bool:
