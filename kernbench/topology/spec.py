@@ -314,7 +314,8 @@ def load_resolved(name_or_path: str | Path | None = None, overrides: list[str] |
     path = resolve(name_or_path)
     text = yamldoc.read_file(path)
     doc, positions = _mapping(*yamldoc.load(text, str(path)), str(path))
-    changed, kept, applied = doc, positions, {}
+    changed, kept = doc, positions
+    applied: dict[str, str] = {}
     if overrides:
         changed = apply_overrides(doc, overrides, applied)
         kept = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
