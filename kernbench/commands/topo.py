@@ -25,7 +25,7 @@ from rich.text import Text
 
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
-from kernbench.topology.compile import load_topology, pe_count
+from kernbench.topology.compile import check_size, load_topology, pe_count
 from kernbench.topology.graph import Graph, Route
 from kernbench.topology.params import SOURCES, Param, parameters
 from kernbench.topology.shape import GridShape
@@ -33,7 +33,7 @@ from kernbench.topology.spec import DEFAULT_TOPOLOGY, Resolved, load_resolved, l
 from kernbench.topology.yamlout import resolved_yaml, scalar, without_set
 
 WIDTH = 120
-PARAMS_WIDTH = 1000  # wide enough that no --params row wraps
+PARAMS_WIDTH = 1 << 16  # room to measure any --params row (the table is printed at its own width)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -311,6 +311,7 @@ def inspect_text(args: argparse.Namespace) -> str:
     """What ``topo show --params`` or ``--yaml`` prints."""
     refuse_flag_combinations(args)
     resolved = load_resolved(args.topology, args.overrides)
+    check_size(resolved.spec)  # what is printed is a topology that compiles
     params = parameters(resolved)
     origin = args.topology or DEFAULT_TOPOLOGY
     if args.yaml:

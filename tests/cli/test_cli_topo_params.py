@@ -217,6 +217,7 @@ def test_flags_that_do_not_go_together_are_one_error_line(flags, names, capsys):
         (["topo", "show", "no-such-topology", "--params"], "unknown topology"),
         (["topo", "show", "cube1", "--yaml", "--set", "cube.hbm.channel_bw_gbps=-1"], "cube.hbm.channel_bw_gbps"),
         (["topo", "show", "cube1", "--params", "--set", "cube.links[99].prop_ns=1"], "indexed 0..7"),
+        (["topo", "show", "cube1", "--yaml", "--set", "sip.mesh.width=200", "--set", "sip.mesh.height=200"], "the limit is 25,000 nodes"),
     ],
 )
 def test_params_and_yaml_keep_the_topology_errors(argv, needle, capsys):
