@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,7 +46,8 @@ def resolved_yaml(resolved: Resolved, params: Sequence[Param], origin: str) -> s
     ``origin`` the topology as the user named it."""
     name, description = title(resolved)
     spec = {**resolved.spec, "name": name, "description": description}
-    lines = [f"# kernbench topo show {_comment_safe(origin)} --yaml" + "".join(f" --set {_comment_safe(o)}" for o in resolved.overrides)]
+    command = ["kernbench", "topo", "show", origin, "--yaml", *(a for o in resolved.overrides for a in ("--set", o))]
+    lines = ["# " + _comment_safe(shlex.join(command))]
     lines.append(
         "# the resolved topology: every key the schema knows, defaults filled in" + (", --set applied" if resolved.overrides else "")
     )

@@ -173,6 +173,16 @@ def test_yaml_name_and_description_say_it_was_changed_only_when_it_was(tmp_path,
     assert code == 0 and "\nname: cube1+set\n" in out and f"changed by --set {SET}; changed by --set sip.ucie.prop_ns=4" in out
 
 
+def test_yaml_header_is_the_command_that_prints_it(capsys):
+    import shlex
+
+    code, text, _ = run(["topo", "show", "cube1", "--yaml", "--set", "description=two words", "--set", SET], capsys)
+    header = text.splitlines()[0]
+    assert code == 0 and header == f"# kernbench topo show cube1 --yaml --set 'description=two words' --set {SET}"
+    code, again, _ = run(shlex.split(header.removeprefix("# "))[1:], capsys)
+    assert code == 0 and again == text
+
+
 def test_a_printed_topology_runs_and_shows_like_the_named_one(tmp_path, capsys):
     from kernbench import Runtime
 
