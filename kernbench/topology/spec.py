@@ -275,11 +275,6 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str
     return doc
 
 
-def read_yaml(path: Path) -> tuple[dict[str, Any], yamldoc.Positions]:
-    """A topology file's document and the line/column of every key (see :mod:`yamldoc`)."""
-    return _mapping(*yamldoc.load(yamldoc.read_file(path), str(path)), str(path))
-
-
 def _mapping(doc: Any, positions: yamldoc.Positions, source: str) -> tuple[dict[str, Any], yamldoc.Positions]:
     if not isinstance(doc, dict):
         raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], source)

@@ -4,7 +4,7 @@ Numbers carry their unit in their key (``bw_gbps``, ``prop_ns``,
 ``slice_capacity_bytes``); :data:`SUFFIX_UNITS` is the one table from a name's
 ending to its unit. The few keys without a unit suffix (counts, indices,
 router names, switches) are listed by name in :data:`NAMED_UNITS`.
-``tests/topology/test_units.py`` checks that every key of the schema has a
+``tests/topology/test_units_and_provenance.py`` checks that every key of the schema has a
 unit, so a new key needs a unit suffix or an entry here.
 """
 
