@@ -97,3 +97,20 @@ def test_the_why_section_shows_what_explain_and_compare_print(capsys):
         out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
         _in_order(shown, out)
         assert sum(line != "…" for line in shown) > 40
+
+
+def test_the_topo_section_shows_what_topo_prints(capsys):
+    """README's `kernbench topo` blocks (list, show, --params, --yaml) are real output, "…" where lines were left out."""
+    import shlex
+
+    from kernbench import cli
+
+    section = README.split("\n### `kernbench topo` —", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"```text\n\$ (kernbench topo .+?)\n(.*?)\n```", section, re.S)
+    assert [command.split()[2] for command, _ in blocks] == ["list", "show", "show", "show"]
+    assert any("--params" in c for c, _ in blocks) and any("--yaml" in c for c, _ in blocks)
+    for command, shown in blocks:
+        capsys.readouterr()
+        assert cli.main(shlex.split(command)[1:]) == 0, command
+        out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+        _in_order(shown.splitlines(), out)

@@ -3,8 +3,11 @@
 ``show`` prints node and edge counts by kind, the PE/CUBE/SIP hierarchy and
 mesh or torus shape with its diameter, bandwidth facts (bisection over UCIe, the SIP ring, HBM per
 PE, per CUBE and for the system) and one example route hop by hop with its
-header latency. ``list`` prints the named topologies that ship with
-kernbench. Both take ``--json``.
+header latency; ``show --params`` every parameter with its unit and where
+its value comes from (``[hw]``, ``[cal]``, the schema's default, ``--set``);
+``show --yaml`` the resolved document, which loads back as the same
+topology. ``list`` prints the named topologies that ship with kernbench.
+All but ``--yaml`` take ``--json``.
 """
 
 from __future__ import annotations
@@ -12,19 +15,25 @@ from __future__ import annotations
 import argparse
 import io
 import re
+from collections import Counter
 from typing import Any
 
 from rich import box
 from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
+from rich.text import Text
 
+from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
-from kernbench.topology.compile import load_topology, pe_count
+from kernbench.topology.compile import check_size, load_topology, pe_count
 from kernbench.topology.graph import Graph, Route
+from kernbench.topology.params import SOURCES, Param, parameters
 from kernbench.topology.shape import GridShape
-from kernbench.topology.spec import load_spec, named_topologies
+from kernbench.topology.spec import DEFAULT_TOPOLOGY, Resolved, load_resolved, load_spec, named_topologies
+from kernbench.topology.yamlout import resolved_yaml, scalar, without_set
 
 WIDTH = 120
+PARAMS_WIDTH = 1 << 16  # room to measure any --params row (the table is printed at its own width)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -38,7 +47,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     show.add_argument(
         "--route", nargs=2, metavar=("SRC", "DST"), help="node ids of the example route (default: first PE's DMA to the last HBM slice)"
     )
-    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument("--json", action="store_true", help="print one JSON object (with --params: a list, one object per parameter)")
+    show.add_argument(
+        "--params", action="store_true", help="list every parameter (after --set, defaults filled in) with its unit and provenance"
+    )
+    show.add_argument(
+        "--yaml", action="store_true", help="print the resolved topology as YAML (after --set; name and description say it was changed)"
+    )
     listing = sub.add_parser("list", help="list the named topologies")
     listing.add_argument("--json", action="store_true", help="print a JSON list")
     return p
@@ -48,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if args.topo_command == "list":
         rows = list_data()
         text = to_json(rows, indent=2) + "\n" if args.json else render_list(rows)
+    elif args.params or args.yaml:
+        text = inspect_text(args)
     else:
         graph = load_topology(args.topology, args.overrides)
         ends = tuple(args.route) if args.route else None
@@ -285,3 +302,76 @@ def render_show(graph: Graph, route_ends: tuple[str, str] | None = None) -> str:
             f"one {graph.flit_bytes} B flit {one_flit:.3f} ns; bottleneck {_gbps(route.bottleneck_gbps)}",
         ]
     return _render(*items)
+
+
+# --- show --params / --yaml ------------------------------------------------------
+
+
+def inspect_text(args: argparse.Namespace) -> str:
+    """What ``topo show --params`` or ``--yaml`` prints."""
+    refuse_flag_combinations(args)
+    resolved = load_resolved(args.topology, args.overrides)
+    check_size(resolved.spec)  # what is printed is a topology that compiles
+    params = parameters(resolved)
+    origin = args.topology or DEFAULT_TOPOLOGY
+    if args.yaml:
+        return resolved_yaml(resolved, params, origin)
+    if args.json:
+        return to_json([p.as_json() for p in params], indent=2) + "\n"
+    return render_params(resolved, params)
+
+
+def refuse_flag_combinations(args: argparse.Namespace) -> None:
+    """``--route`` belongs to the summary, ``--json`` is not YAML: one ``error:`` line naming the flags."""
+    if args.params and args.yaml:
+        raise KernbenchError("--params lists the parameters and --yaml prints the document; give one of them")
+    view = "--params" if args.params else "--yaml"
+    if args.route:
+        raise KernbenchError(f"--route picks the summary's example route; it does not apply to {view} (drop one of them)")
+    if args.yaml and args.json:
+        raise KernbenchError("--yaml prints YAML and --json prints JSON; give one of them (--json also goes with --params)")
+
+
+#: the --params table's columns: heading, how it is justified
+PARAM_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("parameter", "left"),
+    ("value", "right"),
+    ("unit", "left"),
+    ("source", "left"),
+    ("comment in the file (for a default: the schema's meaning)", "left"),
+)
+
+
+def render_params(resolved: Resolved, params: list[Param]) -> str:
+    name, description = str(resolved.spec["name"]), str(resolved.spec.get("description") or "")
+    counts = Counter(p.source for p in params)
+    tally = ", ".join(f"{counts[s]} {s}" for s in SOURCES if counts[s])
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for heading, justify in PARAM_COLUMNS:
+        t.add_column(heading, justify=justify, no_wrap=True)
+    for p in params:
+        t.add_row(*(Text(cell) for cell in (p.key, scalar(p.value), p.unit, p.source, _note(p))))
+    return _render_unwrapped(
+        Text(f"topology {name} · {description}".rstrip(" ·")),
+        f"{len(params)} parameters: {tally}",
+        "",
+        t,
+    )
+
+
+def _render_unwrapped(*items: RenderableType) -> str:
+    """Like :func:`_render`, one line per table row however long (so ``grep`` finds a whole row)."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=PARAMS_WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
+    con.width = max(con.measure(item).maximum for item in items)
+    for item in items:
+        con.print(item)
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
+
+
+def _note(p: Param) -> str:
+    if p.source == "--set":
+        return f"--set {p.set_by} · {without_set(p.was)}"
+    if p.source == "default":
+        return p.help
+    return p.comment

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -198,12 +199,31 @@ def resolve(name_or_path: str | Path | None) -> Path:
     raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known}"])
 
 
+_INDEXED = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])+)$")
+
+
+def key_parts(key: str) -> list[str]:
+    """A key path's steps: ``cube.links[4].prop_ns`` (as errors and ``topo show --params`` print it)
+    and ``cube.links.4.prop_ns`` are both ``["cube", "links", "4", "prop_ns"]``."""
+    parts: list[str] = []
+    for part in key.strip().split("."):
+        m = _INDEXED.match(part)
+        if m is None:
+            parts += [part] if part else []
+            continue
+        parts += [m["name"]] if m["name"] else []
+        parts += re.findall(r"\d+", m["indices"])
+    return parts
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits)."""
+    """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits).
+
+    A list item is ``links.4`` or ``links[4]``."""
     if "=" not in text:
         raise TopologyError([f"--set {text!r}: expected KEY.PATH=VALUE"], "--set")
     key, raw = text.split("=", 1)
-    parts = [p for p in key.strip().split(".") if p]
+    parts = key_parts(key)
     if not parts:
         raise TopologyError([f"--set {text!r}: empty key path"], "--set")
     try:
@@ -216,7 +236,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str, str] | None = None) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides to a raw document (validated later).
 
-    A list item is addressed by its index (``cube.links.4.prop_ns=1``). A
+    A list item is addressed by its index (``cube.links.4.prop_ns=1`` or ``cube.links[4].prop_ns=1``). A
     path through something that is not a section, or past the end of a
     list, is reported as a :class:`TopologyError` naming the path.
     ``applied`` (if given) collects ``{schema key path: override text}``.
@@ -255,23 +275,47 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str], applied: dict[str
     return doc
 
 
-def read_yaml(path: Path) -> tuple[dict[str, Any], yamldoc.Positions]:
-    """A topology file's document and the line/column of every key (see :mod:`yamldoc`)."""
-    doc, positions = yamldoc.load(yamldoc.read_file(path), str(path))
+def _mapping(doc: Any, positions: yamldoc.Positions, source: str) -> tuple[dict[str, Any], yamldoc.Positions]:
     if not isinstance(doc, dict):
-        raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], str(path))
+        raise TopologyError([f"expected a mapping at the top level, got {type(doc).__name__}"], source)
     return doc, positions
 
 
 def load_spec(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
     """Read, override, validate and cross-check a topology document."""
+    return load_resolved(name_or_path, overrides).spec
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A topology as loaded, with what it was made from: the file's text and document, where each
+    key is in it, the ``--set`` overrides applied, and the validated result (defaults filled in)."""
+
+    path: Path
+    text: str
+    doc: dict[str, Any]  # as the file gives it, before --set
+    positions: yamldoc.Positions  # of doc's keys in text
+    overrides: tuple[str, ...]
+    applied: dict[str, str]  # {schema key path: the --set text that gave it}
+    spec: dict[str, Any]
+
+    def overridden(self, path: str) -> str | None:
+        """The ``--set`` that gave the value at ``path`` (or a section above it), if one did."""
+        return next((text for where, text in self.applied.items() if _under(path, where)), None)
+
+
+def load_resolved(name_or_path: str | Path | None = None, overrides: list[str] | None = None) -> Resolved:
+    """:func:`load_spec`, keeping what the result was made from (for ``topo show --params`` and ``--yaml``)."""
     path = resolve(name_or_path)
-    doc, positions = read_yaml(path)
+    text = yamldoc.read_file(path)
+    doc, positions = _mapping(*yamldoc.load(text, str(path)), str(path))
+    changed, kept = doc, positions
     applied: dict[str, str] = {}
     if overrides:
-        doc = apply_overrides(doc, overrides, applied)
-        positions = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
-    return validate_spec(doc, str(path), positions, applied)
+        changed = apply_overrides(doc, overrides, applied)
+        kept = {p: at for p, at in positions.items() if not any(_under(p, a) for a in applied)}
+    spec = validate_spec(changed, str(path), kept, applied)
+    return Resolved(path, text, doc, positions, tuple(overrides or ()), applied, spec)
 
 
 def _under(path: str, prefix: str) -> bool:

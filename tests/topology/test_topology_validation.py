@@ -250,3 +250,10 @@ def test_an_override_path_through_a_list_or_a_value_is_a_topology_error(override
 def test_an_override_can_address_a_list_item_by_index():
     g = load_topology("cube1", overrides=["cube.links.0.prop_ns=3"])
     assert g.edge("sip0.cube0.r0", "sip0.cube0.r2").prop_ns == 3.0
+
+
+def test_an_override_takes_a_list_index_as_errors_print_it():
+    g = load_topology("cube1", overrides=["cube.links[0].prop_ns=3", "cube.pes.attach[1]=r0"])
+    assert g.edge("sip0.cube0.r0", "sip0.cube0.r2").prop_ns == 3.0
+    with pytest.raises(TopologyError, match=re.escape("cube.links.99: a list of 8 item(s) is indexed 0..7")):
+        load_topology("cube1", overrides=["cube.links[99].prop_ns=1"])
