@@ -173,8 +173,8 @@ def _read_header(header: bytes, fail: _Fail) -> tuple[TraceMetadata, list[str], 
         or not all(isinstance(meta[k], t) and not isinstance(meta[k], bool) for k, t in _META_TYPES.items() if k in meta)
     ):
         raise fail("corrupt: malformed metadata in the header")
-    if "end_ns" in meta and not math.isfinite(meta["end_ns"]):
-        raise fail("corrupt: metadata end_ns is not a finite number")
+    if "end_ns" in meta and not (math.isfinite(meta["end_ns"]) and meta["end_ns"] >= 0):
+        raise fail(f"corrupt: metadata end_ns {meta['end_ns']!r} is not a latency (a finite number >= 0)")
     if not (isinstance(components, list) and all(isinstance(c, str) for c in components) and len(set(components)) == len(components)):
         raise fail("corrupt: the component table is not a list of distinct names")
     if not (isinstance(strings, list) and strings[:1] == [""] and all(isinstance(x, str) for x in strings)):

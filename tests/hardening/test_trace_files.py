@@ -4,7 +4,9 @@ failed run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import struct
 import zlib
 
@@ -13,6 +15,7 @@ from hardening_harness import assert_failed_cleanly, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernbench.analysis.summary import summarize
 from kernbench.errors import KernbenchError, TraceFormatError
 from kernbench.events.store import EventStore
 from kernbench.events.timeline import TimelineModel
@@ -49,10 +52,11 @@ def opens_or_is_a_format_error(path) -> None:
         trace = open_trace(path)
     except TraceFormatError:
         return
-    model = TimelineModel(trace.store)  # what opened must be usable
+    model = TimelineModel(trace.store)  # what opened must be usable: by the debugger, and by compare
     for pe in model.pes():
         model.pe_utilization(pe)
     model.events_around(trace.store.end_ns / 2, 5, 5)
+    summarize(trace.store, "t", trace.metadata.end_ns or None, trace.metadata)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -87,6 +91,7 @@ HEADER_DAMAGE = {
     "n_events huge": lambda h: h.update(n_events=10**15),
     "n_events off by one": lambda h: h.update(n_events=h["n_events"] + 1),
     "n_events a bool": lambda h: h.update(n_events=True),
+    "end_ns negative": lambda h: h["metadata"].update(end_ns=-5.0),
     "missing strings": lambda h: h.pop("strings"),
 }
 
@@ -155,3 +160,27 @@ def test_a_run_that_fails_in_the_app_exits_2_with_its_message(capsys):
         cli.exit_status(app)
     got = invoke(lambda argv: cli.main(argv, launch=lambda source: cli.exit_status(app)), ["demo"], capsys)
     assert_failed_cleanly(got, 2, r"kernbench-tui: the run failed: kernel\.py:12")
+
+
+CAUSE_DAMAGE = {
+    "all-equal seq": (lambda evs: [dataclasses.replace(e, seq=7) for e in evs], "sequence numbers are not distinct"),
+    "negative seq": (lambda evs: [dataclasses.replace(e, seq=-1 - i) for i, e in enumerate(evs)], "not distinct and non-negative"),
+    "pred past every seq": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=10**9)], "names a cause (pred) that is no event"),
+    "pred below -1": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=-5)], "names a cause (pred) that is no event"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(CAUSE_DAMAGE))
+def test_a_trace_whose_causes_do_not_hold_together_is_refused_on_open_not_in_compare(tmp_path, capsys, damage):
+    from kernbench.cli import main
+    from kernbench.events.types import Event as Ev
+    from kernbench.events.types import EventKind
+
+    spoil, cause = CAUSE_DAMAGE[damage]
+    events = [Ev(float(i), EventKind.DISPATCH, "sip0.cube0.pe0.cpu", float(i) + 1, i, "MathCmd", seq=i, pred=i - 1) for i in range(6)]
+    path = tmp_path / "t.kbtrace"
+    save_trace(path, EventStore.from_events(spoil(events)), TraceMetadata(kernel="k", end_ns=6.0))
+    with pytest.raises(TraceFormatError, match=re.escape(cause)):
+        open_trace(path)
+    got = invoke(main, ["compare", str(path), str(path)], capsys)
+    assert_failed_cleanly(got, 2, re.escape(cause), max_seconds=5)
