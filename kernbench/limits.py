@@ -8,7 +8,8 @@ Three limits, each a user can set (``Runtime.run(limits=RunLimits(...))``,
 * **simulated time** — PE_CPU's clock may not pass it;
 * **wall time** — checked at every request PE_CPU takes from a kernel and,
   when the run is on the main thread, by a SIGALRM watchdog that also stops a
-  kernel that never calls ``tl`` (``while True: pass``).
+  kernel that never calls ``tl`` (``while True: pass``), even one that catches
+  every exception: the stop is raised in PE_CPU, outside the kernel's frames.
 
 The defaults are far above any shipped kernel (the paper's GQA decode issues
 under 100 commands per PE, runs 4.4 µs simulated and ~10 s of wall time).
@@ -51,6 +52,24 @@ class RunLimits:
         return math.inf if self.max_wall_s is None else time.monotonic() + self.max_wall_s
 
 
+#: kernels the watchdog left for good: kept, never resumed nor collected (collecting a greenlet throws
+#: GreenletExit into it, and a kernel that catches everything would run on at that moment)
+_ABANDONED: list[object] = []
+
+
+def _leave_a_kernel() -> None:
+    """If the alarm came while a kernel's own code runs (its greenlet), leave that greenlet for good and raise
+    in the PE_CPU that drives it instead: a kernel catching ``BaseException`` in a loop cannot swallow the
+    stop, because the exception is never raised in its frames."""
+    import greenlet
+
+    g = greenlet.getcurrent()
+    driver = getattr(getattr(g, "ctx", None), "driver", None)
+    if isinstance(driver, greenlet.greenlet) and driver is not g and not driver.dead:
+        _ABANDONED.append(g)
+        driver.throw(WallTimeExceeded())
+
+
 class WallTimeExceeded(BaseException):
     """Raised by the watchdog wherever Python is running; a BaseException so a
     kernel's ``except Exception`` does not swallow it."""
@@ -65,6 +84,7 @@ def wall_clock_watchdog(limits: RunLimits) -> Iterator[None]:
         return
 
     def alarm(signum: int, frame: object) -> None:
+        _leave_a_kernel()
         raise WallTimeExceeded()
 
     previous = signal.signal(signal.SIGALRM, alarm)

@@ -125,9 +125,11 @@ class PeCpu:
         """The kernel's next request (None when it returned); its errors become ours, with its line."""
         try:
             return self.next_request(response)
-        except WallTimeExceeded:
+        except WallTimeExceeded as exc:
+            # raised through the kernel's frames, or in here when the watchdog left the kernel suspended
+            where = self.describe_error(exc) or self.locate()
             raise self._limit_error(
-                f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", self.describe_error
+                f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", lambda _exc: where
             ) from None
         except CompositeCapError as exc:
             raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None

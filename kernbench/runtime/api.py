@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -506,10 +507,7 @@ def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | 
     Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
     try:
         with wall_clock_watchdog(limits):
-            if tick is None:
-                env.run()
-            else:
-                _run_ticking(env, tick)
+            _run_loop(env, limits.max_sim_ns, tick)
             raise_pending(env.now)  # (an interrupt Python dropped: see kernbench.interrupts)
     except KernbenchError as exc:
         _kept(exc, recorder)
@@ -530,19 +528,36 @@ PROGRESS_EVERY_S = 0.2
 _STEPS_PER_CLOCK_READ = 256
 
 
-def _run_ticking(env: simpy.Environment, tick: Callable[[], None]) -> None:
-    """``env.run()``'s own loop (``step()`` until the schedule is empty), calling ``tick()`` every PROGRESS_EVERY_S."""
-    step, clock = env.step, time.monotonic
-    due = clock() + PROGRESS_EVERY_S
+def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[], None] | None) -> None:
+    """``env.run()``'s own loop (``step()`` until the schedule is empty) that stops before an event past
+    ``max_sim_ns`` — the simulated-time limit held on SimPy's clock itself, whether or not a PE is taking a
+    command then — and calls ``tick()`` every PROGRESS_EVERY_S of wall time."""
+    step, peek, clock = env.step, env.peek, time.monotonic
+    limit = math.inf if max_sim_ns is None else max_sim_ns
+    due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
     try:
         while True:
             for _ in range(_STEPS_PER_CLOCK_READ):
+                if peek() > limit:
+                    _passed(env, limit)
                 step()
             if clock() >= due:
+                assert tick is not None
                 tick()
                 due = clock() + PROGRESS_EVERY_S
     except simpy.core.EmptySchedule:
         pass
+
+
+def _passed(env: simpy.Environment, limit: float) -> None:
+    """The next event lies past the simulated-time limit (or there is none: the run has ended)."""
+    t = env.peek()
+    if t == math.inf:
+        raise simpy.core.EmptySchedule()
+    raise RunLimitError(
+        f"the run's next event is at t={t:,.3f} ns, past the simulated-time limit of {limit:g} ns; "
+        "the run was stopped (raise it with --max-sim-ns or RunLimits)"
+    )
 
 
 def _kept(exc: KernbenchError, recorder: Recorder | None) -> KernbenchError:

@@ -38,6 +38,15 @@ def spin_swallowing():
             pass
 
 
+def spin_catching_everything():
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:  # even the wall-time stop: it must not be able to keep the run going
+            pass
+
+
 def spin_loads(x):
     while True:
         t = tl.load(x)
@@ -54,6 +63,12 @@ RUNAWAYS = {
     "tl.cycles forever": (spin_cycles, RunLimits(max_commands_per_pe=20_000), r"issued 20,000 commands, the limit per PE", "tl.cycles(1)"),
     "pure Python forever": (spin_python, RunLimits(max_wall_s=0.5), r"ran past the wall-time limit of 0.5 s", "in spin_python"),
     "swallows exceptions": (spin_swallowing, RunLimits(max_wall_s=0.5), r"wall-time limit of 0.5 s", "in spin_swallowing"),
+    "catches BaseException": (
+        spin_catching_everything,
+        RunLimits(max_wall_s=0.5),
+        r"wall-time limit of 0.5 s",
+        "in spin_catching_everything",
+    ),
     "loads forever": (spin_loads, RunLimits(max_commands_per_pe=3_000), r"issued 3,000 commands", "t = tl.load(x)"),
     "simulated time": (far_future, RunLimits(max_sim_ns=1e12), r"past the simulated-time limit of 1e\+12 ns", "tl.cycles(1e9)"),
 }
@@ -75,7 +90,7 @@ def test_a_runaway_kernel_stops_naming_the_pe_and_its_line(case, pes):
     assert re.search(r"sip0\.cube0\.pe\d \(program \d\)", msg), msg
     assert "test_run_limits.py:" in msg and line in msg, msg
     recorded = info.value.recorded  # the events recorded before the stop are kept
-    assert recorded is not None and (len(recorded) > 0 or kernel in (spin_python, spin_swallowing))
+    assert recorded is not None and (len(recorded) > 0 or kernel in (spin_python, spin_swallowing, spin_catching_everything))
 
 
 def test_the_default_limits_stop_a_runaway_in_bounded_memory():
@@ -154,3 +169,21 @@ def test_a_limit_of_zero_means_none(capsys):
         cli.main, ["run", "gemm-composite", "--max-wall-s", "0", "--max-sim-ns", "0", "--max-commands-per-pe", "0", "--json"], capsys
     )
     assert got.status == 0 and json.loads(got.out)["latency_ns"] > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(kernel=st.sampled_from(["gemm-composite", "gemm-primitive", "gemm-tiled"]), share=st.floats(0.0, 1.5))
+def test_the_simulated_time_limit_holds_on_the_clock_not_only_when_a_pe_takes_a_command(kernel, share):
+    """A composite's engines run for µs after its one command: the limit stops them too (gemm-composite
+    --max-sim-ns 1 once ran to 1,477 ns and exited 0); at or above the latency nothing changes."""
+    from kernbench.commands.run import limits_of, prepare
+
+    _spec, ns, rt, _prepared, _params = prepare(kernel, [])
+    latency = rt.run(limits=limits_of(ns)).latency_ns
+    limit = max(0.001, share * latency)
+    _spec, ns, rt, _prepared, _params = prepare(kernel, ["--max-sim-ns", repr(limit)])
+    if limit >= latency:
+        assert rt.run(limits=limits_of(ns)).latency_ns == latency
+        return
+    with pytest.raises(RunLimitError, match=r"past the simulated-time limit of .* ns"):
+        rt.run(limits=limits_of(ns))
