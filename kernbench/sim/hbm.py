@@ -34,11 +34,15 @@ class Bursts:
 
     ``n`` bursts in address order (the transfer's flits); per channel, the
     flit indices it serves: an arithmetic run ``(first, step, count)`` when
-    the pattern is regular, else an explicit array.
+    the pattern is regular, else an explicit array. ``kept``: the channel
+    array keeps this object for as long as it lives (a contiguous layout), so
+    its identity names the layout; any other is built per transfer, and its
+    ``id`` may be reused once it is gone.
     """
 
     n: int
     per_channel: tuple[Flits | None, ...]
+    kept: bool = False
 
     def count(self, ch: int) -> int:
         pc = self.per_channel[ch]
@@ -93,7 +97,7 @@ class ChannelArray:
                 per: list[tuple[int, int, int] | None] = [None] * c
                 for j in range(min(n, c)):
                     per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-                hit = self._contiguous[key] = Bursts(n, tuple(per))
+                hit = self._contiguous[key] = Bursts(n, tuple(per), kept=True)
             return hit
         ch = ids % c
         per2: list[Flits | None] = [None] * c

@@ -157,9 +157,11 @@ class Network:
 
     def idle_read(self, route: Route, mem: ChannelArray, bursts: Bursts) -> IdleRead:
         """The times of a read of ``bursts`` whose channels and data ``route`` are idle
-        (layouts of contiguous regions and routes are cached, so are these)."""
+        (routes and the layouts of contiguous regions are kept, so these are kept for
+        them by identity; a strided layout's are worked out per read, from times
+        kept per shape)."""
         key = (id(route), id(bursts))
-        plan = self._idle_reads.get(key)
+        plan = self._idle_reads.get(key) if bursts.kept else None
         if plan is None:
             counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
             path = self.path(route)
@@ -168,7 +170,9 @@ class Network:
             times = self._idle_times.get(shape)
             if times is None:
                 times = self._idle_times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
-            plan = self._idle_reads[key] = IdleRead(mem, counts, times)
+            plan = IdleRead(mem, counts, times)
+            if bursts.kept:
+                self._idle_reads[key] = plan
         return plan
 
     def read(

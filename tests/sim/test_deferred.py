@@ -193,6 +193,18 @@ def test_sequential_reads_stay_deferred(counted):
     assert max(latencies) - min(latencies) <= 1e-9
 
 
+def test_sequential_strided_reads_of_two_layouts_take_each_its_own_time(counted):
+    """Idle reads alternating between a strided layout spread over the slice's eight
+    channels (rows 2,304 B apart) and one whose rows all land on one channel (2,048 B
+    apart): each layout drains as it falls, read after read — a layout worked out for
+    one read is never taken for another's (a strided layout is built per read, so its
+    identity says nothing once that read is over)."""
+    ops = [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice0", 64 * 256, 0, 2048 if i % 2 else 2304, 1500.0 * i) for i in range(12)]
+    assert_all_agree(load_topology("cube1"), ops)
+    lat = [r.latency_ns for r in run(load_topology("cube1"), "fast", ops)]
+    assert min(lat[1::2]) > max(lat[0::2]) + 400  # one channel: 64 bursts of 8 ns, not 8
+
+
 TOPOLOGIES = {name: load_topology(name) for name in ("cube1", "sip2x2")}
 
 
