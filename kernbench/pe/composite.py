@@ -40,7 +40,7 @@ from kernbench.pe.commands import CompositeCmd, OpSpec
 from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
-from kernbench.sim.clock import call_at
+from kernbench.sim.clock import NORMAL, URGENT, call_at
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from kernbench.sim.network import TransferResult
 
 TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
-URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process start, a timeout
 
 
 @dataclass(frozen=True, slots=True)

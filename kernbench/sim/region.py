@@ -1,13 +1,14 @@
 """Which bytes of a memory a transfer touches: runs of contiguous bytes.
 
-A :class:`Region` is the byte layout of a tensor region as the hardware sees
-it: equal-length *runs* of contiguous bytes at given offsets, in the
-region's logical (C) order — one run for a contiguous block, one per row for
-a column block of a matrix, one per element group for any strided view.
-Memories move whole bursts: a transfer of a region moves every burst any of
-its runs touches (a run shorter than a burst still costs the whole burst),
-each once, in address order, and each burst goes to the pseudo-channel its
-address selects.
+Contract. A :class:`Region` is the byte layout of a tensor region as the
+hardware sees it: equal-length *runs* of contiguous bytes at real addresses,
+in the region's logical (C) order — one run for a contiguous block, one per
+row for a column block of a matrix, one per element group for any strided
+view (:func:`region_of_view`). It answers which bursts it touches
+(:meth:`Region.bursts`: each once, in address order) and which runs a part
+of it is (:meth:`Region.chunk`). That memories move
+whole bursts, each on the channel its address selects, is
+``docs/timing.md``, "Memory".
 """
 
 from __future__ import annotations

@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simrun import Op, run
 
+from kernbench.sim import fast
 from kernbench.sim import fifo as fifo_module
-from kernbench.sim import network
-from kernbench.sim.train import Train, fifo, tandem, union
+from kernbench.sim.serve import fifo, tandem, union
+from kernbench.sim.train import Train
 from kernbench.topology.compile import load_topology
 
 EXACT_NS = 1e-6
@@ -89,7 +90,7 @@ def test_max_minus_is_the_largest_lead_over_a_pace(train, m):
 def counted(monkeypatch):
     """How often deferred trains materialized and folded."""
     seen: collections.Counter[str] = collections.Counter()
-    materialize, fold = network._FastTransfer.materialize, fifo_module.Fifo._fold
+    materialize, fold = fast.FastTransfer.materialize, fifo_module.Fifo._fold
 
     def counting_materialize(self):
         queued = self.deferred
@@ -103,7 +104,7 @@ def counted(monkeypatch):
         seen["folded"] += 1
         fold(self)
 
-    monkeypatch.setattr(network._FastTransfer, "materialize", counting_materialize)
+    monkeypatch.setattr(fast.FastTransfer, "materialize", counting_materialize)
     monkeypatch.setattr(fifo_module.Fifo, "_fold", counting_fold)
     return seen
 
