@@ -65,13 +65,17 @@ def test_allreduce_table_lists_every_algorithm_per_payload():
 
 def test_tile_count_sweep_tracks_the_model_and_approaches_the_steady_state():
     rows = g.tile_count_sweep((1, 16))
-    (c1, p1), (c16, p16) = rows
-    for c in (c1, c16):
-        assert abs(c.gap_pts) < 0.1  # a lone composite is the ideal pipeline
+    (c1, r1, p1), (c16, r16, p16) = rows
+    for c in (c1, c16, r1, r16):
+        assert abs(c.gap_pts) < 0.1  # a lone composite is the ideal pipeline, in either layout
     for p in (p1, p16):
         assert abs(p.gap_pts) < 3
     assert c1.sim_eff_pct < c16.sim_eff_pct < c16.steady_eff_pct
     assert p16.bound == "recurrence" and c16.bound == "gemm"
+    # A row-major: each K-step's column block drains one pseudo-channel (1,030 ns) where the
+    # GEMM takes 532: the read channel bounds it at t_GEMM / (1,030 + 141) = 45.5 %
+    assert r16.bound == "dma.rd" and r16.steady_eff_pct == pytest.approx(100 * 532.288 / 1171, abs=0.01)
+    assert r16.sim_eff_pct < 45.5 < c16.sim_eff_pct
 
 
 def test_the_attribution_adds_up_to_the_latency():
@@ -142,5 +146,5 @@ def test_readme_all_reduce_rows_up_to_256KiB_are_the_simulators():
 
 def test_readme_gemm_rows_up_to_16_tiles_are_the_simulators():
     fresh = g.tile_count_table(g.tile_count_sweep((1, 2, 4, 8, 16))).splitlines()
-    shown = _readme_block("tiles   composite")
+    shown = _readme_block("        composite, A K-step-major")
     assert shown[: len(fresh)] == fresh
