@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import simpy
 
@@ -125,22 +127,28 @@ def test_every_prediction_prints_its_formula(torus):
         assert needle in predict(algo, problem(torus, 1000, 100)).formula
 
 
-def _model_us(topology: str, algo: str, payload: int, pes: str) -> float:
-    """The study's α–β prediction of one point, without simulating it (its PEs, grid and
-    messages chosen as the allreduce kernel chooses them)."""
-    import numpy as np
-
-    from kernbench.collectives import chunk_elements
+@functools.cache
+def _placement(topology: str, pes: str) -> tuple[object, Group, tuple[str, ...]]:
+    """A study point's graph, group and PEs, chosen as the allreduce kernel chooses them."""
     from kernbench.kernels.allreduce import make_group, select_pes
     from kernbench.runtime.api import Runtime
-    from kernbench.studies import allreduce as ar
 
     rt = Runtime(topology)
     pe_ids, rows = select_pes(rt, pes)
-    group = make_group(len(pe_ids), rows, "")
+    return rt.graph, make_group(len(pe_ids), rows, ""), tuple(pe_ids)
+
+
+def _model_us(topology: str, algo: str, payload: int, pes: str) -> float:
+    """The study's α–β prediction of one point, without simulating it."""
+    import numpy as np
+
+    from kernbench.collectives import chunk_elements
+    from kernbench.studies import allreduce as ar
+
+    graph, group, pe_ids = _placement(topology, pes)
     chunk = chunk_elements(256 * 1024, np.dtype(ar.DTYPE))
     assert ar.CHUNK == "256KiB"
-    return predict(algo, Problem(rt.graph, group, tuple(pe_ids), payload // 2, 2, chunk)).ns / 1000
+    return predict(algo, Problem(graph, group, pe_ids, payload // 2, 2, chunk)).ns / 1000
 
 
 def test_the_studies_page_shows_the_models_alpha_beta_for_every_point():
