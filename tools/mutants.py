@@ -32,6 +32,12 @@ M = Mutant
 TRAIN = "kernbench/sim/train.py"
 FIFO = "kernbench/sim/fifo.py"
 NET = "kernbench/sim/network.py"
+SERVE = "kernbench/sim/serve.py"
+FAST = "kernbench/sim/fast.py"
+RECORD = "kernbench/sim/fast_record.py"
+DEFERRAL = "kernbench/sim/deferral.py"
+ORACLE = "kernbench/sim/oracle.py"
+TRANSFER = "kernbench/sim/transfer.py"
 HBM = "kernbench/sim/hbm.py"
 REGION = "kernbench/sim/region.py"
 CPU = "kernbench/pe/cpu.py"
@@ -66,42 +72,42 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "sim.train.switch-point-late",
-        TRAIN,
+        SERVE,
         "kc = k0 + ceil((d - a) / (r - s) - EPS)",
         "kc = k0 + 1 + ceil((d - a) / (r - s) - EPS)",
         "the backlog-to-own-pacing switch one flit late",
     ),
     M(
         "sim.train.lindley-min-peak",
-        TRAIN,
+        SERVE,
         "peak = np.maximum.accumulate(arrivals - (idx - s))",
         "peak = np.minimum.accumulate(arrivals - (idx - s))",
         "Lindley's running max as a min",
     ),
     M(
         "sim.train.lindley-min-dprev",
-        TRAIN,
+        SERVE,
         "return idx + np.maximum(peak, d_prev)",
         "return idx + np.minimum(peak, d_prev)",
         "departures ignore the work ahead (max -> min)",
     ),
     M(
         "sim.train.server-outruns-train",
-        TRAIN,
+        SERVE,
         "        else:\n            out.append((k0, (a if a > d else d) + s, 0.0, 1, s))",
         "        else:\n            out.append((k0, a + s, 0.0, 1, s))",
         "a train faster than the server starts at its head, not after the backlog",
     ),
     M(
         "sim.train.union-rounds",
-        TRAIN,
+        SERVE,
         "q = counts[-1]  # rounds in which every channel has a burst",
         "q = counts[0]  # rounds in which every channel has a burst",
         "full rounds counted from the busiest channel, not the idlest",
     ),
     M(
         "sim.train.union-first-burst",
-        TRAIN,
+        SERVE,
         "segs: list[Segment] = [(0, st0 + b, 0.0, p, b)] if p > 1",
         "segs: list[Segment] = [(0, st0, 0.0, p, b)] if p > 1",
         "channels' first bursts leave without being served",
@@ -145,8 +151,8 @@ MUTANTS: list[Mutant] = [
     M(
         "sim.fifo.alone-ignores-backlog",
         FIFO,
-        "            p.out = fifo(inp, self.s, v if v > head else head)",
-        "            p.out = fifo(inp, self.s, head)",
+        "        p.out = fifo(p.inp, self.s, v if v > head else head)",
+        "        p.out = fifo(p.inp, self.s, head)",
         "a train alone at a FIFO ignores the work still queued",
     ),
     M(
@@ -166,56 +172,56 @@ MUTANTS: list[Mutant] = [
     # --- sim/network.py: transfers ------------------------------------------------
     M(
         "sim.network.ack-pays-source-overhead",
-        NET,
-        "self._plan_control(self.ack_route, done, self._finish_at)",
-        "self._plan_control(self.ack_route, done + self.ack_route.src_overhead_ns, self._finish_at)",
+        FAST,
+        "self._plan_control(self.ack_route, done, self.end_at)",
+        "self._plan_control(self.ack_route, done + self.ack_route.src_overhead_ns, self.end_at)",
         "the write acknowledgement pays the memory's overhead a second time (issue 12 survivor)",
     ),
     M(
         "sim.network.data-drops-src-overhead",
-        NET,
+        FAST,
         "self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)",
         "self.data_in = Train.burst(self.flits, now)",
         "a write's data leaves without the initiator's overhead",
     ),
     M(
         "sim.network.request-drops-src-overhead",
-        NET,
+        FAST,
         "self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)",
         "self._plan_control(req, now, self._request_arrives)",
         "a read's request leaves without the initiator's overhead",
     ),
     M(
         "sim.network.data-drops-router-overhead",
-        NET,
+        FAST,
         "return self.data[h - 1].out.shift(hop.prop_ns + hop.next_overhead_ns)",
         "return self.data[h - 1].out.shift(hop.prop_ns)",
         "data flits skip the overhead of the nodes they pass",
     ),
     M(
         "sim.network.control-drops-overhead",
-        FIFO,  # (the control flit's hop loop moved to fifo.pass_control_route; the id stays for the records)
-        "        t = d + delay[i]\n    return t",
-        "        t = d\n    return t",
+        FAST,  # (the control flit's hop loop is FastTransfer._control_from's; the id stays for the records)
+        "            t = d + delay[i]\n        then(t)",
+        "            t = d\n        then(t)",
         "control flits skip the propagation and node overheads between hops",
     ),
     M(
         "sim.network.send-flits-floor",
-        NET,
+        TRANSFER,
         "return -(-self.region.nbytes // self.net.flit_bytes)",
         "return self.region.nbytes // self.net.flit_bytes + 1",
         "a send of a whole number of flits gets one flit too many",
     ),
     M(
         "sim.network.channel-start-off",
-        NET,
+        FAST,
         "start = p.out.first() - b",
         "start = p.out.first()",
         "a merged channel's bursts start one burst late",
     ),
     M(
         "sim.network.depth-in-ns",
-        NET,
+        RECORD,
         "value=round((served - head) / f.s, 6)",
         "value=round(served - head, 6)",
         "queue depth published in ns instead of flits (issue 12 survivor)",
@@ -236,16 +242,16 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "sim.network.oracle-control-no-wait",
-        NET,
+        ORACLE,
         "        if not data:\n            return start",
         "        if not data:\n            return t",
         "oracle: control flits overtake queued data flits",
     ),
     M(
         "sim.network.oracle-flit-order",
-        NET,
-        "return 2 + (self.seq << 24) + k",
-        "return 2 + (self.seq << 24) - k",
+        ORACLE,
+        "        return priority(self.seq, k)",
+        "        return priority(self.seq, -k)",
         "oracle: same-instant flits of one transfer go in reverse index order",
     ),
     # --- sim/hbm.py and region.py: channels and bursts ------------------------------
@@ -689,14 +695,14 @@ MUTANTS: list[Mutant] = [
     # --- deferred trains (issue 8: closed form on idle routes) ---
     M(
         "sim.train.tandem-ignores-queued",
-        TRAIN,
+        SERVE,
         "        if v > head:\n            queued.append((v + s, s))",
         "        if False:\n            queued.append((v + s, s))",
         "a deferred train ignores work still queued where it passes",
     ),
     M(
         "sim.train.tandem-fastest-pace",
-        TRAIN,
+        SERVE,
         "        if s > M:\n            M = s",
         "        if s < M or M < 0:\n            M = s",
         "the train's pace taken from the fastest FIFO, not the slowest",
@@ -711,15 +717,15 @@ MUTANTS: list[Mutant] = [
     M(
         "sim.fifo.defer-ignores-queued-head",
         FIFO,
-        "or f._watch_until >= now - EPS or v > now + head:",
+        "or f._watch_until >= now - EPS or (heads is not None and v > now + heads[h]):",
         "or f._watch_until >= now - EPS:",
         "an idle read is planned from the idle times though work queued on its route outlasts its head",
     ),
     M(
         "sim.fifo.defer-ignores-watchers",
         FIFO,
-        "        if f._replan_at is not None or f._watch_until >= now - EPS or v > now + head:",
-        "        if f._replan_at is not None or v > now + head:",
+        "        if f._replan_at is not None or f._watch_until >= now - EPS or (heads is not None and v > now + heads[h]):",
+        "        if f._replan_at is not None or (heads is not None and v > now + heads[h]):",
         "a train is deferred where a control flit is due, which then never sees it",
     ),
     M(
@@ -738,9 +744,9 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "sim.network.materialize-skips-queued",
-        NET,
-        "            p.out = fifo(p.inp, f.s, v if v > head else head)",
-        "            p.out = fifo(p.inp, f.s, head)",
+        DEFERRAL,
+        "        f.adopt(tr, p, v)",
+        '        f.adopt(tr, p, float("-inf"))',
         "a materialized train forgets the work that was queued ahead of it",
     ),
     M(

@@ -14,7 +14,10 @@ every PE's slice, as a weight would be).
     bytes apart and fall on a few of the slice's pseudo-channels.
 ``gemm-composite``
     one ``tl.composite`` GEMM per program with A's block and B as ``tl.ref``
-    operands: PE_SCHEDULER streams them tile by tile, no redispatch.
+    operands: PE_SCHEDULER streams K step by step, no redispatch, each step
+    reading the column block of A and the rows of B it consumes. ``layout``
+    as above: ``tiled`` stores A's block K-chunk-major (``tile_k`` wide), so a
+    step whose K is a whole number of chunks reads them contiguously.
 """
 
 from __future__ import annotations
@@ -56,15 +59,16 @@ def gemm_primitive(
 
 
 def gemm_composite(a_blocks: list[HbmTensor], b_copies: list[HbmTensor], c_blocks: list[HbmTensor]) -> None:
-    """One composite GEMM with HBM-resident operands and output."""
+    """One composite GEMM with HBM-resident operands and output (A row-major, or
+    K-chunk-major as ``(k / tile_k, rows, tile_k)``)."""
     me = tl.program_id()
     a, b, c = a_blocks[me], b_copies[me], c_blocks[me]
-    m, k = a.shape
-    n = b.shape[1]
-    tl.composite(
-        [tl.OpSpec("gemm", {"a": tl.ref(a), "b": tl.ref(b)}, tl.ref(c), extra={"m": m, "k": k, "n": n})],
-        rw_handles=(),
-    )
+    k, n = b.shape
+    m = a.shape[-2]
+    extra: dict[str, int | bool] = {"m": m, "k": k, "n": n}
+    if len(a.shape) == 3:
+        extra["a_kstep_major"] = True
+    tl.composite([tl.OpSpec("gemm", {"a": tl.ref(a), "b": tl.ref(b)}, tl.ref(c), extra=extra)], rw_handles=())
 
 
 MAX_DIM = 8192
@@ -79,14 +83,20 @@ _RUN = (
     Option("pes", int, 4, "programs (PEs) to split M over", low=1, high=4096),
     Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
-#: the composite streams whole operands: the K-chunking and A's chunk layout are the primitive form's alone
+_LAYOUT = Option("layout", str, "tiled", "A's K-chunks in HBM: tiled (each contiguous) or naive (row-major A)", ("tiled", "naive"))
 PRIMITIVE_OPTIONS = (
     *_SHAPE,
-    Option("tile_k", int, 128, "K-chunk per load", low=1, high=MAX_DIM),
+    Option("tile_k", int, 128, "K-chunk per load (and of a tiled A)", low=1, high=MAX_DIM),
     *_RUN,
-    Option("layout", str, "tiled", "A's K-chunks in HBM: tiled (each contiguous) or naive (row-major A)", ("tiled", "naive")),
+    _LAYOUT,
 )
-COMPOSITE_OPTIONS = (*_SHAPE, *_RUN)
+#: the composite streams K in steps of its own choosing; tile_k is only the width of a tiled A's K-chunks
+COMPOSITE_OPTIONS = (
+    *_SHAPE,
+    Option("tile_k", int, 128, "width of A's K-chunks when --layout tiled", low=1, high=MAX_DIM),
+    *_RUN,
+    _LAYOUT,
+)
 
 
 def check_options(p: Params, pes_available: int) -> list[str]:
@@ -114,14 +124,19 @@ def _setup(rt: Runtime, p: Params, composite: bool) -> Prepared:
     A = rng.standard_normal((m, k)).astype(np.float16)
     B = rng.standard_normal((k, n)).astype(np.float16)
     rows = m // pes
-    tiled_a = not composite and p.get("layout", "tiled") == "tiled"
-    a_blocks = [] if tiled_a else [rt.deploy(A[i * rows : (i + 1) * rows], pe=i, name=f"A{i}") for i in range(pes)]
+    tk = p["tile_k"]
+    tiled_a = p.get("layout", "tiled") == "tiled"
+    if composite and tiled_a:  # each program's block K-chunk-major: (k / tile_k, rows, tile_k)
+        a_blocks = [
+            rt.deploy(A[i * rows : (i + 1) * rows].reshape(rows, k // tk, tk).transpose(1, 0, 2), pe=i, name=f"A{i}") for i in range(pes)
+        ]
+    else:
+        a_blocks = [] if tiled_a else [rt.deploy(A[i * rows : (i + 1) * rows], pe=i, name=f"A{i}") for i in range(pes)]
     b_copies = [rt.deploy(B, pe=i, name=f"B{i}") for i in range(pes)]
     outs = [rt.empty((rows, n), np.float16, pe=i, name=f"C{i}") for i in range(pes)]
     if composite:
         rt.launch(gemm_composite, pes=range(pes), args=(a_blocks, b_copies, outs))
     else:
-        tk = p["tile_k"]
         if not tiled_a:
             chunks = [lambda i, a=a: a[:, i * tk : (i + 1) * tk] for a in a_blocks]
         else:

@@ -5,9 +5,13 @@ C (``m × n``) is cut into ``tile_m × tile_n`` output tiles, K into
 computes a partial tile over its share of K, and the partials are summed by
 IPCQ at the first of them, which stores the tile. Output tiles go round
 robin to the ``pes / ksplit`` workers; PE ``w · ksplit + j`` is worker
-``w``'s K-part ``j``. Every PE finds its operands in its own HBM slice,
-laid out tile by tile (A's ``tile_m × tile_k`` blocks contiguous, B's K-rows
-of a ``tile_n``-wide column block contiguous), as a weight would be placed.
+``w``'s K-part ``j``. Every PE finds its operands in its own HBM slice: B's
+K-rows of a ``tile_n``-wide column block contiguous, as a weight would be
+placed, and A's row block in one of two layouts (``layout``): ``tiled``
+(default) K-step-major, each ``tile_m × tile_k`` block contiguous, block
+after block; ``naive`` row-major, so a K-step's column block is ``tile_m``
+rows a row pitch apart (and with a pitch of a multiple of 2 KiB, on one of
+the slice's pseudo-channels).
 
 ``form=primitive``
     single-op commands: per K-step a lazy ``tl.load`` of the A and B blocks
@@ -15,9 +19,10 @@ of a ``tile_n``-wide column block contiguous), as a weight would be placed.
     boundaries too), ``tl.dot`` (float32) and a running ``tl.add``.
 ``form=composite``
     one ``tl.composite`` GEMM per output tile with the A row block and the
-    B column block as ``tl.ref`` operands; PE_SCHEDULER streams them in
-    ``composite_tile_bytes`` pieces (one per K-step when a ``tile_m × tile_k``
-    block is that size) and writes C's tile back as it goes.
+    B column block as ``tl.ref`` operands; PE_SCHEDULER streams K in steps of
+    about ``composite_tile_bytes`` (one per ``tile_k`` when a ``tile_m ×
+    tile_k`` block is that size), reading each step the slice of A and of B
+    it consumes, and writes C's tile once it is final.
 
 The summary gives the MAC efficiency (achieved FLOP/s over the peak of the
 PEs used) beside the ideal-pipeline model of the same tiling
@@ -32,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from kernbench import tl
-from kernbench.handles import HbmTensor, TensorHandle
+from kernbench.handles import HbmTensor, Ptr, TensorHandle
 from kernbench.kernels.data import random_f16
 from kernbench.kernels.gemm import MAX_DIM
 from kernbench.kernels.registry import Option, Params, Prepared, Summary, kernel
 from kernbench.runtime.api import RunResult, Runtime
 
 FORMS = ("primitive", "composite")
+LAYOUTS = ("tiled", "naive")  # A K-step-major, or row-major
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class Unit:
     """One output tile's share of K on one PE."""
 
     tile: tuple[int, int]  # (row, column) of the output tile
-    a: HbmTensor  # primitive: (steps, tile_m, tile_k) blocks; composite: tile_m × K-part
+    a: HbmTensor  # layout tiled: (steps, tile_m, tile_k) blocks; naive: tile_m × K-part
     b: HbmTensor  # K-part × tile_n
     c: HbmTensor | None  # the output tile (on the K-part 0 PE), else None
     peers: tuple[int, ...]  # programs holding the other K-parts (to the K-part 0 PE: who sends)
@@ -69,6 +75,13 @@ def _finish(u: Unit, acc: TensorHandle) -> None:
     tl.store(u.c, acc)
 
 
+def _a_step(u: Unit, s: int, tile_k: int) -> HbmTensor | Ptr:
+    """A's K-step ``s`` (``tile_k`` columns) in its layout."""
+    if len(u.a.shape) == 3:  # K-step-major: block s
+        return u.a[s]
+    return u.a[:, s * tile_k : (s + 1) * tile_k]  # row-major: a column block
+
+
 def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
     """Software-pipelined, one step and one tile deep.
 
@@ -82,12 +95,12 @@ def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
     plan = [(u, s) for u in units for s in range(steps)]
     if not plan:
         return
-    tile_k = units[0].a.shape[2]
+    tile_k = units[0].b.shape[0] // steps
     done: list[tuple[Unit, TensorHandle]] = []  # the finished tile waiting for its exchange and store
 
     def load(i: int) -> tuple[TensorHandle, TensorHandle]:
         u, s = plan[i]
-        return tl.load(u.a[s]), tl.load(u.b[s * tile_k : (s + 1) * tile_k, :])
+        return tl.load(_a_step(u, s, tile_k)), tl.load(u.b[s * tile_k : (s + 1) * tile_k, :])
 
     def accumulate(acc: TensorHandle | None, u: Unit, s: int, part: TensorHandle) -> TensorHandle | None:
         if s == 0:
@@ -121,7 +134,7 @@ def gemm_primitive(work: list[list[Unit]], steps: int) -> None:
 
 
 def gemm_composite(work: list[list[Unit]], steps: int) -> None:
-    """One composite per output tile.
+    """One composite per output tile (A K-step-major when it is stored so).
 
     With split-K, a tile's partial is exchanged once the next tile is issued,
     and the composites share a one-element ``order`` handle (``rw_handles``)
@@ -132,8 +145,11 @@ def gemm_composite(work: list[list[Unit]], steps: int) -> None:
     done: list[tuple[Unit, TensorHandle]] = []
     order = tl.zeros((1, 1))
     for u in work[tl.program_id()]:
-        (tm, kp), tn = u.a.shape, u.b.shape[1]
-        extra = {"m": tm, "k": kp, "n": tn}
+        kp, tn = u.b.shape
+        tm = u.a.shape[-2]
+        extra: dict[str, int | bool] = {"m": tm, "k": kp, "n": tn}
+        if len(u.a.shape) == 3:
+            extra["a_kstep_major"] = True
         if not u.peers and u.c is not None:
             tl.composite([tl.OpSpec("gemm", {"a": tl.ref(u.a), "b": tl.ref(u.b)}, tl.ref(u.c), extra=extra)])
             continue
@@ -166,6 +182,7 @@ class Tiling:
     ksplit: int
     pes: int
     form: str
+    layout: str = "tiled"
 
     @property
     def tiles(self) -> int:
@@ -189,13 +206,15 @@ class Tiling:
 
     @classmethod
     def of(cls, p: Params, available_pes: int, scratch_bytes: int) -> Tiling:
-        t = cls(p["m"], p["n"], p["k"], p["tile_m"], p["tile_n"], p["tile_k"], p["ksplit"], p["pes"], p["form"])
+        t = cls(p["m"], p["n"], p["k"], p["tile_m"], p["tile_n"], p["tile_k"], p["ksplit"], p["pes"], p["form"], p["layout"])
         t.check(available_pes, scratch_bytes)
         return t
 
     def check(self, available_pes: int, scratch_bytes: int) -> None:
         if self.form not in FORMS:
             raise ValueError(f"form must be one of {', '.join(FORMS)}, not {self.form!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
         for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k", "ksplit", "pes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
@@ -243,7 +262,7 @@ def deploy(rt: Runtime, t: Tiling, A: np.ndarray, B: np.ndarray) -> tuple[list[l
             for part, prog in enumerate(progs):
                 ks = slice(part * kp, (part + 1) * kp)
                 a_blk = A[rows, ks]
-                if t.form == "primitive":  # (steps, tile_m, tile_k): each block contiguous
+                if t.layout == "tiled":  # K-step-major, (steps, tile_m, tile_k): each block contiguous
                     a_blk = a_blk.reshape(t.tile_m, t.steps, t.tile_k).transpose(1, 0, 2)
                 pe = pe_ids[prog]
                 a = rt.deploy(a_blk, pe=pe, name=f"A{i}.{part}@{prog}")
@@ -255,6 +274,7 @@ def deploy(rt: Runtime, t: Tiling, A: np.ndarray, B: np.ndarray) -> tuple[list[l
 
 PARAMS = (
     Option("form", str, "composite", "command form", FORMS),
+    Option("layout", str, "tiled", "A in HBM: tiled (K-step-major, each tile_m × tile_k block contiguous) or naive (row-major)", LAYOUTS),
     Option("m", int, 256, "rows of A and C", low=1, high=MAX_DIM),
     Option("n", int, 256, "columns of B and C", low=1, high=MAX_DIM),
     Option("k", int, 1024, "inner dimension", low=1, high=MAX_DIM),

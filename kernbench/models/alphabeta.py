@@ -8,21 +8,24 @@ costs (the model's own wormhole rule, no fitting)::
     β    = 1 / bottleneck bandwidth            (ns per byte; F = flit bytes)
 
 ``header`` is the route's node overheads plus propagation; every term is a
-sum of topology parameters (``Route.header_ns``, ``Hop.flit_ns``). A
-program's PE_IPCQ sends one message at a time, so an algorithm's time is
-its busiest channel's messages, each paying ``α`` — the mean over the
-pairs the algorithm uses, since data visits each of them equally often —
-plus its bytes at ``β`` of the narrowest route:
+sum of topology parameters (``Route.header_ns``, ``Hop.flit_ns``), and
+every pair of PEs has its own. A program's PE_IPCQ sends one message at a
+time, each taking its own pair's ``t(S)``, so an algorithm is a sequence of
+*steps* — in each, every rank sends its messages back to back — and a step
+lasts as long as its *critical pair*: the sender whose messages, at its own
+pair's α and β, take longest (:class:`Step`). The model sums the steps:
 
-ring (p ranks, m = ⌈N / (p·c)⌉ messages per segment)
-    T = 2(p − 1)·m·α + 2(p − 1)·N/p·β
+ring (p ranks in snake order, m = ⌈N / (p·c)⌉ messages per segment)
+    T = Σ over 2(p − 1) steps of max over ranks (m·α_pair + ⌈N/p⌉·β)
+      = 2(p − 1)·m·α_max + 2(p − 1)·⌈N/p⌉·β     (every step uses every pair)
 2d (rows R × cols C, one ring per dimension, phases in sequence)
-    T = 2(C − 1)·⌈N/(C·c)⌉·α_row + 2(C − 1)·N/C·β  +  2(R − 1)·⌈N/(p·c)⌉·α_col + 2(R − 1)·N/p·β
-tree (binary, height h, k = ⌈N / c⌉ chunks)
-    T = (h + d + (k − 1)·s)·(α + c·β)
-    d: messages on the way down to the last leaf (a parent sends to its
-    first child, then its second); s: the most messages one rank sends
-    per chunk (3 for an interior rank: up, and down twice)
+    T = 2(C − 1)·⌈N/(C·c)⌉·α_row,max + 2(C − 1)·N/C·β  +  2(R − 1)·⌈N/(p·c)⌉·α_col,max + 2(R − 1)·N/p·β
+tree (binary, k = ⌈N / c⌉ chunks)
+    T = up + down + (k − 1)·per_chunk, each message at its own pair's α + c·β:
+    up: the first chunk from a leaf to the root (the costliest such path);
+    down: from the root to a leaf, a second child waiting for its elder
+    sibling's message (the costliest such path); per_chunk: the most one
+    rank sends per chunk (an interior rank: up once, down twice)
 
 What it leaves out, on purpose: the time to add a received chunk before it
 can be sent on (FETCH, PE_MATH, STORE: about 1.75·S·β for a float16 chunk;
@@ -35,18 +38,18 @@ residuals the study reports.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernbench.collectives.group import Group, Ring, pieces
 from kernbench.topology.graph import Graph
 
-#: The formulas each prediction evaluates (N bytes per PE, p PEs, c bytes per message).
+#: The formulas each prediction evaluates (N bytes per PE, p PEs, c bytes per message;
+#: α_max: the critical pair's, per step).
 FORMULAS = {
-    "ring": "T = 2(p−1)·m·α + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
-    "2d": "T = 2(C−1)·⌈N/(C·c)⌉·α_row + 2(C−1)·N/C·β + 2(R−1)·⌈N/(p·c)⌉·α_col + 2(R−1)·N/p·β",
-    "tree": "T = (h + d + (k−1)·s)·(α + c·β),  k = ⌈N/c⌉",
+    "ring": "T = 2(p−1)·m·α_max + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
+    "2d": "T = 2(C−1)·⌈N/(C·c)⌉·α_row,max + 2(C−1)·N/C·β + 2(R−1)·⌈N/(p·c)⌉·α_col,max + 2(R−1)·N/p·β",
+    "tree": "T = up + down + (k−1)·per_chunk,  each message α_pair + c·β,  k = ⌈N/c⌉",
 }
 
 
@@ -84,23 +87,13 @@ def message_cost(graph: Graph, src_pe: str, dst_pe: str) -> MessageCost:
     return MessageCost(src_pe, dst_pe, alpha, worst, graph.flit_bytes, len(route))
 
 
-def typical(graph: Graph, pairs: list[tuple[str, str]]) -> MessageCost:
-    """One α and β for the pairs an algorithm uses: α their mean (data visits each pair
-    equally often), β that of the narrowest route (it paces the rest)."""
-    costs = [message_cost(graph, a, b) for a, b in sorted(set(pairs))]
-    alpha = sum(c.alpha_ns for c in costs) / len(costs)
-    hops = sum(c.hops for c in costs) / len(costs)
-    return MessageCost("", "", alpha, max(c.flit_ns for c in costs), graph.flit_bytes, round(hops))
-
-
 @dataclass(frozen=True, slots=True)
-class Phase:
-    """One stretch of an algorithm: its critical channel's messages, flits, and their cost."""
+class Step:
+    """Messages one sender sends back to back over one pair: a step's critical pair."""
 
-    name: str
+    cost: MessageCost
     messages: int
     flits: int
-    cost: MessageCost
 
     @property
     def alpha_term_ns(self) -> float:
@@ -109,6 +102,34 @@ class Phase:
     @property
     def beta_term_ns(self) -> float:
         return self.flits * self.cost.flit_ns
+
+    @property
+    def ns(self) -> float:
+        return self.alpha_term_ns + self.beta_term_ns
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One stretch of an algorithm: its steps, each charged to its critical pair."""
+
+    name: str
+    steps: tuple[Step, ...]
+
+    @property
+    def messages(self) -> int:
+        return sum(s.messages for s in self.steps)
+
+    @property
+    def flits(self) -> int:
+        return sum(s.flits for s in self.steps)
+
+    @property
+    def alpha_term_ns(self) -> float:
+        return sum(s.alpha_term_ns for s in self.steps)
+
+    @property
+    def beta_term_ns(self) -> float:
+        return sum(s.beta_term_ns for s in self.steps)
 
     @property
     def ns(self) -> float:
@@ -149,33 +170,37 @@ class Problem:
         return self.pes[program]
 
 
-def _ring_sends(pr: Problem, ring: Ring, segments: list[int]) -> tuple[int, int]:
-    """(messages, flits) of sending these segments of the ring, cut as the kernel cuts them."""
+def _segment_sends(pr: Problem, ring: Ring, segment: int) -> tuple[int, int]:
+    """(messages, flits) of sending one segment of the ring, cut as the kernel cuts it."""
     msgs = flits = 0
-    for s in segments:
-        for a, b in ring.pieces(s):
-            msgs += 1
-            flits += -(-(b - a) * pr.itemsize // pr.graph.flit_bytes)
+    for a, b in ring.pieces(segment):
+        msgs += 1
+        flits += -(-(b - a) * pr.itemsize // pr.graph.flit_bytes)
     return msgs, flits
+
+
+def _critical(steps: list[Step]) -> Step:
+    """The step's critical pair: the sender whose messages take longest (ties: the first)."""
+    return max(steps, key=lambda s: s.ns)
 
 
 def _ring_phase(
     pr: Problem, name: str, rings: list[tuple[int, ...]], lo_hi: Callable[[int], tuple[int, int]], sends: Callable[[int, int], list[int]]
 ) -> Phase:
-    """A phase on one or more rings at once; the busiest member's channel decides."""
-    pairs: list[tuple[str, str]] = []
-    worst = (0, 0)
+    """A phase on one or more rings at once: at each step every member sends a segment to
+    its right neighbour, and the step lasts as long as its critical pair."""
+    by_step: dict[int, list[Step]] = {}
     for members in rings:
         q = len(members)
         if q == 1:
             continue
         for i, me in enumerate(members):
-            pairs.append((pr.pe(me), pr.pe(members[(i + 1) % q])))
+            cost = message_cost(pr.graph, pr.pe(me), pr.pe(members[(i + 1) % q]))
             ring = Ring.of(members, me, *lo_hi(me), pr.chunk)
-            worst = max(worst, _ring_sends(pr, ring, sends(i, q)), key=lambda mf: (mf[1], mf[0]))
-    if not pairs:
-        return Phase(name, 0, 0, MessageCost("", "", 0.0, 0.0, pr.graph.flit_bytes, 0))
-    return Phase(name, worst[0], worst[1], typical(pr.graph, pairs))
+            for j, segment in enumerate(sends(i, q)):
+                msgs, flits = _segment_sends(pr, ring, segment)
+                by_step.setdefault(j, []).append(Step(cost, msgs, flits))
+    return Phase(name, tuple(_critical(by_step[j]) for j in sorted(by_step)))
 
 
 def _rs(i: int, q: int) -> list[int]:
@@ -215,30 +240,55 @@ def grid2d_model(pr: Problem) -> Prediction:
 def tree_model(pr: Problem) -> Prediction:
     order = pr.group.snake
     q = len(order)
+    if q == 1:
+        return Prediction("tree", "T = 0 (one rank)", ())
     runs = pieces(0, pr.elements, pr.chunk)
     k = len(runs)
-    big = max(b - a for a, b in runs)
+    flits = -(-max(b - a for a, b in runs) * pr.itemsize // pr.graph.flit_bytes)
+
+    def msg(src: int, dst: int) -> Step:
+        """One chunk from rank ``src`` to rank ``dst`` (positions in the snake order)."""
+        return Step(message_cost(pr.graph, pr.pe(order[src]), pr.pe(order[dst])), 1, flits)
+
     kids = {i: [c for c in (2 * i + 1, 2 * i + 2) if c < q] for i in range(q)}
-    pairs = [(pr.pe(order[c]), pr.pe(order[i])) for i in range(q) for c in kids[i]]
-    pairs += [(b, a) for a, b in pairs]
-    if not pairs:
-        return Prediction("tree", "T = 0 (one rank)", ())
-    height = max(int(math.log2(i + 1)) for i in range(q))
-    down = max(_down_messages(i) for i in range(q) if not kids[i])
-    per_chunk = max((0 if i == 0 else 1) + len(kids[i]) for i in range(q))
-    messages = height + down + (k - 1) * per_chunk
-    cost = typical(pr.graph, pairs)
-    flits = messages * cost.flits(big * pr.itemsize)
-    return Prediction("tree", FORMULAS["tree"], (Phase("tree", messages, flits, cost),))
+    leaves = [i for i in range(q) if not kids[i]]
+    up = max((_path_up(i, msg) for i in leaves), key=_ns)
+    down = max((_path_down(i, msg) for i in leaves), key=_ns)
+    per_rank = [([msg(i, (i - 1) // 2)] if i else []) + [msg(i, c) for c in kids[i]] for i in range(q)]
+    busiest = max(per_rank, key=_ns)
+    steady = [Step(s.cost, (k - 1) * s.messages, (k - 1) * s.flits) for s in busiest] if k > 1 else []
+    return Prediction(
+        "tree",
+        FORMULAS["tree"],
+        (Phase("up", tuple(up)), Phase("down", tuple(down)), Phase("pipelined chunks", tuple(steady))),
+    )
 
 
-def _down_messages(leaf: int) -> int:
-    """Messages on the broadcast path from the root to ``leaf`` (a second child waits for the first)."""
-    n = 0
+def _ns(steps: list[Step]) -> float:
+    return sum(s.ns for s in steps)
+
+
+def _path_up(leaf: int, msg: Callable[[int, int], Step]) -> list[Step]:
+    """The first chunk's messages from ``leaf`` up to the root."""
+    out = []
     while leaf:
-        n += 1 if leaf % 2 == 1 else 2
-        leaf = (leaf - 1) // 2
-    return n
+        parent = (leaf - 1) // 2
+        out.append(msg(leaf, parent))
+        leaf = parent
+    return out
+
+
+def _path_down(leaf: int, msg: Callable[[int, int], Step]) -> list[Step]:
+    """The messages on the broadcast path from the root to ``leaf``: a second child waits
+    for its parent's message to the first."""
+    out = []
+    while leaf:
+        parent = (leaf - 1) // 2
+        if leaf % 2 == 0:
+            out.append(msg(parent, leaf - 1))
+        out.append(msg(parent, leaf))
+        leaf = parent
+    return out[::-1]
 
 
 MODELS: dict[str, Callable[[Problem], Prediction]] = {"ring": ring_model, "2d": grid2d_model, "tree": tree_model}

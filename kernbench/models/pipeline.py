@@ -1,9 +1,10 @@
 """The ideal-pipeline model of a tiled GEMM, from the topology's parameters.
 
 A PE works through ``n`` pipeline tiles (the primitive form's K-steps, or
-the composite's streamed pieces). Each tile passes through stages on the
-PE's engines — DMA read, FETCH, GEMM, STORE (and for the primitive form's
-running sum FETCH, MATH, STORE; for a composite writing C, DMA write):
+the composite's K-steps). Each tile passes through stages on the PE's
+engines — DMA read, FETCH, GEMM, and for the primitive form STORE of the
+partial and the running sum's FETCH, MATH, STORE (a composite accumulates in
+the GEMM engine and stores C, then writes it, once, after its last step):
 
     T = fill + (n − 1) · II + tail
     fill = issue + Σ stage times of one tile          (the first tile, alone)
@@ -17,8 +18,14 @@ running sum FETCH, MATH, STORE; for a composite writing C, DMA write):
 
 Stage times (every one a topology parameter or a sum of them):
 
-    DMA  t(S) = header(request) + burst / channel_bw + header(data)
-                + Σ flit_ns(data hops) + (⌈S/burst⌉ − 1) · max(flit_ns, burst / (channels · channel_bw))
+    DMA  t = header(request) + header(data) + Σ flit_ns(data hops) + max_k (d_k + (F − 1 − k)·M)
+         d_k: when the k-th of the F bursts leaves the memory (each channel serves its own
+         bursts back to back from the request's arrival, burst b on channel b mod channels),
+         M: the data route's slowest flit time. For S contiguous, burst-aligned bytes:
+         t(S) = header(request) + burst / channel_bw + header(data) + Σ flit_ns(data hops)
+                + (⌈S/burst⌉ − 1) · max(M, burst / (channels · channel_bw))
+         A composite's K-step of a row-major A is a column block: tile_m runs a row pitch
+         apart, all on one channel when the pitch is a multiple of channels × burst.
     FETCH, STORE  S / tcm_bw_gbps
     GEMM  gemm_pipeline_cycles / clock + flops / (gemm_tflops · 10³)
     MATH  (math_pipeline_cycles + ⌈elements / math_elems_per_cycle⌉) / clock
@@ -33,6 +40,9 @@ on its FETCH, MATH and STORE.
 
 What the model omits: the wait of a DMA request behind another on the
 same read channel beyond its own time (it assumes transfers back to back),
+a composite's reader stalling for a free buffer two steps ahead when GEMM
+is slower than DMA only at the start (it charges the steady rate from the
+first step),
 HBM channels shared by reads and writes, a composite's reader running at
 most two tile buffers ahead, the scheduler's in-order lanes interleaving
 tiles of different commands, and dispatch stalls when the command queue
@@ -150,6 +160,27 @@ class Engines:
         return self.cost.cycles_to_ns(self.cost.dispatch_cycles(cmd)) + self.cpu_overhead_ns
 
 
+def read_ns(graph: Graph, pe: str, memory: str, starts: list[int], run_bytes: int) -> float:
+    """An idle DMA read of runs of ``run_bytes`` at byte ``starts`` of a memory (a tensor
+    placed on a burst boundary): every burst queues on its channel when the request
+    arrives; the data flits leave as their bursts finish and cross the data route at the
+    pace of its slowest hop (max-plus over the flits)."""
+    req = graph.route(f"{pe}.dma", memory)
+    data = graph.route(memory, f"{pe}.dma")
+    m = graph.node(memory).attrs
+    burst, channels = m["burst_bytes"], m["channels"]
+    burst_ns = burst / m["channel_bw_gbps"]
+    bursts = sorted({b for a in starts for b in range(a // burst, (a + run_bytes - 1) // burst + 1)})
+    per_channel: dict[int, int] = {}
+    for b in bursts:
+        per_channel[b % channels] = per_channel.get(b % channels, 0) + 1
+    leave = sorted(burst_ns * (j + 1) for count in per_channel.values() for j in range(count))
+    pace = max(h.flit_ns for h in data.hops)
+    flits = len(leave)
+    last: float = max(d + (flits - 1 - k) * pace for k, d in enumerate(leave))
+    return req.header_ns + data.header_ns + sum(h.flit_ns for h in data.hops) + last
+
+
 def dma_ns(graph: Graph, pe: str, memory: str, nbytes: int) -> float:
     """An idle DMA of ``nbytes`` contiguous, burst-aligned bytes between a PE and a memory."""
     req = graph.route(f"{pe}.dma", memory)
@@ -231,28 +262,47 @@ def primitive_model(graph: Graph, t: Tiling) -> PipelineModel:
     return PipelineModel("primitive", _busiest(t) * t.steps, (*stages, *split), issue, recurrence, tail)
 
 
+def _a_step_runs(t: Tiling, ks: int) -> tuple[list[int], int]:
+    """The first K-step of A's row block (``ks`` columns): its runs (byte offsets in the
+    block, length). Row-major: one run per row, a row pitch apart; K-step-major: the
+    step's blocks, one after another (or part of each row of one block)."""
+    kp, tm, tk = t.k // t.ksplit, t.tile_m, t.tile_k
+    if t.layout == "naive":
+        return [r * 2 * kp for r in range(tm)], 2 * ks
+    if ks % tk == 0:
+        return [0], 2 * tm * ks
+    return [r * 2 * tk for r in range(tm)], 2 * ks
+
+
 def composite_model(graph: Graph, t: Tiling) -> PipelineModel:
+    """One composite GEMM per output tile: K in ``n`` steps of about a composite tile of
+    A or B each; per step the slice of A (in its layout) and of B it consumes; C stored
+    and, when it is the output (no split-K), written once, after the last step."""
     pe, peer = _pes(graph, t)
     e = Engines.of(graph, pe)
     mem = local_slice(pe)
     kp = t.k // t.ksplit
     a, b, c16, c32 = 2 * t.tile_m * kp, 2 * kp * t.tile_n, 2 * t.tile_m * t.tile_n, 4 * t.tile_m * t.tile_n
     hbm_out = t.ksplit == 1
-    n = max(1, -(-max(a, b, c16 if hbm_out else 0) // e.tile_bytes))
-    out = c16 if hbm_out else c32
+    n = max(1, min(-(-max(a, b) // e.tile_bytes), kp))
+    ks = kp // n
+    starts, run = _a_step_runs(t, ks)
     stages = [
-        Stage("DMA read A piece", "dma.rd", dma_ns(graph, pe, mem, -(-a // n))),
-        Stage("DMA read B piece", "dma.rd", dma_ns(graph, pe, mem, -(-b // n))),
+        Stage("DMA read A step", "dma.rd", read_ns(graph, pe, mem, starts, run)),
+        Stage("DMA read B step", "dma.rd", dma_ns(graph, pe, mem, 2 * ks * t.tile_n)),
         Stage("FETCH", "fetch", e.tcm_ns((a + b) / n)),
-        Stage("GEMM", "gemm", e.gemm_ns(2.0 * t.tile_m * t.tile_n * kp / n)),
-        Stage("STORE", "store", e.tcm_ns(out / n)),
+        Stage("GEMM", "gemm", e.gemm_ns(2.0 * t.tile_m * t.tile_n * ks)),
     ]
-    if hbm_out:
-        stages.append(Stage("DMA write C piece", "dma.wr", dma_ns(graph, pe, mem, -(-c16 // n))))
-    cmd = CompositeCmd((OpSpec("gemm", _OP, _REF, extra={"m": 1, "k": 1, "n": 1}),), ())
+    extra: dict[str, int | bool] = {"m": 1, "k": 1, "n": 1}
+    if t.layout == "tiled":
+        extra["a_kstep_major"] = True
+    cmd = CompositeCmd((OpSpec("gemm", _OP, _REF, extra=extra),), ())
     stages.insert(0, Stage("dispatch composite", "cpu", e.dispatch_ns(cmd) / n, chain=False))
     issue = e.dispatch_ns(cmd) + e.sched_overhead_ns
-    tail = 0.0 if hbm_out else _split_k_tail(graph, t, pe, peer, e)
+    if hbm_out:  # STORE C, then write it
+        tail = e.tcm_ns(c16) + dma_ns(graph, pe, mem, c16)
+    else:  # STORE the partial sum; the split-K exchange
+        tail = e.tcm_ns(c32) + _split_k_tail(graph, t, pe, peer, e)
     split, split_chain = _split_k_work(t, e, n)
     return PipelineModel("composite", _busiest(t) * n, (*stages, *split), issue, split_chain, tail)
 

@@ -1,16 +1,22 @@
-"""A CompositeCmd streaming through the PE's engines, tile by tile.
+"""A CompositeCmd streaming through the PE's engines, step by step.
 
-PE_SCHEDULER expands a composite into per-tile stages without redispatch:
+PE_SCHEDULER runs a composite in ``n`` steps (:mod:`kernbench.pe.steps`:
+which part of each tensor a step reads and writes; a GEMM streams K) without
+redispatch:
 
-* **DMA_READ** (:meth:`CompositeRun._read_tile`) reads every ``tl.ref``
-  operand's share of the tile on the PE's read channel. It needs only HBM,
-  so it starts when the command arrives, while the stages that read TCM
-  inputs wait for them; it runs at most :data:`TILE_BUFFERS` tiles ahead of
-  FETCH (a tile's buffer is free once FETCH has read it).
+* **DMA_READ** (:meth:`CompositeRun._read_tile`) reads the piece of every
+  ``tl.ref`` operand the step consumes — the region it reads, at its real
+  addresses — on the PE's read channel. It needs only HBM, so it starts
+  when the command arrives, while the stages that read TCM inputs wait for
+  them; it runs at most :data:`TILE_BUFFERS` steps ahead of FETCH (a step's
+  buffer is free once FETCH has read it).
 * **FETCH → engines → STORE** (:meth:`CompositeRun._feed_tile`) once the
-  command's TCM inputs are ready and the tile's data is in: one in-order
-  reservation per lane, each op on its engine (GEMM or MATH).
-* **DMA_WRITE** of HBM outputs, per tile, once STORE is done.
+  command's TCM inputs are ready and the step's data is in: one in-order
+  reservation per lane, each op with work in the step on its engine (GEMM or
+  MATH); STORE of the results final after the step.
+* **DMA_WRITE** of the HBM results final after the step, once STORE is done:
+  a GEMM's C, which every step accumulates into, is stored and written once,
+  after the last step.
 
 The command is done when the last STORE and the last write are. Its TCM
 outputs and ``rw_handles`` are not ready before that: composites sharing a
@@ -19,11 +25,11 @@ handle run in program order.
 Each stage continues from the SimPy event it waits for (a callback), in the
 same order the generator processes it replaces resumed: a stage starts as an
 urgent action, as a process starts; a pause is a normal-priority action, as
-a timeout is.
+a timeout is (:mod:`kernbench.sim.clock`).
 
-In recorded runs each stage names its cause (``pred``): a tile's read waits
+In recorded runs each stage names its cause (``pred``): a step's read waits
 for the channel, the previous read or its free buffer (the FETCH of the
-tile two before); a FETCH for its tile's last read, the lane, or the
+step two before); a FETCH for its step's last read, the lane, or the
 command's inputs; a write for its STORE or the write channel.
 """
 
@@ -39,8 +45,8 @@ from kernbench.handles import HandleRef
 from kernbench.pe.commands import CompositeCmd, OpSpec
 from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
-from kernbench.pe.work import op_work
-from kernbench.sim.clock import call_at
+from kernbench.pe.steps import Piece, op_steps, step_count
+from kernbench.sim.clock import NORMAL, URGENT, call_at
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -48,12 +54,11 @@ if TYPE_CHECKING:
     from kernbench.sim.network import TransferResult
 
 TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
-URGENT, NORMAL = 0, 1  # SimPy's own priorities: a process start, a timeout
 
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """One op of the composite on its engine: the lane and its time per tile."""
+    """One op of the composite on its engine in one step: the lane and its time."""
 
     engine: str  # "gemm" or "math"
     service_ns: float
@@ -61,13 +66,28 @@ class Stage:
 
 
 @dataclass(frozen=True, slots=True)
+class StepPlan:
+    """One step on the engines: FETCH of its operands' pieces, the ops with work in it,
+    STORE of the results final after it (``stores``: whether it stores at all)."""
+
+    fetch_ns: float
+    stages: tuple[Stage, ...]
+    store_ns: float
+    stores: bool
+
+
+Read = tuple[int, str, Piece]  # an HBM operand's piece: (op, operand name, piece)
+Write = tuple[int, Piece]  # an HBM result's piece final after the step: (op, piece)
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What a composite of one shape does per tile (the same for every composite of that shape)."""
+    """What a composite of one shape does, step by step (the same for every composite of that shape)."""
 
     n_tiles: int
-    stages: tuple[Stage, ...]
-    fetch_ns: float  # FETCH of every operand's share of a tile
-    store_ns: float  # STORE of every output's share
+    steps: tuple[StepPlan, ...]
+    reads: tuple[tuple[Read, ...], ...]  # per step
+    writes: tuple[tuple[Write, ...], ...]  # per step
     label: str
 
 
@@ -98,23 +118,39 @@ def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
 
 
 def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
-    streamed = {r.id: r for op in ops for r in op.operands.values() if r.space == "hbm"}
-    outs = [op.out for op in ops if op.out is not None and op.out.space == "hbm"]
-    big = max([r.nbytes for r in [*streamed.values(), *outs]], default=0)
-    n = max(1, -(-big // pe.composite_tile_bytes))
-    stages = []
-    for op in ops:
-        engine = op_kind(op.kind).engine
-        work = op_work(op.kind, [r.shape for r in op.operands.values()], op.out.shape if op.out else None, op.extra)
-        stages.append(Stage(engine, pe.gemm_ns(work / n) if engine == "gemm" else pe.math_ns(work / n), op.kind))
-    fetch = sum(r.nbytes for op in ops for r in op.operands.values()) / n / pe.tcm_bw_gbps
-    store = sum(op.out.nbytes for op in ops if op.out is not None) / n / pe.tcm_bw_gbps
+    n = step_count(ops, pe.composite_tile_bytes)
+    per_op = [op_steps(op, n) for op in ops]
+    steps, reads, writes = [], [], []
+    for i in range(n):
+        fetch = store = 0
+        stages = []
+        step_reads: list[Read] = []
+        step_writes: list[Write] = []
+        for j, (op, st) in enumerate(zip(ops, per_op, strict=True)):
+            for (name, r), pieces in zip(op.operands.items(), st.operands, strict=True):
+                p = pieces[i]
+                if p is not None:
+                    fetch += p.nbytes
+                    if r.space == "hbm":
+                        step_reads.append((j, name, p))
+            out = st.out[i]
+            if out is not None:
+                store += out.nbytes
+                if op.out is not None and op.out.space == "hbm":
+                    step_writes.append((j, out))
+            work = st.work[i]
+            if work:
+                engine = op_kind(op.kind).engine
+                stages.append(Stage(engine, pe.gemm_ns(work) if engine == "gemm" else pe.math_ns(work), op.kind))
+        steps.append(StepPlan(fetch / pe.tcm_bw_gbps, tuple(stages), store / pe.tcm_bw_gbps, bool(store) or i == n - 1))
+        reads.append(tuple(step_reads))
+        writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
-    return Plan(n, tuple(stages), fetch, store, label)
+    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label)
 
 
 class CompositeRun:
-    """One composite in flight; ``done`` succeeds when its last tile is stored and written."""
+    """One composite in flight; ``done`` succeeds when its last step is stored and written."""
 
     __slots__ = (
         "arrive",
@@ -123,10 +159,8 @@ class CompositeRun:
         "done",
         "env",
         "feed_pred",
-        "fetch_ns",
         "fetch_seq",
         "fetched",
-        "hbm_outs",
         "label",
         "last",
         "last_seq",
@@ -135,10 +169,9 @@ class CompositeRun:
         "pe",
         "pending",
         "rd_pred",
+        "reads",
         "sched",
-        "stages",
-        "store_ns",
-        "streamed",
+        "steps",
         "t_in",
         "tile_read",
         "tile_seq",
@@ -146,6 +179,7 @@ class CompositeRun:
         "waits",
         "write_ends",
         "writes",
+        "writes_at",
     )
 
     def __init__(self, sched: Scheduler, cmd: CompositeCmd, arrive: float, corr: int) -> None:
@@ -157,31 +191,26 @@ class CompositeRun:
         self.corr = corr
         self.arrive = arrive
         refs: dict[int, HandleRef] = {}  # everything it touches, each once
-        streamed: dict[int, HandleRef] = {}  # its tl.ref operands
-        hbm_outs: list[HandleRef] = []  # outputs written back per tile
         claimed: list[HandleRef] = []  # TCM outputs and rw_handles: ready when it is done
         for op in cmd.ops:
             for r in op.operands.values():
                 refs.setdefault(r.id, r)
-                if r.space == "hbm":
-                    streamed.setdefault(r.id, r)
             out = op.out
             if out is not None:
                 refs.setdefault(out.id, out)
-                (hbm_outs if out.space == "hbm" else claimed).append(out)
+                if out.space != "hbm":
+                    claimed.append(out)
         for r in cmd.rw_handles:
             refs.setdefault(r.id, r)
             if r.space == "tcm":
                 claimed.append(r)
-        self.streamed = list(streamed.values())
-        self.hbm_outs = hbm_outs
         ops = cmd.ops
         plan = _plan(pe, ops)
         n = self.n_tiles = plan.n_tiles
-        self.stages = plan.stages
-        self.fetch_ns = plan.fetch_ns
-        self.store_ns = plan.store_ns
+        self.steps = plan.steps
         self.label = plan.label
+        self.reads = [_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]
+        self.writes_at = [_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]  # (its out is in HBM)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm = [r for r in refs.values() if r.space == "tcm"]
@@ -189,8 +218,8 @@ class CompositeRun:
         self.traced = pe.bus.active
         self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)
         self.waits = sched.waits(tcm) if self.traced else []
-        self.rd_pred = pe.sched.last  # what the next tile read waits for (recorded runs)
-        self.tile_seq = [-1] * n  # the read span that completed each tile
+        self.rd_pred = pe.sched.last  # what the next step's read waits for (recorded runs)
+        self.tile_seq = [-1] * n  # the read span that completed each step
         self.fetch_seq = [-1] * n
         self.feed_pred = -1
         self.last_seq = -1  # the span ending at ``last``
@@ -201,11 +230,12 @@ class CompositeRun:
         for r in claimed:
             ready[r.id] = done
         pe.async_stages += 1
-        self.tile_read = [env.event() for _ in range(n)] if self.streamed else []
-        # A tile's FETCH frees its buffer for the read TILE_BUFFERS tiles later
+        reading = any(self.reads)
+        self.tile_read = [env.event() for _ in range(n)] if reading else []
+        # A step's FETCH frees its buffer for the read TILE_BUFFERS steps later
         # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
-        # tiles, and a composite that streams nothing, need no event.
-        self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if self.streamed else []
+        # steps, and a composite that streams nothing, need no event.
+        self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if reading else []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
         call_at(env, env.now, URGENT, self._start)
@@ -213,11 +243,9 @@ class CompositeRun:
     def _start(self) -> None:
         """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
         together, they ran back to back, before anything either of them scheduled)."""
-        if self.streamed:
+        if self.tile_read:
             self._start_reading()
         self._start_feeding()
-
-    # --- DMA_READ ---------------------------------------------------------------
 
     def _start_reading(self) -> None:
         env = self.env
@@ -230,7 +258,7 @@ class CompositeRun:
         if i == self.n_tiles:
             return
         if i >= TILE_BUFFERS:
-            free = self.fetched[i - TILE_BUFFERS]  # the buffer this tile reuses
+            free = self.fetched[i - TILE_BUFFERS]  # the buffer this step reuses
             if not free.processed:
                 free.callbacks.append(lambda _e: self._buffer_free(i))
                 return
@@ -241,7 +269,7 @@ class CompositeRun:
         self._read_operand(i, 0)
 
     def _read_operand(self, i: int, j: int) -> None:
-        if j == len(self.streamed):
+        if j == len(self.reads[i]):
             self.tile_seq[i] = self.rd_pred
             self.tile_read[i].succeed(self.env.now)
             self._read_tile(i + 1)
@@ -258,21 +286,18 @@ class CompositeRun:
 
     def _issue_read(self, i: int, j: int, mine: simpy.Event) -> None:
         pe = self.pe
-        r = self.streamed[j]
-        lo, size = chunk(r.nbytes, i, self.n_tiles)
+        r, piece = self.reads[i][j]
         start = self.env.now
         assert r.region is not None  # a streamed (HBM) operand's
-        ev = pe.network.read(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
+        ev = pe.network.read(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
 
         def landed(e: simpy.Event) -> None:
             result = cast("TransferResult", e.value)  # (SimPy types event values as Optional[Any])
-            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, size, self.rd_pred, result.parts)
+            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, result.parts)
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
         ev.callbacks.append(landed)
-
-    # --- FETCH → engines → STORE ---------------------------------------------------
 
     def _start_feeding(self) -> None:
         env = self.env
@@ -304,7 +329,7 @@ class CompositeRun:
         self._feed_tile(0)
 
     def _tile_in(self, i: int) -> None:
-        """Tile ``i``'s data landed: FETCH it."""
+        """Step ``i``'s data landed: FETCH it."""
         self.feed_pred = self.tile_seq[i]
         self._feed_tile(i)
 
@@ -312,7 +337,7 @@ class CompositeRun:
         pe = self.pe
         env = self.env
         while i < self.n_tiles:
-            if self.streamed and not self.tile_read[i].processed:
+            if self.tile_read and not self.tile_read[i].processed:
 
                 def resume(_e: simpy.Event, i: int = i) -> None:
                     self._tile_in(i)
@@ -320,20 +345,23 @@ class CompositeRun:
                 self.tile_read[i].callbacks.append(resume)
                 return
             corr = self.corr
-            _, t = pe.fetch.reserve(env.now, self.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
+            step = self.steps[i]
+            _, t = pe.fetch.reserve(env.now, step.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             lanes = {"gemm": pe.gemm, "math": pe.math}
-            for st in self.stages:
+            for st in step.stages:
                 lane = lanes[st.engine]
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
-            _, t = pe.store.reserve(t, self.store_ns, f"store {self.label}", corr, pred=lane_seq)
-            for r in self.hbm_outs:
-                self.writes.append(env.process(self._write_tile(r, i, t, pe.store.last)))
+            if step.stores:
+                _, t = pe.store.reserve(t, step.store_ns, f"store {self.label}", corr, pred=lane_seq)
+                lane_seq = pe.store.last
+            for r, piece in self.writes_at[i]:
+                self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))
             if t > self.last:
                 self.last = t
-                self.last_seq = pe.store.last
+                self.last_seq = lane_seq
             if i < len(self.fetched):
                 ev = self.fetched[i]
                 if fetch_end > env.now:
@@ -367,12 +395,9 @@ class CompositeRun:
             self.pe.scheduler._done(self.corr, seq)
         self.done.succeed(self.env.now)
 
-    # --- DMA_WRITE -----------------------------------------------------------------
-
-    def _write_tile(self, r: HandleRef, i: int, t_ready: float, stored: int) -> ProcessGenerator:
+    def _write_tile(self, r: HandleRef, piece: Piece, i: int, t_ready: float, stored: int) -> ProcessGenerator:
         pe = self.pe
         env = self.env
-        lo, size = chunk(r.nbytes, i, self.n_tiles)
         if t_ready > env.now:
             yield env.timeout(t_ready - env.now)
         prev, mine = pe.wr.claim()
@@ -383,14 +408,20 @@ class CompositeRun:
                 pred = pe.wr.last
         start = env.now
         assert r.region is not None  # an HBM output's
-        result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=r.region.chunk(lo, lo + size), corr_id=self.corr)
-        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, size, pred, result.parts)
+        result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
+        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, result.parts)
         self.write_ends.append((env.now, seq))
         mine.succeed(env.now)
 
 
-def chunk(nbytes: int, i: int, n_tiles: int) -> tuple[int, int]:
-    """Tile ``i``'s share of an operand of ``nbytes``: bytes ``[lo, lo + size)`` (at least one)."""
-    size = -(-nbytes // n_tiles)
-    lo = min(i * size, nbytes - 1)
-    return lo, max(1, min(size, nbytes - lo))
+def _once(parts: list[tuple[HandleRef | None, Piece]]) -> list[tuple[HandleRef, Piece]]:
+    """Each tensor's piece once (a ``tl.ref`` two ops read alike is read once), in order."""
+    seen = set()
+    out = []
+    for r, p in parts:
+        assert r is not None  # (a planned result is an op's out)
+        key = (r.id, p.key)
+        if key not in seen:
+            seen.add(key)
+            out.append((r, p))
+    return out

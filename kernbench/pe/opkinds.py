@@ -1,4 +1,7 @@
-"""The op kinds PE engines know: their numerics and engine (their work: :mod:`kernbench.pe.work`).
+"""The op kinds PE engines know: their numerics, engine, and how a composite streams them.
+
+(Their work: :mod:`kernbench.pe.work`; the steps a composite cuts them into:
+:mod:`kernbench.pe.steps`.)
 
 One table; a new kind touches only this file. Numerics run in float32
 (GEMM accumulates in float32) and are cast to the output's dtype by the
@@ -25,6 +28,7 @@ class OpKind:
     fn: Callable[..., F32]  # operands (by position), then the params it takes (by name)
     params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
     doc: str = ""  # what it computes, one line (the tl reference's op-kind table: kernbench.tl.reference)
+    steps: str = "elements"  # the axis a composite streams it along: "k", "elements" or "rows" (pe/steps.py)
 
     def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any]) -> F32:
         if not self.params:
@@ -38,9 +42,13 @@ def _f32(x: ArrayLike) -> F32:
     return np.asarray(x, dtype=np.float32)
 
 
-def _gemm(a: ArrayLike, b: ArrayLike, acc: ArrayLike | None = None, transpose_b: bool = False) -> F32:
+def _gemm(a: ArrayLike, b: ArrayLike, acc: ArrayLike | None = None, transpose_b: bool = False, a_kstep_major: bool = False) -> F32:
+    """``a @ b``; ``a_kstep_major``: A given as its K-step blocks, ``(k / tk, m, tk)``."""
     b = _f32(b)
-    r = _f32(a) @ (b.T if transpose_b else b)
+    a = _f32(a)
+    if a_kstep_major:
+        a = a.transpose(1, 0, 2).reshape(a.shape[1], -1)
+    r = a @ (b.T if transpose_b else b)
     return r if acc is None else _f32(acc) + r
 
 
@@ -69,22 +77,34 @@ def _binary(fn: Callable[[F32, F32], F32]) -> Callable[[ArrayLike, ArrayLike], F
 OP_KINDS: dict[str, OpKind] = {
     k.name: k
     for k in [
-        OpKind("gemm", "gemm", ("a", "b"), _gemm, ("transpose_b",), "a @ b (a @ b.T with transpose_b), accumulated in float32"),
+        OpKind(
+            "gemm",
+            "gemm",
+            ("a", "b"),
+            _gemm,
+            ("transpose_b", "a_kstep_major"),
+            "a @ b (a @ b.T with transpose_b; a given as (k / tk, m, tk) blocks with a_kstep_major), accumulated in float32",
+            "k",
+        ),
         OpKind("add", "math", ("a", "b"), _binary(np.add), doc="a + b, numpy broadcasting"),
         OpKind("sub", "math", ("a", "b"), _binary(np.subtract), doc="a − b, numpy broadcasting"),
         OpKind("mul", "math", ("a", "b"), _binary(np.multiply), doc="a × b, numpy broadcasting"),
         OpKind("div", "math", ("a", "b"), _binary(np.divide), doc="a / b, numpy broadcasting"),
         OpKind("maximum", "math", ("a", "b"), _binary(np.maximum), doc="the larger of a and b, elementwise"),
-        OpKind("sub_bcast", "math", ("a", "b"), _binary(np.subtract), doc="a − b with b a (rows, 1) column (numerics as sub)"),
-        OpKind("mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)"),
-        OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)"),
+        OpKind(
+            "sub_bcast", "math", ("a", "b"), _binary(np.subtract), doc="a − b with b a (rows, 1) column (numerics as sub)", steps="rows"
+        ),
+        OpKind(
+            "mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)", steps="rows"
+        ),
+        OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)", steps="rows"),
         OpKind("exp", "math", ("x",), lambda x: np.exp(_f32(x)), doc="e ** x, elementwise"),
         OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",), "x × factor (default 1.0)"),
         OpKind("copy", "math", ("x",), _f32, doc="x unchanged (on PE_MATH; tl.copy goes through PE_FETCH_STORE only)"),
-        OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)"),
-        OpKind("rowsum", "math", ("x",), _rowsum, doc="sum along the last axis, kept as size 1: (rows, 1)"),
-        OpKind("max", "math", ("x",), _reduce(np.max), ("axis",), "max over all elements (shape ()), or along axis kept as size 1"),
-        OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",), "sum over all elements (shape ()), or along axis kept as size 1"),
+        OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)", steps="rows"),
+        OpKind("rowsum", "math", ("x",), _rowsum, doc="sum along the last axis, kept as size 1: (rows, 1)", steps="rows"),
+        OpKind("max", "math", ("x",), _reduce(np.max), ("axis",), "max over all elements (shape ()), or along axis kept as size 1", "rows"),
+        OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",), "sum over all elements (shape ()), or along axis kept as size 1", "rows"),
     ]
 }
 

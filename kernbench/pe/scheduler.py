@@ -9,11 +9,14 @@ The scheduler spends its node overhead, then:
 * DMA read/write: a transfer over the graph on the PE's read or write
   channel (capacity one each, ADR-0062);
 * IPCQ send/recv: a message over the NoC to another PE's PE_IPCQ;
-* a :class:`CompositeCmd`: a tile feeder that, per tile, reads every
-  ``tl.ref`` operand's chunk (DMA_READ), FETCHes, runs each OpSpec on its
-  engine, STOREs and writes HBM outputs (DMA_WRITE) — tiles stream through
-  the engines with no redispatch, two tile buffers deep, and composites that
-  share a handle (operand, out or ``rw_handles``) run in program order.
+* a :class:`CompositeCmd`: a feeder that, step by step, reads the piece of
+  every ``tl.ref`` operand the step consumes (DMA_READ), FETCHes, runs each
+  OpSpec on its engine, STOREs and writes the HBM results final after the
+  step (DMA_WRITE; a GEMM's C after the last) — steps stream through the
+  engines with no redispatch, two buffers deep
+  (:mod:`kernbench.pe.composite`, :mod:`kernbench.pe.steps`), and
+  composites that share a handle (operand, out or ``rw_handles``) run in
+  program order.
 
 Readiness of every handle is tracked per PE: a float time, or a SimPy
 event whose value is that time once it fires.

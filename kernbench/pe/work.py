@@ -5,18 +5,44 @@ The one definition the scheduler's service times use.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kernbench.pe.opkinds import op_kind
+
+
+@dataclass(frozen=True, slots=True)
+class GemmDims:
+    """A GEMM's shape: ``m × k`` times ``k × n``, and how A and B are laid out."""
+
+    m: int
+    k: int
+    n: int
+    tk: int  # K per block of a K-step-major A (k when A is row-major)
+    kstep_major: bool
+    transpose_b: bool
+
+    @classmethod
+    def of(cls, shapes: list[tuple[int, ...]], extra: dict[str, Any]) -> GemmDims:
+        a, b = shapes[0], shapes[1][-2:]
+        t = bool(extra.get("transpose_b"))
+        n = b[0] if t else b[1]
+        if extra.get("a_kstep_major"):
+            blocks, m, tk = a[-3:]
+            return cls(m, blocks * tk, n, tk, True, t)
+        m, k = a[-2:]
+        return cls(m, k, n, k, False, t)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.k * self.n
 
 
 def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...] | None, extra: dict[str, Any]) -> float:
     """FLOPs of a GEMM, elements of a MATH op, from operand shapes."""
     k = op_kind(kind)
     if k.engine == "gemm":
-        (m, kk), b = shapes[0][-2:], shapes[1][-2:]
-        n = b[0] if extra.get("transpose_b") else b[1]
-        return 2.0 * m * kk * n
+        return GemmDims.of(shapes, extra).flops
     sizes = [_size(s) for s in shapes] + ([_size(out_shape)] if out_shape else [])
     return float(max(sizes))
 

@@ -1,16 +1,32 @@
-"""Cheap timed callbacks on a SimPy environment's own event queue.
+"""When steps run: one clock, and one order among the steps due at the same instant.
 
-The engine schedules many small steps (a transfer's head reaching the next
-FIFO, a re-plan, a completion). A SimPy ``Timeout`` plus a process resume
-costs several microseconds; an :class:`Action` is a bare entry in the same
-heap that SimPy's ``step()`` pops and runs like any event (it only needs
-``callbacks`` and ``_ok``), so actions and SimPy processes share one clock
-and one deterministic order: ``(time, priority, insertion)``.
+Contract. Everything that happens — SimPy's own events, the PE's stages, a
+transfer's steps in either timing mode — is an entry in SimPy's one event
+heap, taken in order of ``(time, priority, insertion)``. This module decides
+the priorities, for the whole simulator:
 
-Priorities: SimPy's own events use 0 (urgent) and 1 (normal) and run first
-at equal times; actions use :func:`priority` of a transfer's sequence number
-so that, at one instant, lower-numbered transfers' steps run first — the
-tie-break every FIFO in the model uses.
+======================  ==========================================================
+``URGENT``, ``NORMAL``  SimPy's own (a process starting; an event or a timeout
+                        firing). A PE stage that :func:`call_at` schedules uses
+                        them as the process it stands for would.
+``REPLAN``              a FIFO re-planning from an instant (fast mode): before any
+                        transfer's step at that instant.
+``priority(seq, sub)``  a transfer's steps: the lower ``seq`` (the order transfers
+                        started) first, then ``sub``: a step (``STEP``) or, in the
+                        oracle, flit ``k``'s step (``k``); the transfer's completion
+                        (``FINISH``) after all of them.
+======================  ==========================================================
+
+So at one instant SimPy's events and the PE's stages come first, then the
+FIFOs' re-plans, then each transfer's steps in the order the transfers
+started — the tie-break every FIFO in the model uses (``docs/timing.md``).
+
+:func:`call_at` is the one place that pushes onto SimPy's heap: an
+:class:`Action` is a bare entry there, which ``Environment.step`` pops and runs
+like any event (it needs only ``callbacks`` and ``_ok``). SimPy's public
+``Environment.schedule`` would take a delay, not a time — ``now + (t − now)``
+is not always ``t`` in floating point — and a ``Timeout`` plus a process
+resume costs several microseconds per step.
 """
 
 from __future__ import annotations
@@ -20,8 +36,23 @@ from heapq import heappush
 from typing import Any, TypeVarTuple
 
 import simpy
+from simpy.events import NORMAL, URGENT
+
+__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "call_at", "priority"]
 
 Ts = TypeVarTuple("Ts")
+
+_SEQ_SHIFT = 24  # sub-steps of one transfer: up to 2**24 (the oracle numbers them by flit)
+STEP = 0  # a transfer's step (the fast mode's only kind)
+FINISH = (1 << _SEQ_SHIFT) - 1  # a transfer's completion: after its other steps at that instant
+
+
+def priority(seq: int, sub: int = STEP) -> int:
+    """Order of transfer ``seq``'s steps at one instant: by ``seq``, then ``sub`` (< 2**24)."""
+    return 2 + (seq << _SEQ_SHIFT) + sub
+
+
+REPLAN = priority(0)  # before any transfer's step (transfers are numbered from 1)
 
 
 def _run(action: Action) -> None:
@@ -58,13 +89,8 @@ class Action:
         return self.fn is not None and self.callbacks is not None
 
 
-def priority(seq: int, sub: int = 0) -> int:
-    """Order of actions at one instant: by transfer ``seq``, then ``sub`` (< 16)."""
-    return 2 + (seq << 4) + sub
-
-
 def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[[*Ts], object], *args: *Ts) -> Action:
-    """Run ``fn(*args)`` at time ``t`` (>= now)."""
+    """Run ``fn(*args)`` at time ``t`` (>= now), in the order ``prio`` gives it at that instant."""
     a = Action(fn, args)
     # SimPy's own heap (see the module doc): typed as holding Events, and an Action is
     # one only in what step() reads (callbacks, _ok, _value)

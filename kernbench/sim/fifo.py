@@ -1,47 +1,17 @@
-"""FIFO servers that transfers share: edges serializing flits, memory channels.
+"""The FIFO servers transfers share: every directed edge, every memory pseudo-channel.
 
-Every directed edge and every HBM/SRAM pseudo-channel is a :class:`Fifo`: a
-server of per-flit service ``s`` (``flit_bytes / bw`` for an edge, the burst
-time for a channel) serving flits in arrival order, flits arriving at the
-same instant in order of their transfer's ``seq``, then flit index. One
-transfer's flits through one FIFO are a :class:`Passage`: its arrival train
-in, its departure train out.
-
-**Alone: closed form.** A passage among whose flits no other transfer's
-arrive leaves as :func:`~kernbench.sim.train.fifo` of its train, from the
-server's *virtual finish* at its head (when the work that arrived before it
-is done): the flit-by-flit answer, in O(segments) however long the train.
-
-**Interleaved: merged flit by flit.** While several passages' flits arrive
-at once, their arrival times are merged in FIFO order and run through
-Lindley's recursion ``D_i = max(D_{i−1}, A_i) + s`` as numpy arrays
-(:meth:`Fifo._merge`) — exactly what the oracle computes, at C speed, for
-the flits that interleave. Each passage's departures go back to segments
-when they are regular (they usually are: two streams sharing a link
-alternate) or stay an array.
-
-**Planned ahead, re-planned from now.** A passage may be added before its
-head arrives (:meth:`Fifo.arrive` at ``now`` for a train that starts later:
-a transfer is planned along its whole route when it starts), and a
-passage's flits that arrive after now may change (:meth:`Fifo.amend`).
-Each call re-plans the FIFO's busy period from now on, merging every
-passage with flits still to come, future heads included; flits that
-arrived before now keep their departures (nothing can overtake them).
-Changed departures go to the passage's ``on_change``, so the next FIFO on
-its route hears of them in turn, and *watchers* (control flits that will
-cross the FIFO later, see :meth:`Fifo.pass_control`) are told to look again.
-
-**Deferred: numbers until someone looks.** A train that finds its whole
-route idle need not be a passage at all: :meth:`Fifo.defer` records only
-when its last flit arrives and leaves (:func:`~kernbench.sim.train.tandem`).
-As long as nothing else comes while its flits are still arriving, those two
-numbers are all any later question needs (:meth:`Fifo.finish_before` past
-its last flit, a later train's wait), and once they have arrived the train
-is folded into the FIFO's state. Anything that needs the flits themselves —
-another train arriving among them, a control flit due before the last —
-first asks the owner to :meth:`~Deferrer.materialize`: to plan its passages
-exactly as it would have when it started, which nothing since can have
-changed (whatever would have, asked first).
+Contract. A :class:`Fifo` serves flits in arrival order (same instant: lower
+``seq`` first, then flit index), one per ``s`` ns; one transfer's flits
+through it are a :class:`Passage`. Callers add passages (:meth:`~Fifo.arrive`),
+change a passage's later arrivals (:meth:`~Fifo.amend`), serve bursts that
+arrive together (:meth:`~Fifo.reserve`), ask when the work before an instant
+is done (:meth:`~Fifo.finish_before`, :meth:`~Fifo.pass_control`), and defer
+or adopt a train planned in closed form (:func:`idle_route`,
+:func:`defer_route`, :meth:`~Fifo.adopt`). Changed departures go to the
+passage's ``on_change``; control flits due to cross are told to look again
+(:class:`Watcher`). Only this module writes a ``Fifo``'s or a ``Passage``'s
+fields. The model is ``docs/timing.md``, the words ``docs/glossary.md``,
+the arithmetic :mod:`kernbench.sim.serve`.
 """
 
 from __future__ import annotations
@@ -53,14 +23,14 @@ from typing import Protocol
 import numpy as np
 import simpy
 
-from kernbench.sim.clock import Action, call_at, priority
-from kernbench.sim.train import EPS, Train, fifo, first_difference, lindley
-from kernbench.sim.transit import merge_shares
+from kernbench.sim.clock import REPLAN, Action, call_at
+from kernbench.sim.serve import fifo, interleave
+from kernbench.sim.train import EPS, Train, first_difference
+from kernbench.sim.transit import train_shares
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
 NOT_PLANNED = Train(0, [])  # a passage's departures until its FIFO first plans them
-_REPLAN_PRIORITY = priority(0)  # a FIFO's re-plan: before any transfer's step at the same instant
 
 
 class Passage:
@@ -68,13 +38,13 @@ class Passage:
 
     ``on_change(passage, k)`` is called when departures from flit ``k`` on
     changed after they were first planned (``out`` already holds the new ones).
-    ``fifo`` and ``out`` are set by :meth:`Fifo.arrive` (``out`` is
+    ``fifo`` and ``out`` are set by the FIFO that plans it (``out`` is
     :data:`NOT_PLANNED` until then).
     """
 
     fifo: Fifo
 
-    __slots__ = ("corr", "fifo", "inp", "on_change", "out", "seq", "shared", "waited_behind")
+    __slots__ = ("corr", "fifo", "inp", "on_change", "out", "seq")
 
     def __init__(self, seq: int, corr: int, inp: Train, on_change: ChangeHook | None = None) -> None:
         self.seq = seq
@@ -82,22 +52,24 @@ class Passage:
         self.inp = inp
         self.out = NOT_PLANNED
         self.on_change = on_change
-        self.shared = False  # its flits arrived among another transfer's here
-        self.waited_behind = -1  # corr of the transfer whose work its head queued behind
 
     @property
     def n(self) -> int:
         return self.inp.n
 
+    def detach(self) -> None:
+        """Its transfer is over: nobody is told of later changes (FIFOs may still hold it)."""
+        self.on_change = None
+
 
 class Deferrer(Protocol):
-    """The owner of a train deferred on FIFOs (see the module docstring)."""
+    """The owner of a train deferred on FIFOs."""
 
     corr: int
 
     def materialize(self) -> None:
         """Plan the deferred train as passages on every FIFO of its route, as it
-        would have been planned when it started."""
+        would have been planned when it started (:meth:`Fifo.adopt`)."""
 
 
 class Watcher(Protocol):
@@ -108,15 +80,6 @@ class Watcher(Protocol):
         at ``d``, re-planned (``token``: which plan of it that was)."""
 
 
-class Reserved:
-    """Flits served through :meth:`Fifo.reserve` (no passage): who, and their departures."""
-
-    __slots__ = ("corr", "out", "seq")
-
-    def __init__(self, seq: int, corr: int, out: Train) -> None:
-        self.seq, self.corr, self.out = seq, corr, out
-
-
 class Fifo:
     """One FIFO server; see the module docstring.
 
@@ -125,7 +88,8 @@ class Fifo:
     with its departures. The work that arrived before a time ``t`` is done
     when the last of it leaves: at ``free`` or at a member's last flit
     before ``t``, whichever is later (FIFO order makes the latest arrival
-    the latest departure).
+    the latest departure). A *deferred* train is only two numbers, its last
+    flit's arrival and departure, until it is folded or materializes.
     """
 
     __slots__ = (
@@ -135,10 +99,8 @@ class Fifo:
         "deferred",
         "deferred_t_last",
         "deferred_v_end",
-        "flits",
         "free",
         "history",
-        "last_corr",
         "members",
         "name",
         "s",
@@ -152,20 +114,16 @@ class Fifo:
         self.free = 0.0  # when the work of passages no longer arriving is done
         self.members: list[Passage] = []  # passages with flits still to arrive, in seq order
         self.t_last = float("-inf")  # the members' last flit arrival
-        self.v_end = 0.0  # when all work, members' included, is done
-        self.last_corr = -1  # whose work that is
-        self.flits = 0  # data flits served (busy time = flits · s)
+        self.v_end = 0.0  # when all work, members' included, is done (the virtual finish)
         self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see pass_control
         self._watch_until = float("-inf")  # the latest time a watcher is due
         self._replan_at: Action | None = None  # the re-plan due (see amend), until it runs
-        # what it served, for :meth:`shares` (recorded runs): passages and reservations, oldest first
-        self.history: deque[Passage | Reserved] | None = deque() if history else None
-        # a train planned here in closed form only (see defer): its owner, its last flit's arrival and departure
+        # what it served, for :meth:`shares` (recorded runs): passages, oldest first
+        self.history: deque[Passage] | None = deque() if history else None
+        # a train planned here in closed form only: its owner, its last flit's arrival and departure
         self.deferred: Deferrer | None = None
         self.deferred_t_last = 0.0
         self.deferred_v_end = 0.0
-
-    # --- queries ------------------------------------------------------------
 
     def finish_before(self, t: float, seq: int = BEFORE_ALL) -> float:
         """When the work that arrived before ``t`` is done (never before ``t``).
@@ -234,21 +192,7 @@ class Fifo:
             return ()
         while hist and hist[0].out is not NOT_PLANNED and hist[0].out.last() < horizon - EPS:
             hist.popleft()
-        s = self.s
-        found = []
-        for p in hist:
-            out = p.out
-            if p.seq == own_seq or out is NOT_PLANNED or out.last() <= x + EPS or out.first() - s >= y - EPS:
-                continue
-            k0 = out.count_before(x, inclusive=True)  # departures by x: served before the window
-            k1 = out.count_before(y, inclusive=True)
-            if k1 <= k0:
-                continue
-            first = out.at(k0)
-            ns = (k1 - k0) * s - max(0.0, x + s - first)  # the first may have started before x
-            found.append((first, p.corr, ns))
-        found.sort(key=lambda f: f[0])
-        return merge_shares((corr, ns) for _, corr, ns in found)
+        return train_shares([p for p in hist if p.out is not NOT_PLANNED], self.s, x, y, own_seq)
 
     def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
         """``count`` flits arriving together now, if nothing else is still to arrive:
@@ -264,47 +208,54 @@ class Fifo:
             start = self.v_end if self.v_end > now else now
             self.members = []
         self.free = self.v_end = start + count * self.s
-        self.flits += count
-        if self.history is not None:
-            self.history.append(Reserved(seq, corr, Train(count, [(0, start + self.s, 0.0, 1, self.s)])))
+        if self.history is not None:  # (recorded runs: what it served, for shares)
+            q = Passage(seq, corr, Train.burst(count, now))
+            q.out = Train(count, [(0, start + self.s, 0.0, 1, self.s)])
+            self.history.append(q)
         if self._watchers:
             self._notify(now)
         return start
-
-    # --- changes --------------------------------------------------------------
 
     def arrive(self, p: Passage, now: float) -> None:
         """Add ``p`` (its head arrives now or later) and plan it, re-planning from its head."""
         if self.deferred is not None:
             self._settle(now)
-        p.fifo = self
-        self.flits += p.n
         if self.history is not None:
             self.history.append(p)
-        inp = p.inp
         if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
-            head = inp.first()
             v = self.v_end
-            p.out = fifo(inp, self.s, v if v > head else head)
-            self.place_alone(p, v)
+            self._plan_alone(p, v)
+            self._place_alone(p, v)
             if self._watchers:
-                self._notify(head)
+                self._notify(p.inp.first())
             return
+        p.fifo = self
         self._retire(now)
-        head = inp.first()
-        d = self.finish_before(head)
-        p.waited_behind = self.last_corr if d > head + EPS else -1
-        self._replan(head, d, p)
-
-    def place_alone(self, p: Passage, v: float) -> None:
-        """``p``, planned alone behind the work done at ``v``, becomes the one member."""
         head = p.inp.first()
+        self._replan(head, self.finish_before(head), p)
+
+    def adopt(self, owner: Deferrer, p: Passage, v: float) -> None:
+        """``owner``'s deferred train materializing: ``p``, its passage here, planned
+        alone behind the work done at ``v`` (what was queued when it was deferred). It
+        becomes the one member if the train is still deferred here; a FIFO it has fully
+        passed keeps its folded numbers."""
+        self._plan_alone(p, v)
+        if self.deferred is owner:
+            self.deferred = None
+            self._place_alone(p, v)
+
+    def _plan_alone(self, p: Passage, v: float) -> None:
+        """``p``'s departures with the FIFO to itself behind the work done at ``v``."""
+        p.fifo = self
+        head = p.inp.first()
+        p.out = fifo(p.inp, self.s, v if v > head else head)
+
+    def _place_alone(self, p: Passage, v: float) -> None:
+        """``p``, planned alone behind the work done at ``v``, becomes the one member."""
         self.free = v  # the work before it (queries before its head see only that)
-        p.waited_behind = self.last_corr if v > head + EPS else -1
         self.members = [p]
         self.t_last = p.inp.last()
         self.v_end = p.out.last()
-        self.last_corr = p.corr
 
     def amend(self, p: Passage, inp: Train, t: float, env: simpy.Environment) -> None:
         """``p``'s flits arrive as in ``inp`` from ``t`` on (no sooner than now, nor
@@ -316,7 +267,7 @@ class Fifo:
             if act.args[0] <= t:
                 return
             act.cancel()
-        self._replan_at = call_at(env, t if t > env.now else env.now, _REPLAN_PRIORITY, self._replan_now, t, env)
+        self._replan_at = call_at(env, t if t > env.now else env.now, REPLAN, self._replan_now, t, env)
 
     def _replan_now(self, _t: float, env: simpy.Environment) -> None:
         self._replan_at = None
@@ -326,35 +277,6 @@ class Fifo:
         self._retire(now)
         if self.members:
             self._replan(now, self.finish_before(now), None)
-
-    # --- deferred trains ----------------------------------------------------------
-
-    def idle_at(self, now: float) -> bool:
-        """Whether a train arriving from now on would have this FIFO to itself
-        as far as anything planned so far goes: nothing still arriving, no
-        re-plan due, no control flit due to cross it from now on."""
-        if self.deferred is not None:
-            if now <= self.deferred_t_last + EPS:
-                return False
-            self._fold()
-        if self.t_last >= now - EPS:
-            return False
-        return self._replan_at is None and self._watch_until < now - EPS
-
-    def defer(self, owner: Deferrer, n: int, t_last: float, v_end: float) -> None:
-        """``owner``'s train of ``n`` flits passes here (the FIFO was :meth:`idle_at` now):
-        its last flit arrives at ``t_last`` and leaves at ``v_end``."""
-        self.deferred = owner
-        self.deferred_t_last = t_last
-        self.deferred_v_end = v_end
-        self.flits += n
-
-    def take_deferred(self, owner: Deferrer) -> bool:
-        """Whether ``owner``'s train is still deferred here, no longer (it is materializing)."""
-        if self.deferred is owner:
-            self.deferred = None
-            return True
-        return False
 
     def _settle(self, now: float) -> None:
         """Before reading the state at ``now``: fold a deferred train whose flits have
@@ -370,15 +292,10 @@ class Fifo:
     def _fold(self) -> None:
         """The deferred train has fully arrived: what remains of it is when its work is
         done (as :meth:`_retire` leaves a passage that has fully arrived)."""
-        owner = self.deferred
-        assert owner is not None
         self.deferred = None
         self.members = []
         self.t_last = self.deferred_t_last
         self.free = self.v_end = self.deferred_v_end
-        self.last_corr = owner.corr
-
-    # --- planning ---------------------------------------------------------------
 
     def _retire(self, now: float) -> None:
         """Fold the work of passages that have fully arrived into ``free``."""
@@ -422,27 +339,13 @@ class Fifo:
             e = q.out.last()
             if e >= self.v_end:
                 self.v_end = e
-                self.last_corr = q.corr
         if self._watchers:
             self._notify(t)
 
     def _merge(self, members: list[tuple[Passage, int]], v0: float) -> None:
         """Several passages' flits, merged in FIFO order and served exactly."""
         members.sort(key=lambda m: m[0].seq)
-        times = [p.inp.times(k) for p, k in members]
-        lens = [len(t) for t in times]
-        arr = np.concatenate(times)
-        # FIFO order: time (ties within EPS together), then seq, then flit index — the
-        # members are in seq order and each one's flits in index order, so a stable
-        # sort on time alone gives it
-        order = np.round(arr * (1.0 / EPS)).argsort(kind="stable")
-        dep = np.empty(len(arr))
-        dep[order] = lindley(arr[order], self.s, v0)
-        start = 0
-        for (p, k), n in zip(members, lens, strict=True):
-            mine = dep[start : start + n]
-            start += n
-            p.shared = True
+        for (p, k), mine in zip(members, interleave([p.inp.times(k) for p, k in members], self.s, v0), strict=True):
             old = p.out
             if old is NOT_PLANNED:
                 p.out = Train(p.n, arr=mine)
@@ -465,74 +368,42 @@ class Fifo:
             p.on_change(p, first)
 
 
-# --- along a route ---------------------------------------------------------------------
-
-
-def pass_control_route(
-    fifos: Sequence[Fifo],
-    delay: Sequence[float],
-    h: int,
-    t: float,
-    seq: int,
-    who: Watcher,
-    token: int,
-    now: float,
-    times: list[tuple[float, float]] | None,
-) -> float:
-    """A control flit from hop ``h`` of a route (its FIFOs, and the delay after
-    each to the next), arriving there at ``t``: :meth:`Fifo.pass_control` hop by
-    hop; when it reaches the far end. ``times`` collects each hop's (arrival,
-    departure) when given."""
-    for i in range(h, len(fifos)):
-        d = fifos[i].pass_control(t, seq, who, i, token, now)
-        if times is not None:
-            times.append((t, d))
-        t = d + delay[i]
-    return t
-
-
-def defer_route(
-    fifos: Sequence[Fifo], heads: Sequence[float], lasts: Sequence[tuple[float, float]], owner: Deferrer, n: int, now: float
-) -> list[float] | None:
-    """Defer ``owner``'s train of ``n`` flits on a route if every FIFO is :meth:`~Fifo.idle_at`
-    now and no work queued there outlasts the head (at ``now + heads[h]``); the
-    last flit arrives at and leaves FIFO ``h`` at ``now + lasts[h]``. When the
-    work queued on each was done (``None``: not idle, nothing done)."""
+def idle_route(fifos: Sequence[Fifo], now: float, heads: Sequence[float] | None = None) -> list[float] | None:
+    """When the work queued on each FIFO of a route is done, if a train arriving from now
+    on would have every one of them to itself as far as anything planned so far goes —
+    nothing still arriving, no re-plan due, no control flit due to cross from now on —
+    and, given when its head reaches each (``now + heads[h]``), no queued work outlasts
+    the head; else ``None``. (A train deferred here before that has fully arrived counts
+    as its work: :func:`defer_route` takes its place, and a fold would keep nothing more.)"""
     queued = []
-    for f, head in zip(fifos, heads, strict=True):  # (idle_at, inline: this runs for every idle read)
+    for h, f in enumerate(fifos):
         if f.deferred is not None:
             if now <= f.deferred_t_last + EPS:
                 return None
-            # a train deferred here before has passed: all a fold would keep of it is when
-            # its work is done, and the new train's fold or materialize overwrites the rest
             v = f.deferred_v_end
         else:
             if f.t_last >= now - EPS:
                 return None
             v = f.v_end
-        if f._replan_at is not None or f._watch_until >= now - EPS or v > now + head:
+        if f._replan_at is not None or f._watch_until >= now - EPS or (heads is not None and v > now + heads[h]):
             return None
         queued.append(v)
-    for f, (t_last, v_end) in zip(fifos, lasts, strict=True):  # (Fifo.defer, inline like the checks above)
-        f.deferred = owner
-        f.deferred_t_last = now + t_last
-        f.deferred_v_end = now + v_end
-        f.flits += n
     return queued
 
 
-def channels_idle(channels: Sequence[tuple[Fifo, int, float]], now: float) -> bool:
-    """Whether memory channels ``(FIFO, bursts, their busy time)`` are all idle now:
-    nothing arriving or queued."""
-    for f, _n, _busy in channels:
-        if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
-            return False
-    return True
+def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[float, float]], base: float = 0.0) -> None:
+    """``owner``'s train passes the :func:`idle_route` ``fifos`` deferred: at FIFO ``h``
+    its last flit arrives at ``base + lasts[h][0]`` and leaves at ``base + lasts[h][1]``."""
+    for f, (t_last, v_end) in zip(fifos, lasts, strict=True):
+        f.deferred = owner
+        f.deferred_t_last = base + t_last
+        f.deferred_v_end = base + v_end
 
 
 def start_channels(channels: Sequence[tuple[Fifo, int, float]], now: float) -> None:
-    """The bursts on :func:`channels_idle` channels start now, as :meth:`Fifo.reserve` would start them."""
-    for f, n, busy in channels:
+    """The bursts on idle channels ``(FIFO, bursts, their busy time)`` start now: what
+    :meth:`Fifo.reserve` does to an idle channel (no watcher crosses a channel), for a
+    read's channels at once."""
+    for f, _n, busy in channels:
         f.members = []
         f.free = f.v_end = now + busy
-        f.flits += n

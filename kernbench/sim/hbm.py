@@ -1,16 +1,12 @@
-"""HBM slices (and SRAM) as arrays of pseudo-channels, each a FIFO of bursts.
+"""HBM slices (and SRAM ports) as arrays of pseudo-channels, each a FIFO of bursts.
 
-A burst at byte address ``x`` goes to channel ``(x // burst_bytes) mod
-channels``: contiguous data spreads over all channels, a stride of
-``channels × burst_bytes`` puts every burst on one. Each channel serves one
-burst per ``burst_ns`` in arrival order (a :class:`~kernbench.sim.fifo.Fifo`);
-that per-channel occupancy is the model's *drain*.
-
-A read's request reaches the memory at one instant and queues all its
-bursts then, channel by channel; the channels' finish times make the data
-train (:func:`~kernbench.sim.train.union`). A write's flits reach the memory
-one by one; each channel receives the sub-train of the flits whose bursts
-are its own.
+Contract. A :class:`ChannelArray` holds one memory's channels
+(:class:`~kernbench.sim.fifo.Fifo`, one burst per ``burst_ns``) and says
+which of a region's bursts each channel serves (:meth:`ChannelArray.bursts`:
+burst ``b`` on channel ``b mod channels``); :func:`sub_train` is the part of
+a write's arriving train a channel receives. The model (drain, reads queuing
+every burst at once, writes burst by burst) is ``docs/timing.md``,
+"Memory".
 """
 
 from __future__ import annotations
@@ -34,11 +30,15 @@ class Bursts:
 
     ``n`` bursts in address order (the transfer's flits); per channel, the
     flit indices it serves: an arithmetic run ``(first, step, count)`` when
-    the pattern is regular, else an explicit array.
+    the pattern is regular, else an explicit array. ``kept``: the channel
+    array keeps this object for as long as it lives (a contiguous layout), so
+    its identity names the layout; any other is built per transfer, and its
+    ``id`` may be reused once it is gone.
     """
 
     n: int
     per_channel: tuple[Flits | None, ...]
+    kept: bool = False
 
     def count(self, ch: int) -> int:
         pc = self.per_channel[ch]
@@ -93,7 +93,7 @@ class ChannelArray:
                 per: list[tuple[int, int, int] | None] = [None] * c
                 for j in range(min(n, c)):
                     per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-                hit = self._contiguous[key] = Bursts(n, tuple(per))
+                hit = self._contiguous[key] = Bursts(n, tuple(per), kept=True)
             return hit
         ch = ids % c
         per2: list[Flits | None] = [None] * c

@@ -1,13 +1,14 @@
 """Which bytes of a memory a transfer touches: runs of contiguous bytes.
 
-A :class:`Region` is the byte layout of a tensor region as the hardware sees
-it: equal-length *runs* of contiguous bytes at given offsets, in the
-region's logical (C) order — one run for a contiguous block, one per row for
-a column block of a matrix, one per element group for any strided view.
-Memories move whole bursts: a transfer of a region moves every burst any of
-its runs touches (a run shorter than a burst still costs the whole burst),
-each once, in address order, and each burst goes to the pseudo-channel its
-address selects.
+Contract. A :class:`Region` is the byte layout of a tensor region as the
+hardware sees it: equal-length *runs* of contiguous bytes at real addresses,
+in the region's logical (C) order — one run for a contiguous block, one per
+row for a column block of a matrix, one per element group for any strided
+view (:func:`region_of_view`). It answers which bursts it touches
+(:meth:`Region.bursts`: each once, in address order) and which runs a part
+of it is (:meth:`Region.chunk`, :meth:`Region.select`). That memories move
+whole bursts, each on the channel its address selects, is
+``docs/timing.md``, "Memory".
 """
 
 from __future__ import annotations
@@ -88,6 +89,38 @@ class Region:
         if o0 == 0 and o1 == rb - 1:
             return Region(tuple(p[0] for p in pieces), rb)
         return _from_pieces(pieces)
+
+    def select(self, starts: NDArray[np.int64], length: int) -> Region:
+        """Logical bytes ``[s, s + length)`` for each ``s`` of ``starts`` (ascending, not
+        overlapping), in that order: the part of a tensor one step of a composite moves —
+        a column block of a row-major matrix is one such run per row."""
+        rb = self.run_bytes
+        if len(self.starts) == 1:
+            return _runs(self.starts[0] + starts, length)
+        run, off = np.divmod(starts, rb)
+        if bool((off + length <= rb).all()):  # each inside one run of the region
+            return _runs(np.asarray(self.starts, dtype=np.int64)[run] + off, length)
+        pieces: list[tuple[int, int]] = []
+        for s in starts.tolist():
+            part = self.chunk(s, s + length)
+            pieces += [(a, part.run_bytes) for a in part.starts]
+        return _from_pieces(pieces)
+
+    @staticmethod
+    def joined(parts: list[Region]) -> Region:
+        """The parts one after another in logical order (each a region of the same memory)."""
+        if len(parts) == 1:
+            return parts[0]
+        if len({p.run_bytes for p in parts}) == 1:
+            return _runs(np.asarray([a for p in parts for a in p.starts], dtype=np.int64), parts[0].run_bytes)
+        return _from_pieces([(a, p.run_bytes) for p in parts for a in p.starts])
+
+
+def _runs(starts: NDArray[np.int64], length: int) -> Region:
+    """Runs of ``length`` bytes at ``starts``: one run when they follow each other."""
+    if len(starts) == 1 or bool((np.diff(starts) == length).all()):
+        return Region.contiguous(int(starts[0]), length * len(starts))
+    return Region(tuple(starts.tolist()), length)
 
 
 def _from_pieces(pieces: list[tuple[int, int]]) -> Region:

@@ -24,7 +24,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
+from kernbench.sim.train import EPS, Train
 from kernbench.topology.graph import Route
 
 
@@ -116,6 +118,33 @@ class FifoLog:
             if self.starts[i] < y and self.owners[i][0] != own_seq
             for corr in (self.owners[i][1],)
         )
+
+
+class Served(Protocol):
+    """Flits a FIFO served for one transfer, as the fast mode keeps them: whose, and when they left."""
+
+    seq: int
+    corr: int
+    out: Train
+
+
+def train_shares(served: Iterable[Served], s: float, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:
+    """Time in ``[x, y]`` a FIFO of service ``s``, busy throughout, spent on other transfers'
+    flits (``served``, oldest first): (corr id, ns) per transfer, in the order served."""
+    found = []
+    for p in served:
+        out = p.out
+        if p.seq == own_seq or out.last() <= x + EPS or out.first() - s >= y - EPS:
+            continue
+        k0 = out.count_before(x, inclusive=True)  # departures by x: served before the window
+        k1 = out.count_before(y, inclusive=True)
+        if k1 <= k0:
+            continue
+        first = out.at(k0)
+        ns = (k1 - k0) * s - max(0.0, x + s - first)  # the first may have started before x
+        found.append((first, p.corr, ns))
+    found.sort(key=lambda f: f[0])
+    return merge_shares((corr, ns) for _, corr, ns in found)
 
 
 def merge_shares(items: Iterable[tuple[int, float]]) -> tuple[tuple[int, float], ...]:

@@ -3,9 +3,11 @@
 Two sweeps on one CUBE (``cube1``):
 
 * **tile count** — one PE, 128×128×128 tiles, K = 128·n for n = 1 … 256
-  pipeline tiles, both command forms: efficiency climbs as the fill is
-  amortized, to the steady state the busiest engine (or the primitive
-  form's accumulate chain) allows;
+  pipeline tiles: the composite with A K-step-major and with A row-major,
+  and the primitive form: efficiency climbs as the fill is amortized, to the
+  steady state the busiest engine (or the primitive form's accumulate chain)
+  allows — for a row-major A, the read channel: each K-step's column block
+  of A sits on one pseudo-channel;
 * **tilings** — the same 512×512×1024 GEMM on the CUBE's 8 PEs with
   different tile shapes, split-K and forms.
 
@@ -34,6 +36,7 @@ TOPOLOGY = "cube1"
 TILE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TILINGS = (
     dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=1),
+    dict(form="composite", tile_m=128, tile_n=128, tile_k=128, ksplit=1, layout="naive"),
     dict(form="primitive", tile_m=128, tile_n=128, tile_k=128, ksplit=1),
     dict(form="composite", tile_m=64, tile_n=64, tile_k=64, ksplit=1),
     dict(form="primitive", tile_m=64, tile_n=64, tile_k=64, ksplit=1),
@@ -137,11 +140,19 @@ def _gemm_end(events: Iterable[Event], pe: str) -> float:
     return max((e.end_ns for e in events if e.kind is EventKind.ENGINE_BUSY and e.component == f"{pe}.gemm"), default=0.0)
 
 
-def tile_count_sweep(counts: Iterable[int] | None = None) -> list[tuple[GemmPoint, GemmPoint]]:
+#: The tile-count sweep's columns: (heading, options).
+TILE_COUNT_FORMS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("composite, A K-step-major", dict(form="composite", layout="tiled")),
+    ("composite, A row-major", dict(form="composite", layout="naive")),
+    ("primitive", dict(form="primitive", layout="tiled")),
+)
+
+
+def tile_count_sweep(counts: Iterable[int] | None = None) -> list[tuple[GemmPoint, ...]]:
     rows = []
     for n in counts or TILE_COUNTS:
         shape = dict(m=128, n=128, k=128 * n, tile_m=128, tile_n=128, tile_k=128, pes=1)
-        rows.append((run_point(form="composite", **shape), run_point(form="primitive", **shape)))
+        rows.append(tuple(run_point(**options, **shape) for _, options in TILE_COUNT_FORMS))
     return rows
 
 
@@ -153,22 +164,20 @@ def _eff(p: GemmPoint) -> str:
     return f"{p.sim_eff_pct:5.1f} {p.model_eff_pct:6.1f} {p.gap_pts:+5.1f}"
 
 
-def tile_count_table(rows: list[tuple[GemmPoint, GemmPoint]]) -> str:
-    """MAC efficiency (%) per tile count: simulator, model, model − sim, and the steady state alone."""
-    head = (
-        f"{'tiles':>5}   {'composite: sim':>14} {'model':>6} {'gap':>5} {'steady':>6}"
-        f"   {'primitive: sim':>14} {'model':>6} {'gap':>5} {'steady':>6}   II bound (composite / primitive)"
-    )
-    lines = [head, "─" * len(head)]
-    for c, p in rows:
-        lines.append(
-            f"{c.tiles:>5}   {'':>9}{_eff(c)} {c.steady_eff_pct:>6.1f}   {'':>9}{_eff(p)} {p.steady_eff_pct:>6.1f}   {c.bound} / {p.bound}"
-        )
+def tile_count_table(rows: list[tuple[GemmPoint, ...]]) -> str:
+    """MAC efficiency (%) per tile count and form: simulator, model, model − sim, and the steady state alone."""
+    head = (f"{'':>5}" + "".join(f"   {name:<25}" for name, _ in TILE_COUNT_FORMS)).rstrip()
+    sub = f"{'tiles':>5}" + f"   {'sim':>5} {'model':>6} {'gap':>5} {'steady':>6}" * len(TILE_COUNT_FORMS) + "   II bound"
+    lines = [head, sub, "─" * len(sub)]
+    for row in rows:
+        cells = "".join(f"   {_eff(p)} {p.steady_eff_pct:>6.1f}" for p in row)
+        lines.append(f"{row[0].tiles:>5}{cells}   {' / '.join(p.bound for p in row)}")
     return "\n".join(lines)
 
 
 def _tiling_label(p: Params) -> str:
-    return f"{p['form']:<9} {p['tile_m']}×{p['tile_n']}×{p['tile_k']}" + (f" split-K {p['ksplit']}" if p["ksplit"] > 1 else "")
+    label = f"{p['form']:<9} {p['tile_m']}×{p['tile_n']}×{p['tile_k']}" + (f" split-K {p['ksplit']}" if p["ksplit"] > 1 else "")
+    return label + (" A row-major" if p.get("layout") == "naive" else "")
 
 
 def tiling_table(points: list[GemmPoint]) -> str:

@@ -16,7 +16,7 @@ def allreduce_report() -> str:
     out = [
         "All-reduce: simulated latency vs the α–β model (ratio = sim / model), mesh vs torus",
         f"float16 payload per PE, {ar.CHUNK} messages, one PE per CUBE; every point's sum checked against numpy",
-        "  α = mean startup of the PE pairs used (overheads + propagation + wormhole fill); β = 1 / 128 GB/s (the CUBE hub port)",
+        "  each step charged to its critical pair: its own α (overheads + propagation + wormhole fill) and β (1 / 128 GB/s, the CUBE hub port)",
     ]
     out += [f"  {algo:<5} {formula}" for algo, formula in FORMULAS.items()]
     for pair in ar.PAIRS:

@@ -250,7 +250,7 @@ def store(ptr: Ptr | HbmTensor, value: TensorHandle) -> None:
 
 
 def ref(ptr: Ptr | HbmTensor, shape: Sequence[int] | None = None, dtype: Any = None) -> TensorHandle:
-    """Name an HBM (or SRAM) region as a ``tl.composite`` operand or output, streamed per tile; nothing moves now.
+    """Name an HBM (or SRAM) region as a ``tl.composite`` operand or output, streamed step by step; nothing moves now.
 
     Shapes:
         As ``tl.load``: the region's; ``shape``, if given, is only checked.
@@ -259,8 +259,9 @@ def ref(ptr: Ptr | HbmTensor, shape: Sequence[int] | None = None, dtype: Any = N
     Cost:
         - Command: none; no time and no scratch.
         - In a composite, PE_SCHEDULER reads it (an operand) or writes it (an ``out``)
-          one tile's share of its bytes at a time on the PE's DMA channels: see
-          ``tl.composite``.
+          on the PE's DMA channels, at each step the part of it the step consumes or
+          has made final (a GEMM's K-slice of A and B; its C once, after the last
+          step): see ``tl.composite``.
     Errors:
         As ``tl.load`` for the region. ``tl.store``, ``tl.dot``, ``tl.copy``, ``tl.send`` and
         the PE_MATH ops raise ``TypeError`` when given one.
@@ -723,7 +724,7 @@ def zeros(shape: Sequence[int], dtype: Any = np.float32) -> TensorHandle:
 
 
 def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) -> None:
-    """Issue one ``CompositeCmd``: PE_SCHEDULER runs its ops tile by tile on the engines, streaming ``tl.ref`` operands, with no redispatch.
+    """Issue one ``CompositeCmd``: PE_SCHEDULER runs its ops step by step on the engines, streaming ``tl.ref`` operands, with no redispatch.
 
     The numerics of every op run now, in order: each op's result goes into its
     ``out`` (a TCM handle, from ``tl.zeros`` or ``tl.full`` or an earlier result,
@@ -731,7 +732,9 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
     ``extra={"accumulate": True}`` it is added to ``out``'s value instead. A
     later op may read an earlier op's ``out``. ``rw_handles`` names TCM handles
     the composite also writes: like its outs, later commands that use them wait
-    for it (naming an ``out`` there again only adds logical bytes).
+    for it (naming an ``out`` there again only adds logical bytes). A GEMM's
+    ``extra`` may say ``a_kstep_major=True``: its A is stored as its K-step
+    blocks, shape ``(k / tk, m, tk)``.
 
     Shapes:
         Each op's operands as its kind takes them (the op kinds table); its result
@@ -745,17 +748,24 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
           issued (ADR-0064 D7).
         - PE_CPU: auto-wait on every TCM handle it names; dispatch(B) with the composite
           FIXED, ``pe_cost_model.fixed_per_cmd_cycles`` (D8): one dispatch however many
-          tiles and ops.
-        - Engines: sched, then N tiles, N = ceil(bytes of the largest ``tl.ref`` operand or
-          out / ``composite_tile_bytes``), at least 1. Per tile: a DMA read of every
-          ``tl.ref`` operand's next 1/N of its bytes (at most 2 tiles ahead of the
-          fetch); fetch(Σ operand bytes / N); each op in order on its engine, gemm(F / N)
-          or math(E / N) with F or E the op's work (op kinds table); store(Σ out bytes / N);
-          a DMA write of every ``tl.ref`` out's 1/N. The first fetch waits until every TCM
-          handle it names (operands, outs, ``rw_handles``) is ready; its TCM outs and
-          ``rw_handles`` are ready when its last store and write are done, so composites
-          sharing a handle run in program order.
-        - Planning the tiles costs nothing beyond ``sched_overhead_ns`` (ADR-0064, open
+          steps and ops.
+        - Engines: sched, then N steps, N = ceil(bytes of the largest ``tl.ref`` tensor
+          streamed along its op's axis / ``composite_tile_bytes``), at least 1, at most the
+          axis's length. Each op streams along one axis, cut into N near-equal slices: a
+          gemm its K (step s reads A's columns ``[k0, k1)`` — in a row-major A one run per
+          row, a row pitch apart — and B's rows ``[k0, k1)``), an elementwise op its
+          elements, a row op or reduction its rows; a tensor without the axis (a
+          broadcast operand, a gemm's C, a reduction's result) is read whole at the first
+          step and stored and written whole after the last. Per step: a DMA read of every
+          ``tl.ref`` operand's piece at its real addresses (at most 2 steps ahead of the
+          fetch); fetch(bytes of the step's operand pieces); each op with work in the step,
+          in order, on its engine, gemm(2 · m · n · (k1 − k0)) or math(its elements or
+          rows' share of E, the op kinds table); store(bytes of the results final after
+          the step); a DMA write of every ``tl.ref`` out's piece final then. The first
+          fetch waits until every TCM handle it names (operands, outs, ``rw_handles``) is
+          ready; its TCM outs and ``rw_handles`` are ready when its last store and write
+          are done, so composites sharing a handle run in program order.
+        - Planning the steps costs nothing beyond ``sched_overhead_ns`` (ADR-0064, open
           review item 2).
     Errors:
         ``ValueError`` for no ops, an unknown kind (with a suggestion), operands not named

@@ -312,25 +312,34 @@ def _kind_users() -> dict[str, list[str]]:
     return users
 
 
+# How a composite cuts an op of a kind into steps (OpKind.steps; kernbench/pe/steps.py).
+STEPS = {
+    "k": "K: A's columns and B's rows; C whole after the last step",
+    "elements": "elements",
+    "rows": "rows; an operand or result without them whole",
+}
+
+
 def render_op_kinds() -> str:
     users = _kind_users()
     rows = [
-        "| kind | engine | operands, in order | `extra` it reads | work of one op | computes | as a single op |",
-        "|---|---|---|---|---|---|---|",
+        "| kind | engine | operands, in order | `extra` it reads | work of one op | a composite streams | computes | as a single op |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for k in OP_KINDS.values():
         engine, work, _ = ENGINE_WORK[k.engine]
         params = ", ".join(f"`{p}`" for p in k.params) or "—"
         operands = ", ".join(f"`{a}`" for a in k.arity)
         single = ", ".join(users.get(k.name, [])) or "—"
-        rows.append(f"| `{k.name}` | {engine} | {operands} | {params} | {work} | {k.doc} | {single} |")
+        rows.append(f"| `{k.name}` | {engine} | {operands} | {params} | {work} | {STEPS[k.steps]} | {k.doc} | {single} |")
     engines = "\n".join(f"- **{label}**: {work}; {time}." for label, work, time in ENGINE_WORK.values())
     return (
         "## Composite op kinds\n\n"
         "The kinds a `tl.OpSpec` names, generated from `OP_KINDS` (`kernbench/pe/opkinds.py`). Every kind also "
         "reads `accumulate` (add the result into `out`; numerics only) from `extra`; any other key is carried "
         "and counted in the logical bytes only. An op's work, and the time its engine takes for it "
-        "(`kernbench/pe/work.py`; in a composite of N tiles, each tile takes the time of work / N):\n\n"
+        "(`kernbench/pe/work.py`; in a composite, each step takes the time of the work of its slice of the "
+        "axis the kind streams along, `kernbench/pe/steps.py`):\n\n"
         f"{engines}\n\n" + "\n".join(rows)
     )
 

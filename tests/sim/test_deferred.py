@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simrun import Op, run
 
+from kernbench.sim import fast
 from kernbench.sim import fifo as fifo_module
-from kernbench.sim import network
-from kernbench.sim.train import Train, fifo, tandem, union
+from kernbench.sim.serve import fifo, tandem, union
+from kernbench.sim.train import Train
 from kernbench.topology.compile import load_topology
 
 EXACT_NS = 1e-6
@@ -89,7 +90,7 @@ def test_max_minus_is_the_largest_lead_over_a_pace(train, m):
 def counted(monkeypatch):
     """How often deferred trains materialized and folded."""
     seen: collections.Counter[str] = collections.Counter()
-    materialize, fold = network._FastTransfer.materialize, fifo_module.Fifo._fold
+    materialize, fold = fast.FastTransfer.materialize, fifo_module.Fifo._fold
 
     def counting_materialize(self):
         queued = self.deferred
@@ -103,7 +104,7 @@ def counted(monkeypatch):
         seen["folded"] += 1
         fold(self)
 
-    monkeypatch.setattr(network._FastTransfer, "materialize", counting_materialize)
+    monkeypatch.setattr(fast.FastTransfer, "materialize", counting_materialize)
     monkeypatch.setattr(fifo_module.Fifo, "_fold", counting_fold)
     return seen
 
@@ -191,6 +192,18 @@ def test_sequential_reads_stay_deferred(counted):
     assert counted["materialized"] == 0
     latencies = [r.latency_ns for r in run(SLOW_UCIE, "fast", ops)]
     assert max(latencies) - min(latencies) <= 1e-9
+
+
+def test_sequential_strided_reads_of_two_layouts_take_each_its_own_time(counted):
+    """Idle reads alternating between a strided layout spread over the slice's eight
+    channels (rows 2,304 B apart) and one whose rows all land on one channel (2,048 B
+    apart): each layout drains as it falls, read after read — a layout worked out for
+    one read is never taken for another's (a strided layout is built per read, so its
+    identity says nothing once that read is over)."""
+    ops = [Op("read", "sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice0", 64 * 256, 0, 2048 if i % 2 else 2304, 1500.0 * i) for i in range(12)]
+    assert_all_agree(load_topology("cube1"), ops)
+    lat = [r.latency_ns for r in run(load_topology("cube1"), "fast", ops)]
+    assert min(lat[1::2]) > max(lat[0::2]) + 400  # one channel: 64 bursts of 8 ns, not 8
 
 
 TOPOLOGIES = {name: load_topology(name) for name in ("cube1", "sip2x2")}

@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kernbench.sim.train import Train, fifo, first_difference, lindley, union
+from kernbench.sim.serve import fifo, lindley, union
+from kernbench.sim.train import Train, first_difference
 
 times = st.floats(min_value=0.0, max_value=200.0, allow_nan=False, allow_infinity=False)
 # Times closer than the engine's 1e-9 ns are one instant; keep generated gaps either 0 or real.

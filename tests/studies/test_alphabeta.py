@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import simpy
 
@@ -48,15 +50,25 @@ def test_a_message_alone_takes_exactly_alpha_plus_its_flits(torus, size, mode):
     assert done.value.latency_ns == pytest.approx(message_cost(torus, "sip0.cube5.pe0", "sip0.cube0.pe0").ns(size))
 
 
-def test_ring_model_by_hand(torus):
-    # snake 0,1,3,2,4,5: five 1-hop pairs (α 40) and 5 -> 0 over two hops (α 55.5): mean 42.5833
-    # 6 x 1024 elements, 1024-element chunks: every program sends 2(p-1) = 10 messages of 8 flits
-    m = predict("ring", problem(torus, 6 * 1024, 1024))
-    alpha = (5 * 40 + 55.5) / 6
-    assert m.ns == pytest.approx(10 * alpha + 80 * 2.0)
-    assert m.alpha_term_ns == pytest.approx(10 * alpha) and m.beta_term_ns == 160.0
+# Per-pair α on the 2×3 grids (one PE per CUBE, CUBE c at x = c % 2, y = c // 2): 40 ns for one
+# UCIe hop, +15.5 ns per further hop. The snake order is 0, 1, 3, 2, 4, 5; on the mesh its closing
+# pair 5 -> 0 crosses three hops (α 71), on the torus two (y wraps: α 55.5); every other ring pair
+# is one hop (α 40). Each step lasts as long as its critical pair: the sender whose messages, at its
+# own pair's α and β (2 ns per flit, the 128 GB/s hub port), take longest.
+
+
+@pytest.mark.parametrize("topology, closing_alpha", [("torus2x3", 55.5), ("mesh2x3", 71.0)])
+def test_ring_model_charges_each_step_to_its_critical_pair_by_hand(topology, closing_alpha, request):
+    graph = request.getfixturevalue(topology.removesuffix("2x3"))
+    # 6 x 1024 elements, 1024-element chunks: 10 steps of one message of 8 flits per rank, every
+    # step's critical pair the closing one
+    m = predict("ring", problem(graph, 6 * 1024, 1024))
+    assert m.ns == pytest.approx(10 * (closing_alpha + 8 * 2.0))
+    assert m.alpha_term_ns == pytest.approx(10 * closing_alpha) and m.beta_term_ns == 160.0
+    (phase,) = m.phases
+    assert {(s.cost.src, s.cost.dst) for s in phase.steps} == {("sip0.cube5.pe0", "sip0.cube0.pe0")}
     # half the chunk: twice the startups, the same flits
-    assert predict("ring", problem(torus, 6 * 1024, 512)).ns == pytest.approx(20 * alpha + 160)
+    assert predict("ring", problem(graph, 6 * 1024, 512)).ns == pytest.approx(20 * closing_alpha + 160)
 
 
 def test_2d_model_by_hand_on_torus_and_mesh(torus, mesh):
@@ -66,21 +78,43 @@ def test_2d_model_by_hand_on_torus_and_mesh(torus, mesh):
     # row all-gather: 3 messages, 24 flits
     t = predict("2d", problem(torus, 6144, 1024))
     assert [p.messages for p in t.phases] == [3, 4, 3] and [p.flits for p in t.phases] == [24, 32, 24]
-    assert t.ns == pytest.approx(10 * 40 + 80 * 2.0)
-    # the mesh's column rings close over two hops (4 -> 0, 5 -> 1): column α (4·40 + 2·55.5) / 6
+    assert t.ns == pytest.approx(10 * 40 + 80 * 2.0)  # the torus's column rings close over one hop
+    # the mesh's column rings close over two hops (4 -> 0, 5 -> 1): each column step's critical pair
     m = predict("2d", problem(mesh, 6144, 1024))
-    col_alpha = (4 * 40 + 2 * 55.5) / 6
-    assert m.ns == pytest.approx(6 * 40 + 4 * col_alpha + 160)
+    assert m.ns == pytest.approx(6 * 40 + 4 * 55.5 + 160)
 
 
-def test_tree_model_by_hand(torus):
-    # heap over the snake 0,1,3,2,4,5: edges 0-1 (1 hop), 0-3, 1-2, 1-4 (2 hops), 3-5 (1 hop)
-    # α mean (2·40 + 3·55.5) / 5 = 49.3; height h 2; down to the last leaf d 3 (1 then 2 hops' worth
-    # of messages: a second child waits for the first); s 3 messages per chunk (interior rank)
-    # 6144 elements in 2048-element chunks: k 3, each 16 flits
-    m = predict("tree", problem(torus, 6144, 2048))
-    assert m.phases[0].messages == 2 + 3 + 2 * 3
-    assert m.ns == pytest.approx(11 * (49.3 + 16 * 2.0))
+@pytest.mark.parametrize(
+    "topology, up, down, busiest",
+    [
+        # heap over the snake (positions 0-5 = CUBEs 0, 1, 3, 2, 4, 5); pairs by position:
+        # torus: 1-0 40, 2-0 55.5, 3-1 55.5, 4-1 55.5, 5-2 40
+        # up:   leaf 3: 55.5 + 40 (the first of three equal paths)
+        # down: root -> 1 (40), 1 -> 3 (55.5), then 1 -> 4 (55.5): position 4 waits for its sibling
+        # busiest: position 1 sends up (40) and down twice (55.5, 55.5)
+        ("torus2x3", [55.5, 40], [40, 55.5, 55.5], [40, 55.5, 55.5]),
+        # mesh: 4-1 is three hops (71)
+        ("mesh2x3", [71, 40], [40, 55.5, 71], [40, 55.5, 71]),
+    ],
+)
+def test_tree_model_charges_each_message_to_its_own_pair_by_hand(topology, up, down, busiest, request):
+    graph = request.getfixturevalue(topology.removesuffix("2x3"))
+    # 6144 elements in 2048-element chunks: k 3 chunks of 16 flits (32 ns of β each)
+    m = predict("tree", problem(graph, 6144, 2048))
+    msg = 16 * 2.0
+    want = sum(a + msg for a in up) + sum(a + msg for a in down) + 2 * sum(a + msg for a in busiest)
+    assert m.ns == pytest.approx(want)
+    assert [p.messages for p in m.phases] == [len(up), len(down), 2 * len(busiest)]
+
+
+def test_ring_model_on_the_papers_4x4_mesh_by_hand():
+    # 16 PEs (PE 0 of every CUBE of SIP 0, CUBE c at x = c % 4, y = c // 4), snake order over the
+    # 4 x 4 grid: it ends at CUBE 12 and closes over three hops (α 71). 4 KiB of float16:
+    # 128-element segments, one message of one flit; 30 steps, each charged to the closing pair.
+    graph = load_topology("paper")
+    pes = tuple(f"sip0.cube{c}.pe0" for c in range(16))
+    m = predict("ring", Problem(graph, Group(tuple(range(16)), 4), pes, 2048, 2, 131072))
+    assert m.ns == pytest.approx(30 * (71 + 2.0))
 
 
 def test_the_torus_model_is_never_above_the_mesh_model(torus, mesh):
@@ -89,5 +123,53 @@ def test_the_torus_model_is_never_above_the_mesh_model(torus, mesh):
 
 
 def test_every_prediction_prints_its_formula(torus):
-    for algo, needle in (("ring", "2(p−1)·m·α"), ("2d", "α_row"), ("tree", "(h + d + (k−1)·s)")):
+    for algo, needle in (("ring", "2(p−1)·m·α_max"), ("2d", "α_row,max"), ("tree", "(k−1)·per_chunk")):
         assert needle in predict(algo, problem(torus, 1000, 100)).formula
+
+
+@functools.cache
+def _placement(topology: str, pes: str) -> tuple[object, Group, tuple[str, ...]]:
+    """A study point's graph, group and PEs, chosen as the allreduce kernel chooses them."""
+    from kernbench.kernels.allreduce import make_group, select_pes
+    from kernbench.runtime.api import Runtime
+
+    rt = Runtime(topology)
+    pe_ids, rows = select_pes(rt, pes)
+    return rt.graph, make_group(len(pe_ids), rows, ""), tuple(pe_ids)
+
+
+def _model_us(topology: str, algo: str, payload: int, pes: str) -> float:
+    """The study's α–β prediction of one point, without simulating it."""
+    import numpy as np
+
+    from kernbench.collectives import chunk_elements
+    from kernbench.studies import allreduce as ar
+
+    graph, group, pe_ids = _placement(topology, pes)
+    chunk = chunk_elements(256 * 1024, np.dtype(ar.DTYPE))
+    assert ar.CHUNK == "256KiB"
+    return predict(algo, Problem(graph, group, pe_ids, payload // 2, 2, chunk)).ns / 1000
+
+
+def test_the_studies_page_shows_the_models_alpha_beta_for_every_point():
+    """docs/studies.md's α–β columns are the model's (per-pair α), mesh and torus, 2×3 and 4×4."""
+    import re
+    from pathlib import Path
+
+    from kernbench.sizes import parse_size
+    from kernbench.studies import allreduce as ar
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "studies.md").read_text()
+    checked = 0
+    for label, mesh_topo, torus_topo, pes, _payloads in ar.PAIRS:
+        table = page.split(f"```text\n{label}: {mesh_topo} vs {torus_topo}", 1)[1].split("```", 1)[0]
+        payload = 0
+        for line in table.splitlines()[3:]:
+            cols = line.split()
+            if re.fullmatch(r"\d+[KMG]iB", cols[0]):
+                payload = parse_size(cols.pop(0), "payload")
+            algo, _mesh_sim, mesh_model, _r1, _torus_sim, torus_model = cols[:6]
+            for topo, shown in ((mesh_topo, mesh_model), (torus_topo, torus_model)):
+                assert f"{_model_us(topo, algo, payload, pes):,.2f}" == shown, (topo, algo, payload)
+                checked += 1
+    assert checked == 2 * 3 * (8 + 7)

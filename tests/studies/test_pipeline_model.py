@@ -17,7 +17,7 @@ PE = "sip0.cube0.pe0"
 
 def tiling(**kw) -> Tiling:
     p = dict(registry.get("gemm-tiled").defaults(), **kw)
-    return Tiling(p["m"], p["n"], p["k"], p["tile_m"], p["tile_n"], p["tile_k"], p["ksplit"], p["pes"], p["form"])
+    return Tiling(p["m"], p["n"], p["k"], p["tile_m"], p["tile_n"], p["tile_k"], p["ksplit"], p["pes"], p["form"], p["layout"])
 
 
 def simulate(**kw):
@@ -55,21 +55,48 @@ def test_stage_times_by_hand(cube1):
 
 
 def test_composite_model_by_hand(cube1):
-    # K 256: A row block 128 x 256 f16 = 64 KiB -> two 32 KiB pieces; C 32 KiB written in 16 KiB pieces
+    # K 256: A's row block 128 x 256 f16 = 64 KiB -> two K-steps of 128; A K-step-major, so each
+    # step's A is one contiguous 32 KiB block (141 ns), as is B's (141); C accumulates in the GEMM
+    # engine and is stored (32 KiB at 512 GB/s: 64 ns) and written (141) once, after the last step
     m = predict(cube1, tiling(form="composite", m=128, n=128, k=256, pes=1))
-    issue = (40 + 46 * 0.0625) + 2 + 1  # composite dispatch (46 logical bytes) + cpu and scheduler overheads
-    fill = issue + 141 + 141 + 128 + (8 + 2 * 128**2 * 128 / 8000) + 32 + (14 + 63)
+    issue = (40 + 47 * 0.0625) + 2 + 1  # composite dispatch (47 logical bytes) + cpu and scheduler overheads
+    gemm = 8 + 2 * 128**2 * 128 / 8000
+    fill = issue + 141 + 141 + 128 + gemm
     assert m.tiles == 2
     assert m.fill_ns == pytest.approx(fill)
-    assert m.ii_ns == pytest.approx(8 + 2 * 128**2 * 128 / 8000) and m.bound == "gemm"
-    assert m.ns == pytest.approx(fill + m.ii_ns)
+    assert m.ii_ns == pytest.approx(gemm) and m.bound == "gemm"
+    assert m.tail_ns == pytest.approx(64 + 141)
+    assert m.ns == pytest.approx(fill + m.ii_ns + 64 + 141)
 
 
+def test_a_row_major_a_makes_the_composite_wait_on_one_pseudo_channel(cube1):
+    # K 2048: 16 K-steps; A row-major has rows 4 KiB apart, so a step's column block (128 rows of
+    # 256 B) has every burst on one of the slice's 8 channels: 128 x 8 ns + 6 = 1,030 ns, then B's
+    # 141: the read channel, not the GEMM (532 ns), sets the pace
+    m = predict(cube1, tiling(form="composite", layout="naive", m=128, n=128, k=2048, pes=1))
+    assert m.tiles == 16 and m.bound == "dma.rd"
+    assert m.ii_ns == pytest.approx(1030 + 141)
+
+
+@pytest.mark.parametrize("starts, run", [([0], 32768), ([r * 4096 for r in range(128)], 256), ([r * 1024 for r in range(64)], 512)])
+def test_the_read_rule_is_the_engines_answer_for_an_idle_strided_read(cube1, starts, run):
+    from kernbench.models.pipeline import read_ns
+    from kernbench.sim.region import Region
+
+    env = simpy.Environment()
+    net = Network(env, cube1)
+    done = net.read(f"{PE}.dma", "sip0.cube0.hbm.slice0", region=Region(tuple(starts), run))
+    env.run()
+    assert done.value.latency_ns == pytest.approx(read_ns(cube1, PE, "sip0.cube0.hbm.slice0", starts, run))
+
+
+@pytest.mark.parametrize("layout", ["tiled", "naive"])
 @pytest.mark.parametrize("steps", [1, 2, 4, 8, 16])
-def test_a_lone_composite_is_exactly_the_ideal_pipeline(cube1, steps):
+def test_a_lone_composite_is_exactly_the_ideal_pipeline(cube1, steps, layout):
     # the composite scheduler is this pipeline; with one PE nothing else shares its engines
-    result, _ = simulate(form="composite", m=128, n=128, k=128 * steps, pes=1)
-    assert result.latency_ns == pytest.approx(predict(cube1, tiling(form="composite", m=128, n=128, k=128 * steps, pes=1)).ns)
+    result, _ = simulate(form="composite", layout=layout, m=128, n=128, k=128 * steps, pes=1)
+    model = predict(cube1, tiling(form="composite", layout=layout, m=128, n=128, k=128 * steps, pes=1))
+    assert result.latency_ns == pytest.approx(model.ns)
 
 
 @pytest.mark.parametrize("steps", [1, 4, 16])

@@ -221,8 +221,8 @@ def test_softmax_recipe_composite_equals_numpy(rt):
     np.testing.assert_allclose(rt.read(out), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
-def test_composite_with_an_hbm_out_ref_writes_the_result_back_tile_by_tile(rt):
-    A, B = rng_array((64, 128), 18), rng_array((128, 512), 23)  # out 64 KiB f16 -> 2 tiles
+def test_a_gemm_composite_writes_its_hbm_out_once_it_is_final(rt):
+    A, B = rng_array((64, 128), 18), rng_array((128, 512), 23)  # B 128 KiB f16 -> 4 K-steps
     out = rt.empty((64, 512), np.float16)
 
     def k(a, b, out):
@@ -231,9 +231,25 @@ def test_composite_with_an_hbm_out_ref_writes_the_result_back_tile_by_tile(rt):
     rt.launch(k, pes=[0], args=(rt.deploy(A), rt.deploy(B), out))
     r = rt.run(record=True)
     np.testing.assert_array_equal(rt.read(out), (f32(A) @ f32(B)).astype(np.float16))
+    busy = [e for e in r.events if e.kind.name == "ENGINE_BUSY"]
+    (write,) = [e for e in busy if e.component.endswith("dma.wr")]  # every K-step adds into all of C
+    assert write.value == out.nbytes
+    assert write.t_ns >= max(e.end_ns for e in busy if e.component.endswith(".gemm"))
+
+
+def test_an_elementwise_composite_writes_its_hbm_out_back_step_by_step(rt):
+    X = rng_array((128, 512), 24)  # 128 KiB f16 -> 4 steps of 32 rows, each final once computed
+    out = rt.empty((128, 512), np.float16)
+
+    def k(x, out):
+        tl.composite([tl.OpSpec("exp", {"x": tl.ref(x)}, tl.ref(out))])
+
+    rt.launch(k, pes=[0], args=(rt.deploy(X), out))
+    r = rt.run(record=True)
+    np.testing.assert_allclose(rt.read(out), np.exp(f32(X)).astype(np.float16), rtol=1e-3)
     writes = [e for e in r.events if e.kind.name == "ENGINE_BUSY" and e.component.endswith("dma.wr")]
-    assert len(writes) >= 2 and all(e.label.startswith("tile ") for e in writes)
-    assert sum(e.value for e in writes) == out.nbytes
+    assert len(writes) == 4 and all(e.label.startswith(f"tile {i} ") for i, e in enumerate(writes))
+    assert [e.value for e in writes] == [out.nbytes // 4] * 4
 
 
 def test_composite_result_is_cast_to_the_out_handle_dtype(rt):

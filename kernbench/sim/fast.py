@@ -1,0 +1,331 @@
+"""The fast timing mode: whole trains through FIFOs, the oracle's answer at a cost that grows with hops.
+
+Contract. :class:`FastEngine` plans each transfer when it starts: its data
+train FIFO by FIFO along the route (:meth:`Fifo.arrive` re-plans that FIFO),
+its control flit (a read's request, a write's acknowledgement) hop by hop
+from each FIFO's :meth:`~Fifo.pass_control`. A FIFO that later re-plans
+tells the passages whose departures changed (the change reaches the next
+FIFO at the instant the first changed flit would arrive there) and re-checks
+the control flits due to cross it. A read's bursts queue on their channels
+when its request arrives (an action at that instant); the completion is an
+action at the last flit's arrival, moved whenever that changes. A data train
+that finds its whole route idle takes the deferred path
+(:mod:`kernbench.sim.deferral`). Every transfer ends when the oracle's does
+(:mod:`kernbench.sim.oracle`; tests hold them to 1e-9 ns).
+
+The model is ``docs/timing.md``; the words are in ``docs/glossary.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import simpy
+
+from kernbench.sim import deferral
+from kernbench.sim.clock import FINISH, Action, call_at
+from kernbench.sim.fast_record import ControlPlan, FastRecord, ReservedBursts
+from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.hbm import sub_train
+from kernbench.sim.region import Region
+from kernbench.sim.serve import union
+from kernbench.sim.train import EPS, Train, first_difference
+from kernbench.sim.transfer import TransferEngine
+from kernbench.topology.graph import Route
+
+if TYPE_CHECKING:
+    from kernbench.sim.network import Network
+
+_TOKENS = itertools.count()  # a control flit's watches, told apart (see FastTransfer.recheck)
+
+
+class Path:
+    """A route as the engine walks it: per hop its FIFO, the FIFO's service per flit,
+    and the delay from leaving it to the next FIFO (propagation, the next node)."""
+
+    __slots__ = ("delay", "fifos", "service")
+
+    def __init__(self, fifos: list[Fifo], route: Route) -> None:
+        self.fifos = fifos
+        self.service = [f.s for f in fifos]
+        self.delay = [hop.prop_ns + hop.next_overhead_ns for hop in route.hops]
+
+
+class FastEngine(TransferEngine):
+    """A FIFO per directed edge (made on first use), routes as paths, idle-read plans."""
+
+    def __init__(self, net: Network) -> None:
+        super().__init__(net)
+        self._edges: list[Fifo | None] = [None] * len(net.graph.edges)
+        self._paths: dict[int, Path] = {}  # id(route) -> its path (routes are cached by the graph)
+        self.idle_reads = deferral.IdleReads()
+
+    def edge_fifo(self, index: int) -> Fifo:
+        f = self._edges[index]
+        if f is None:
+            e = self.net.graph.edges[index]
+            f = self._edges[index] = Fifo(e.id, self.net.flit_bytes / e.bw_gbps, self.net.explain)
+        return f
+
+    def path(self, route: Route) -> Path:
+        path = self._paths.get(id(route))
+        if path is None:
+            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index) for hop in route.hops], route)
+        return path
+
+    def start(
+        self,
+        op: str,
+        kind: str,
+        src: str,
+        dst: str,
+        region: Region,
+        corr: int,
+        seq: int,
+        done: simpy.Event,
+        there: Route,
+        back: Route,
+    ) -> None:
+        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, there, back).begin(self)
+
+
+class FastTransfer(FastRecord):
+    """A transfer as trains through FIFOs; see the module docstring."""
+
+    __slots__ = ("ack_route", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
+
+    def begin(self, engine: FastEngine) -> None:
+        now = self.env.now
+        self.engine = engine
+        self.data = []
+        self.ch = {}
+        self.finish_at: Action | None = None
+        self.mem_at: Action | None = None
+        self.head_at: Action | None = None
+        self.ctl = None
+        self.deferred: list[float] | None = None  # deferred: when the work queued on each FIFO of the data route was done
+        self.idle: tuple[float, deferral.IdleRead] | None = None  # a read deferred on idle channels: its request's arrival, the plan
+        if self.op == "read":
+            req = self.there
+            self.route = self.back
+            self.path = engine.path(self.route)
+            self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
+            return
+        self.route = self.there
+        self.path = engine.path(self.route)
+        if self.op == "write":
+            self.ack_route = self.back
+        self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
+        if not (self.op == "send" and self.net.deferring and self._defer_data()):
+            self._plan_data()
+
+    def _plan_control(self, route: Route, t: float, then: Callable[[float], None]) -> None:
+        self.ctl = ControlPlan(route, then, [], [])
+        self._control_from(0, t)
+
+    def _control_from(self, h: int, t: float) -> None:
+        """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``: each FIFO's
+        :meth:`~Fifo.pass_control` in turn; then ``then`` with its arrival at the far end."""
+        assert self.ctl is not None
+        route, then, tokens, times = self.ctl
+        del tokens[h:]
+        del times[h:]
+        token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
+        tokens.extend([token] * (len(route.hops) - h))
+        path = self.engine.path(route)
+        fifos, delay = path.fifos, path.delay
+        seq, now = self.seq, self.env.now
+        log = self.net.explain
+        for i in range(h, len(fifos)):
+            d = fifos[i].pass_control(t, seq, self, i, token, now)
+            if log:
+                times.append((t, d))
+            t = d + delay[i]
+        then(t)
+
+    def recheck(self, h: int, t: float, d_old: float, token: int) -> None:
+        ctl = self.ctl
+        if ctl is None:
+            return  # done
+        tokens = ctl.tokens
+        if h >= len(tokens) or tokens[h] != token:
+            return  # superseded by a re-plan from an earlier hop
+        hop = ctl.route.hops[h]
+        if abs(self.engine.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
+            self._control_from(h, t)
+
+    def _request_arrives(self, t: float) -> None:
+        if self.mem_at is not None:
+            if abs(self.mem_at.args[0] - t) <= EPS and self.mem_at.pending:
+                return
+            self.mem_at.cancel()
+        self.mem_at = call_at(self.env, t, self.prio, self._mem_read, t)
+
+    def _mem_read(self, _t: float) -> None:
+        """The request is here: queue every burst on its channel; the data train leaves."""
+        now = self.env.now
+        mem, bursts = self.memory_end()
+        if self.net.deferring:
+            plan = self.engine.idle_reads.plan(self.path, mem, bursts)
+            queued = deferral.defer_read(self, self.path, plan, now)
+            if queued is not None:
+                self.idle = (now, plan)  # the data train, should it materialize
+                self.deferred = queued
+                self.end_at(now + plan.finish)
+                return
+        b = mem.burst_ns
+        progs = []
+        self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
+        for c, flits in enumerate(bursts.per_channel):
+            if flits is None:
+                continue
+            cnt = bursts.count(c)
+            f = mem.fifos[c]
+            start = f.reserve(now, cnt, self.seq, self.corr)
+            if start is None:  # the channel is still receiving: merge flit by flit
+                p = Passage(self.seq, self.corr, Train.burst(cnt, now))
+                f.arrive(p, now)
+                self.ch[c] = p
+                start = p.out.first() - b
+            elif self.net.bus.active:
+                self.ch[c] = ReservedBursts(f, start, cnt)
+            progs.append((start, cnt))
+            if start + cnt * b >= self.crit[2]:
+                self.crit = (c, now, start + cnt * b)
+        if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
+            self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
+        self.data_in = union(progs, b)
+        if not (self.net.deferring and self._defer_data()):
+            self._plan_data()
+
+    def _defer_data(self) -> bool:
+        """Defer the data train if its whole route is idle (:func:`deferral.defer_train`)."""
+        got = deferral.defer_train(self, self.path)
+        if got is None:
+            return False
+        self.deferred, end = got
+        self.end_at(end)
+        return True
+
+    def materialize(self) -> None:
+        """The deferred data train as passages (:func:`deferral.materialize`)."""
+        queued = self.deferred
+        if queued is None:
+            return
+        self.deferred = None
+        deferral.materialize(self, self.path, queued)
+        if self.done.triggered:  # (a finished transfer's FIFOs only fold)
+            for p in self.data:
+                p.detach()
+            return
+        if self.finish_at is not None and self.finish_at.pending:  # (not when it publishes, finishing)
+            last = self.route.hops[-1]
+            self.end_at(self.data[-1].out.last() + last.prop_ns + last.next_overhead_ns)
+
+    def input_at(self, h: int) -> Train:
+        """The data train's arrivals at hop ``h``'s FIFO (the passages before it planned)."""
+        if h == 0:
+            return self.data_in
+        hop = self.route.hops[h - 1]
+        return self.data[h - 1].out.shift(hop.prop_ns + hop.next_overhead_ns)
+
+    def _plan_data(self, _t: float = 0.0) -> None:
+        """Plan the data train FIFO by FIFO from the first not yet planned.
+
+        Through idle FIFOs it is planned at once; at a FIFO that still has
+        other trains coming, planning waits for the instant the head gets
+        there (then only trains still arriving are re-planned, in arrival
+        order, instead of every train planned ahead).
+        """
+        now = self.env.now
+        hops = self.route.hops
+        fifos = self.path.fifos
+        self.head_at = None
+        for h in range(len(self.data), len(hops)):
+            inp = self.input_at(h)
+            f = fifos[h]
+            head = inp.first()
+            if head > now + EPS and f.busy_after(now):
+                self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
+                return
+            p = Passage(self.seq, self.corr, inp, self.passage_changed)
+            self.data.append(p)
+            f.arrive(p, now)
+        last = hops[-1]
+        arrival = self.data[-1].out.shift(last.prop_ns + last.next_overhead_ns)
+        if self.op == "write":
+            self._at_memory(arrival)
+        else:
+            self.end_at(arrival.last())
+
+    def passage_changed(self, p: Passage, k: int) -> None:
+        """Passage ``p``'s departures changed from flit ``k`` on."""
+        h = self.data.index(p)
+        hop = self.route.hops[h]
+        delay = hop.prop_ns + hop.next_overhead_ns
+        if h + 1 < len(self.data):
+            nxt = self.data[h + 1]
+            nxt.fifo.amend(nxt, self.input_at(h + 1), min(p.out.at(k) + delay, nxt.inp.at(k)), self.env)
+        elif h + 1 < len(self.route.hops):
+            if k == 0 and self.head_at is not None:  # the head itself moved: so does its arrival
+                self.head_at.cancel()
+                t = p.out.first() + delay
+                self.head_at = call_at(self.env, t, self.prio, self._plan_data, t)
+        elif self.op == "write":
+            self._memory_changed(p.out.shift(delay))
+        else:
+            self.end_at(p.out.last() + delay)
+
+    def end_at(self, t: float) -> None:
+        """The transfer ends at ``t`` (moved if it was due at another time)."""
+        old = self.finish_at
+        if old is not None:
+            if old.pending and old.args[0] == t:
+                return
+            old.cancel()
+        self.finish_at = call_at(self.env, t, self.prio + FINISH, self._finish, t)
+
+    def _finish(self, _t: float) -> None:
+        self.net.finish(self)
+        # let go of everything a finished transfer held (FIFOs may still hold its passages)
+        for p in self.data:
+            p.detach()
+        for q in self.ch.values():
+            if isinstance(q, Passage):
+                q.detach()
+        self.ctl = None
+        self.finish_at = self.mem_at = self.head_at = None
+
+    def _at_memory(self, train: Train) -> None:
+        """A write's data reaches the memory: each channel its bursts; then the acknowledgement."""
+        now = self.env.now
+        mem, bursts = self.memory_end()
+        self.mem_train = train
+        for c, flits in enumerate(bursts.per_channel):
+            if flits is None:
+                continue
+            p = Passage(self.seq, self.corr, sub_train(train, flits), self._ch_changed)
+            self.ch[c] = p
+            mem.fifos[c].arrive(p, now)
+        self._plan_ack()
+
+    def _plan_ack(self) -> None:
+        done = max(p.out.last() for p in self.ch.values())
+        self._plan_control(self.ack_route, done, self.end_at)
+
+    def _ch_changed(self, _p: Passage, _k: int) -> None:
+        self._plan_ack()
+
+    def _memory_changed(self, train: Train) -> None:
+        self.mem_train = train
+        for c, flits in enumerate(self.memory_end()[1].per_channel):
+            if flits is None:
+                continue
+            p = self.ch[c]
+            assert isinstance(p, Passage)  # a write's channels: passages, never reservations
+            sub = sub_train(train, flits)
+            k = first_difference(p.inp, sub, 0)
+            if k < sub.n:
+                p.fifo.amend(p, sub, min(p.inp.at(k), sub.at(k)), self.env)

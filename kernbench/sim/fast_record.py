@@ -1,0 +1,140 @@
+"""What a fast-mode transfer tells a recorded run: where its time went, and its busy spans.
+
+Contract. In a run whose events are recorded or explained every passage is
+planned (nothing is deferred), so a :class:`FastRecord` can name, FIFO by
+FIFO, when its critical flit arrived and left and whose flits the server
+was busy with meanwhile (:meth:`Transfer.parts`, through
+:mod:`kernbench.sim.transit`), and publish each FIFO's busy span and
+queue depth, and each memory channel's (:meth:`FastRecord.publish`).
+:mod:`kernbench.sim.fast` computes the times; this module only reads them.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from kernbench.events.types import EventKind
+from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.train import EPS, Train
+from kernbench.sim.transfer import Transfer
+from kernbench.sim.transit import Journey, Part, Stop
+from kernbench.topology.graph import Route
+
+if TYPE_CHECKING:
+    from kernbench.sim.fast import FastEngine
+
+
+class ControlPlan(NamedTuple):
+    """A control flit's plan (a read's request, a write's acknowledgement): hop by hop,
+    the token of its watch on that hop's FIFO and (recorded runs) its (arrival, departure) there."""
+
+    route: Route
+    then: Callable[[float], None]  # called with its arrival at the far end
+    tokens: list[int]
+    times: list[tuple[float, float]]
+
+
+class ReservedBursts:
+    """A read's bursts on an idle channel: no passage needed, only what to publish."""
+
+    __slots__ = ("fifo", "n", "out")
+
+    def __init__(self, fifo: Fifo, start: float, count: int) -> None:
+        self.fifo = fifo
+        self.n = count
+        self.out = Train(count, [(0, start + fifo.s, 0.0, 1, fifo.s)])
+
+
+class FastRecord(Transfer):
+    """The state a fast transfer keeps that recorded runs read, and what they read of it."""
+
+    __slots__ = ("ch", "crit", "ctl", "data", "engine", "hz", "mem_train", "route", "tied")
+
+    ch: dict[int, Passage | ReservedBursts]  # per memory channel: its bursts
+    crit: tuple[int, float, float]  # a read's critical channel: (channel, request arrival, its last departure)
+    ctl: ControlPlan | None  # the control flit's plan
+    data: list[Passage]  # the data train, FIFO by FIFO
+    engine: FastEngine
+    hz: float  # the horizon when it finished (see Network.horizon)
+    mem_train: Train  # a write's data train at the memory
+    route: Route  # the data's route
+    tied: bool  # a read: several channels sent their last bursts at once
+
+    @abstractmethod
+    def materialize(self) -> None:
+        """Plan a deferred data train as passages (the fast engine's)."""
+
+    def parts(self, end: float) -> tuple[Part, ...]:
+        self.hz = self.net.horizon()
+        return super().parts(end)
+
+    def _stops(self, passages: list[Passage], k: int) -> list[Stop]:
+        out = []
+        for p in passages:
+            f = p.fifo
+            a, d = p.inp.at(k), p.out.at(k)
+            out.append(Stop(a, d, f.s, f.shares(a, d - f.s, self.seq, self.hz)))
+        return out
+
+    def _control_stops(self) -> tuple[Route, list[Stop]]:
+        assert self.ctl is not None
+        route, _then, _tokens, times = self.ctl
+        edge_fifo = self.engine.edge_fifo
+        return route, [
+            Stop(t, d, 0.0, edge_fifo(hop.edge.index).shares(t, d, self.seq, self.hz))
+            for (t, d), hop in zip(times, route.hops, strict=True)
+        ]
+
+    def _request(self, j: Journey) -> float:
+        route, stops = self._control_stops()
+        r = self.crit[1]
+        j.leg(route, stops, r, data=False)
+        return r
+
+    def _write_crit(self) -> tuple[int, Passage | ReservedBursts]:
+        """A write's last burst to be written: (channel, its passage)."""
+        c = max(self.ch, key=lambda c: (self.ch[c].out.last(), c))
+        return c, self.ch[c]
+
+    def _channel(self, j: Journey, arrive: float) -> None:
+        mem = self.memory_end()[0]
+        b = mem.burst_ns
+        if self.op == "read":
+            c, _r, d = self.crit
+            tied = self.tied
+        else:
+            c, p = self._write_crit()
+            d = p.out.last()
+            tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
+        f = mem.fifos[c]
+        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
+
+    def _data(self, j: Journey, end: float | None) -> float:
+        k = self.flits - 1 if self.op != "write" else self.memory_end()[1].last(self._write_crit()[0])
+        arrive = end if end is not None else self.mem_train.at(k)
+        j.leg(self.route, self._stops(self.data, k), arrive, data=True)
+        return arrive
+
+    def _ack(self, j: Journey, end: float) -> None:
+        route, stops = self._control_stops()
+        j.leg(route, stops, end, data=False)
+
+    def publish(self) -> None:
+        bus = self.net.bus
+        self.materialize()  # (a train deferred before anyone subscribed to the bus)
+        for p in self.data:
+            f = p.fifo
+            head = p.inp.first()
+            served = p.out.first() - f.s
+            if served > head + EPS:  # others' flits were ahead of its head
+                bus.emit(head, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=round((served - head) / f.s, 6))
+                bus.emit(served, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=0.0)
+            bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+        mem = self.mem.node_id if self.mem is not None else ""
+        for c in sorted(self.ch):
+            q = self.ch[c]
+            bus.emit(
+                q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n
+            )

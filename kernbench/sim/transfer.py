@@ -1,0 +1,155 @@
+"""One transfer as both timing modes see it, and the interface a timing mode implements.
+
+Contract. :class:`~kernbench.sim.network.Network` checks a transfer's
+routes and region, numbers it (``seq``, the order transfers start in) and
+hands it to its :class:`TransferEngine`, which computes when it ends —
+:mod:`kernbench.sim.fast` or :mod:`kernbench.sim.oracle`, the same answer —
+and calls :meth:`Network.finish` then. A :class:`Transfer` is what both know
+of it; each engine's subclass adds how it computes, and for recorded runs
+says where the time went (:meth:`Transfer.parts`, :mod:`kernbench.sim.transit`)
+and what to publish (:meth:`Transfer.publish`).
+
+The model is ``docs/timing.md``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+import simpy
+
+from kernbench.sim.clock import priority
+from kernbench.sim.hbm import Bursts, ChannelArray
+from kernbench.sim.region import Region
+from kernbench.sim.transit import Journey, Part
+from kernbench.topology.graph import Route
+
+if TYPE_CHECKING:
+    from kernbench.sim.network import Network
+
+
+class TransferEngine(ABC):
+    """One way to compute a network's transfers (a timing mode)."""
+
+    def __init__(self, net: Network) -> None:
+        self.net = net
+
+    @abstractmethod
+    def start(
+        self,
+        op: str,
+        kind: str,
+        src: str,
+        dst: str,
+        region: Region,
+        corr: int,
+        seq: int,
+        done: simpy.Event,
+        there: Route,
+        back: Route,
+    ) -> None:
+        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``there`` the
+        route from ``src`` to ``dst``, ``back`` the one back; ``done`` succeeds (through
+        :meth:`Network.finish`) when it ends."""
+
+
+class Transfer:
+    """What both engines know of one transfer."""
+
+    __slots__ = (
+        "back",
+        "bursts",
+        "corr",
+        "done",
+        "dst",
+        "env",
+        "kind",
+        "mem",
+        "net",
+        "op",
+        "prio",
+        "region",
+        "seq",
+        "src",
+        "t0",
+        "there",
+    )
+
+    def __init__(
+        self,
+        net: Network,
+        op: str,
+        kind: str,
+        src: str,
+        dst: str,
+        region: Region,
+        corr: int,
+        seq: int,
+        done: simpy.Event,
+        there: Route,
+        back: Route,
+    ):
+        self.net = net
+        self.there = there  # src -> dst
+        self.back = back  # dst -> src
+        self.env = net.env
+        self.op = op
+        self.kind = kind
+        self.src = src
+        self.dst = dst
+        self.region = region
+        self.corr = corr
+        self.seq = seq
+        self.done = done
+        self.t0 = net.env.now
+        self.prio = priority(seq)
+        if op == "send":
+            self.mem = None
+            self.bursts = None
+        else:
+            self.mem = net.memory(dst)
+            self.bursts = self.mem.bursts(region)
+
+    def memory_end(self) -> tuple[ChannelArray, Bursts]:
+        """The memory end and how the region's bursts fall on it (reads and writes; a send has none)."""
+        mem, bursts = self.mem, self.bursts
+        assert mem is not None and bursts is not None, "a send has no memory end"
+        return mem, bursts
+
+    @property
+    def flits(self) -> int:
+        if self.bursts is not None:
+            return self.bursts.n
+        return -(-self.region.nbytes // self.net.flit_bytes)
+
+    def publish(self) -> None:  # pragma: no cover - both engines define it
+        raise TypeError
+
+    def parts(self, end: float) -> tuple[Part, ...]:
+        """Where the critical flit spent ``[t0, end]`` (see :mod:`kernbench.sim.transit`)."""
+        j = Journey(self.t0)
+        if self.op == "read":
+            r = self._request(j)
+            self._channel(j, r)
+            self._data(j, end)
+        elif self.op == "send":
+            self._data(j, end)
+        else:
+            m = self._data(j, None)
+            self._channel(j, m)
+            self._ack(j, end)
+        j.to(end, self.src, "overhead")  # (nothing: every leg ends at its arrival)
+        return tuple(j.parts)
+
+    def _request(self, j: Journey) -> float:  # pragma: no cover - both engines define it
+        raise TypeError
+
+    def _channel(self, j: Journey, arrive: float) -> None:  # pragma: no cover
+        raise TypeError
+
+    def _data(self, j: Journey, end: float | None) -> float:  # pragma: no cover
+        raise TypeError
+
+    def _ack(self, j: Journey, end: float) -> None:  # pragma: no cover
+        raise TypeError
