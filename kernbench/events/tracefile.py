@@ -34,8 +34,9 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 from numpy.lib import format as npformat
 
-from kernbench.errors import TraceFormatError
+from kernbench.errors import InputPathError, TraceFormatError
 from kernbench.events.store import COLUMNS, EventStore
+from kernbench.inputs import meaning, open_regular
 from kernbench.outputs import write_atomic
 
 MAGIC = b"KBTRACE\x00"
@@ -108,15 +109,13 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
         return TraceFormatError(f"{path}: {what}")
 
     try:
-        with open(path, "rb") as f:
-            if not path.is_file():
-                raise fail("not a regular file")
+        with open_regular(path) as f:
             head = f.read(_FIXED.size)
             data = _read_rest(f, head, fail)
-    except FileNotFoundError:
-        raise fail("no such trace file") from None
+    except InputPathError as exc:
+        raise fail("no such trace file" if exc.problem == "no such file" else exc.problem) from None
     except OSError as exc:
-        raise fail(f"cannot read trace file ({exc.strerror or exc})") from None
+        raise fail(f"cannot read trace file ({meaning(exc)})") from None
     _magic, version, _flags, h_len, _p_len, crc = _FIXED.unpack_from(data)
     header = data[_FIXED.size : _FIXED.size + h_len]
     payload = data[_FIXED.size + h_len :]
