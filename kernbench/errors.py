@@ -54,6 +54,10 @@ class OutputPathError(KernbenchError):
     """An output file cannot be written where asked (checked before any work)."""
 
 
+class StdoutError(KernbenchError):
+    """Standard output did not take everything it was given (a full disk, ``ulimit -f``)."""
+
+
 class InputPathError(KernbenchError):
     """An input file cannot be read: missing, not a regular file, too large, or the OS refused it.
 

@@ -38,7 +38,7 @@ def check_outputs(
     ``inputs`` are every file the run reads (a topology, each topology of a sweep's grid, …):
     no output may be one of them."""
     seen: dict[tuple[int, int] | Path, str] = {}
-    ins = {key for p in inputs if p is not None and (key := _input_identity(Path(p))) is not None}
+    ins = {ident for p in inputs if p is not None and (ident := _input_identity(Path(p))) is not None}
     for flag, raw in outputs:
         if raw is None:
             continue
