@@ -204,6 +204,15 @@ def resolve(name_or_path: str | Path | None) -> Path:
     raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known}"])
 
 
+def source_file(name_or_path: str | Path | None) -> Path | None:
+    """The file a topology is read from (a named one's YAML, a path as given); None if there is none
+    (the loader reports that). For callers that must not overwrite a run's inputs."""
+    try:
+        return resolve(name_or_path)
+    except TopologyError:
+        return None
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``a.b.c=value`` → (["a", "b", "c"], value read as YAML, with the file's limits)."""
     if "=" not in text:

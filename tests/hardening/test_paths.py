@@ -1,11 +1,12 @@
-"""Round 2, §2: an odd path on any flag, and a standard output that refuses bytes, are one
-``error:`` line and exit 2, never a traceback."""
+"""Round 2, §1 and §2: no output may be an input of the run; an odd path on any flag, and a
+standard output that refuses bytes, are one ``error:`` line and exit 2, never a traceback."""
 
 from __future__ import annotations
 
 import os
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 from hardening_harness import ROOT, assert_failed_cleanly, child_env, invoke, snapshot_files, spawn
@@ -36,9 +37,60 @@ def no_simulation(monkeypatch):
     monkeypatch.setattr(Runtime, "run", refuse)
 
 
-# --- §2: odd paths, on every flag that takes one ---------------------------------------------------
+# --- §1: an output that is an input of the run ----------------------------------------------------
 
 SWEEP = ["sweep", "gemm-composite", "--jobs", "1", "--no-cache"]
+#: (the command, as a function of the folder); every one names an input of the run as an output
+OUTPUT_IS_INPUT = {
+    "sweep --out is a grid topology (csv)": lambda d: [*SWEEP, "--grid", f"topology=cube1,{d}/topo.csv", "--out", f"{d}/topo.csv"],
+    "sweep --out is a grid topology (json)": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.json", "--out", f"{d}/topo.json"],
+    "sweep --out is a grid topology, spelt with ./": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.csv", "--out", f"{d}/./topo.csv"],
+    "sweep --out is a symlink to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/link.csv"],
+    "sweep --out is a hard link to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/hard.csv"],
+    "sweep --out is --topology": lambda d: [*SWEEP, "--topology", f"{d}/topo.csv", "--grid", "m=64,128", "--out", f"{d}/topo.csv"],
+    "run --trace is the topology": lambda d: ["run", "gemm-composite", "--topology", f"{d}/topo.yaml", "--trace", f"{d}/topo.yaml"],
+    "run --perfetto is the topology by a symlink": lambda d: [
+        "run",
+        "gemm-composite",
+        "--topology",
+        f"{d}/topo.yaml",
+        "--perfetto",
+        f"{d}/link.csv",
+    ],
+    "run --trace is the shipped topology a name stands for": lambda d: [
+        "run",
+        "gemm-composite",
+        "--topology",
+        "cube1",
+        "--trace",
+        f"{d}/shipped.yaml",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTPUT_IS_INPUT))
+def test_an_output_that_is_an_input_of_the_run_is_refused_and_the_input_kept(folder, no_simulation, capsys, monkeypatch, case):
+    os.symlink(folder / "topo.yaml", folder / "link.csv")
+    os.link(folder / "topo.yaml", folder / "hard.csv")
+    shipped = folder / "shipped.yaml"  # stands in for the shipped cube1.yaml (not written in a test)
+    shipped.write_text(TOPOLOGY)
+    from kernbench.topology import spec as topology_spec
+
+    monkeypatch.setattr(topology_spec, "resolve", _resolve_cube1_to(shipped, topology_spec.resolve))
+    before = (folder, snapshot_files(folder))
+    got = invoke(cli.main, OUTPUT_IS_INPUT[case](folder), capsys)
+    assert_failed_cleanly(got, 2, r"an input of this run; writing it would destroy it", before=before, max_seconds=10, max_mib=100)
+    assert got.err.count("\n") == 1
+
+
+def _resolve_cube1_to(shipped: Path, resolve):
+    def patched(name):
+        return shipped if name == "cube1" else resolve(name)
+
+    return patched
+
+
+# --- §2: odd paths, on every flag that takes one ---------------------------------------------------
 
 LONG = "n" * 300
 #: a bad path of each kind, as a function of the folder and the file's suffix; the cause the error names
