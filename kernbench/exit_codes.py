@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from kernbench.errors import KernbenchError, StdoutError
 from kernbench.interrupts import interrupts_raise, raise_pending
+from kernbench.printable import printable
 from kernbench.stdout import checked_stdout
 
 OK = 0
@@ -51,7 +52,7 @@ def _guarded(body: Callable[[], int | None], error_prefix: str) -> int:
             return status
     except KernbenchError as exc:
         _quiet_flush()
-        print(f"{error_prefix}{exc}", file=sys.stderr)
+        print(f"{error_prefix}{printable(str(exc), keep=chr(10) + chr(9))}", file=sys.stderr)  # (keep newlines, tabs)
         return BAD_INPUT
     except KeyboardInterrupt as exc:
         _quiet_flush()

@@ -332,7 +332,11 @@ def _save(ns: argparse.Namespace, events: list[Event], meta: TraceMetadata, part
 
 
 class _Console(Console):
-    """Rich exits with status 1 on a closed pipe; let the broken pipe reach exit_codes.guarded (status 0)."""
+    """Rich exits with status 1 on a closed pipe; let the broken pipe reach exit_codes.guarded (status 0).
+    Text is printed as given: ``[bold]`` or ``:smile:`` in a name is not markup (``[/x]`` would raise)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, emoji=False, **kwargs)
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError

@@ -25,6 +25,7 @@ from kernbench.commands.run import COMMON_OPTIONS, OptionParser, _Console, limit
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
+from kernbench.printable import printable
 from kernbench.progress import stderr_is_terminal, sweep_progress
 from kernbench.sweep import cache as result_cache
 from kernbench.sweep import plot as sweep_plot
@@ -300,7 +301,7 @@ def _cell(value: Any) -> str:
 def _report_failures(points: Sequence[Point], outcomes: Sequence[Outcome], cache: result_cache.ResultCache) -> int:
     failed = [(p, o) for p, o in zip(points, outcomes, strict=True) if o.error is not None]
     for point, outcome in failed:
-        print(f"error: point {point.index} ({point.label()}): {outcome.error}", file=sys.stderr)
+        print(f"error: point {point.index} ({point.label()}): {printable(outcome.error, keep=chr(10))}", file=sys.stderr)
     if cache.write_error:
         print(f"warning: results not cached: {cache.write_error}", file=sys.stderr)
     return 2 if failed else 0

@@ -112,7 +112,7 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[s
 
 def _render(*items: RenderableType) -> str:
     buf = io.StringIO()
-    con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
+    con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, markup=False, emoji=False)
     for item in items:
         con.print(item)
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())

@@ -29,6 +29,7 @@ from typing import Any
 
 from kernbench.errors import KernbenchError, TopologyError
 from kernbench.kernels.registry import KernelSpec, Param, suggest
+from kernbench.printable import printable
 from kernbench.topology.schema import Field, ListOf, MapOf, Section, validate
 from kernbench.topology.spec import TOPOLOGY_SCHEMA, parse_override, resolve, source_file
 
@@ -61,10 +62,11 @@ class Point:
 
 
 def show(value: Any) -> str:
-    """A swept value as text: a whole float as an integer (``64``, not ``64.0``: YAML reads ``64`` into a float field)."""
+    """A swept value as text: a whole float as an integer (``64``, not ``64.0``: YAML reads ``64`` into a float field);
+    a control character in it (a topology path may hold one) as its escape."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return str(int(value))
-    return str(value)
+    return printable(str(value))
 
 
 def parse_axes(spec: KernelSpec, flags: Sequence[str], fixed: Iterable[str] = ()) -> list[Axis]:
