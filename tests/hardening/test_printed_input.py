@@ -2,11 +2,13 @@
 
 An escape sequence in a topology's name is refused when the topology loads; rich markup
 (``[/bold]``) or an emoji code in it prints as written; an error quoting a path prints its control
-characters as escapes.
+characters as escapes; a sweep's CSV cell never starts a spreadsheet formula.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import unicodedata
 from pathlib import Path
@@ -17,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernbench import cli
+from kernbench.sweep import table as sweep_table
 
 CUBE1 = (ROOT / "topologies" / "cube1.yaml").read_text()
 #: characters a terminal acts on (ESC, BEL, CSI, the bidi override, a zero-width space) and ones rich would (markup, emoji codes)
@@ -85,3 +88,31 @@ def test_an_error_quoting_a_path_prints_its_control_characters_as_escapes(tmp_pa
     assert got.status == 2 and got.err.startswith("error: "), got.err
     assert not hidden(got.err, keep="\n"), got.err
     assert "missing" in got.err
+
+
+# --- a sweep's CSV --------------------------------------------------------------------------------
+
+TEXT = st.text(st.sampled_from(["=", "+", "-", "@", "\t", "\r", "a", "1", "(", ")", '"', ",", " "]), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(TEXT, st.floats(allow_nan=False), st.integers()), min_size=1, max_size=4))
+def test_no_csv_cell_starts_a_formula_and_numbers_stay_numbers(values):
+    table = [{f"k{i}": v for i, v in enumerate(values)}]
+    header, cells = csv.reader(io.StringIO(sweep_table.to_csv(table), newline=""))
+    assert header == list(table[0])  # one row, whatever its text holds (a lone \r was a row break)
+    for value, cell in zip(values, cells, strict=True):
+        if isinstance(value, str):
+            assert not cell.startswith(sweep_table.FORMULA_STARTS), cell
+            assert cell in (value, "'" + value)  # the text itself, after a ' only when it would be a formula
+        else:
+            assert cell == str(value)  # a negative number is a number, not a formula to neutralise
+
+
+def test_a_swept_name_that_looks_like_a_formula_is_written_as_text(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    argv = ["sweep", "gemm-composite", "--jobs", "1", "--no-cache", "--grid", 'name==HYPERLINK("http://x"),"+1",plain', "--out", str(out)]
+    got = invoke(cli.main, argv, capsys, trace_memory=False)
+    assert got.status == 0, got.err
+    first = [row[0] for row in csv.reader(io.StringIO(out.read_text()))]
+    assert first == ["name", '\'=HYPERLINK("http://x")', "'+1", "plain"]
