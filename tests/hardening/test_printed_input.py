@@ -2,7 +2,8 @@
 
 An escape sequence in a topology's name is refused when the topology loads; rich markup
 (``[/bold]``) or an emoji code in it prints as written; an error quoting a path prints its control
-characters as escapes; a sweep's CSV cell never starts a spreadsheet formula.
+characters as escapes; a sweep's CSV cell never starts a spreadsheet formula; a route from a node
+to itself is printable JSON.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from kernbench import cli
 from kernbench.sweep import table as sweep_table
+from kernbench.topology.compile import load_topology
 
 CUBE1 = (ROOT / "topologies" / "cube1.yaml").read_text()
 #: characters a terminal acts on (ESC, BEL, CSI, the bidi override, a zero-width space) and ones rich would (markup, emoji codes)
@@ -116,3 +118,37 @@ def test_a_swept_name_that_looks_like_a_formula_is_written_as_text(tmp_path, cap
     assert got.status == 0, got.err
     first = [row[0] for row in csv.reader(io.StringIO(out.read_text()))]
     assert first == ["name", '\'=HYPERLINK("http://x")', "'+1", "plain"]
+
+
+# --- a route from a node to itself ------------------------------------------------------------------
+
+GRAPH = load_topology("cube1")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(node=st.sampled_from(sorted(GRAPH.nodes)), as_json=st.booleans())
+def test_a_route_from_a_node_to_itself_prints(capsys, node, as_json):
+    got = invoke(cli.main, ["topo", "show", "cube1", "--route", node, node, *(["--json"] if as_json else [])], capsys, trace_memory=False)
+    if got.status == 2:  # a node no route starts or ends at: one line saying so
+        assert_failed_cleanly(got, 2, rf"no route from {node} to {node}|is not a NoC endpoint", max_seconds=10)
+        return
+    assert got.status == 0, got.err
+    if as_json:
+        route = json.loads(got.out)["example_route"]
+        assert route["bottleneck_gbps"] is None or route["bottleneck_gbps"] > 0
+        assert (route["bottleneck_gbps"] is None) == (route["hops"] == [])
+    else:
+        assert "inf" not in got.out
+
+
+def test_a_router_to_itself_has_no_bottleneck(capsys):
+    """The fuzzed case: zero hops, so no link limits it (was ValueError: inf is not JSON)."""
+    got = invoke(cli.main, ["topo", "show", "cube1", "--route", "sip0.cube0.r0", "sip0.cube0.r0", "--json"], capsys, trace_memory=False)
+    assert got.status == 0, got.err
+    assert json.loads(got.out)["example_route"] == {
+        "src": "sip0.cube0.r0",
+        "dst": "sip0.cube0.r0",
+        "hops": [],
+        "header_ns": 2.0,
+        "bottleneck_gbps": None,
+    }
