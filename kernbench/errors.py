@@ -58,6 +58,21 @@ class OutputPathError(KernbenchError):
     """An output file cannot be written where asked (checked before any work)."""
 
 
+class StdoutError(KernbenchError):
+    """Standard output did not take everything it was given (a full disk, ``ulimit -f``)."""
+
+
+class InputPathError(KernbenchError):
+    """An input file cannot be read: missing, not a regular file, too large, or the OS refused it.
+
+    ``problem`` is what is wrong without the path, for a caller that words the error its own way
+    (a topology's problem list, a trace's ``TraceFormatError``)."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
 class CompositeCapError(ValueError, KernbenchError):
     """A CompositeCmd over ``max_composite_logical_bytes`` (ADR-0064 D7)."""
 

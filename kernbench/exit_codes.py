@@ -3,14 +3,17 @@
 ====  ==========================================================
  0    ok (also when the reader of stdout went away: ``| head``)
  1    an invariant or check failed (probe verdict, ``bench --check``)
- 2    bad input: a topology, option, kernel, trace or output path
+ 2    bad input: a topology, option, kernel, trace or output path;
+      or standard output refused bytes (a full disk, ``ulimit -f``)
 130   interrupted by Ctrl-C (SIGINT); 143 for SIGTERM
 ====  ==========================================================
 
 :func:`guarded` wraps a command's ``main``: a
 :class:`~kernbench.errors.KernbenchError` is printed as one ``error:`` line,
-an interrupt as ``interrupted at t=… ns`` (the simulated time reached), and
-a closed stdout ends the command quietly. Ctrl-C and SIGTERM raise
+an interrupt as ``interrupted at t=… ns`` (the simulated time reached), a
+closed stdout ends the command quietly, and a stdout that takes fewer bytes
+than it is given (a full disk, ``ulimit -f``) is an error, exit 2
+(:mod:`kernbench.stdout`). Ctrl-C and SIGTERM raise
 :class:`~kernbench.errors.Interrupted` while the command runs, so ``finally``
 blocks (temporary output files) run for both, and one whose exception Python
 dropped still ends it (:mod:`kernbench.interrupts`).
@@ -23,8 +26,10 @@ import signal
 import sys
 from collections.abc import Callable
 
-from kernbench.errors import KernbenchError
+from kernbench.errors import KernbenchError, StdoutError
 from kernbench.interrupts import interrupts_raise, raise_pending
+from kernbench.printable import printable
+from kernbench.stdout import checked_stdout
 
 OK = 0
 CHECK_FAILED = 1
@@ -34,6 +39,11 @@ INTERRUPTED = 128 + signal.SIGINT
 
 def guarded(body: Callable[[], int | None], error_prefix: str) -> int:
     """Run ``body()`` and map how it ended to an exit status (see the module table)."""
+    with checked_stdout():
+        return _guarded(body, error_prefix)
+
+
+def _guarded(body: Callable[[], int | None], error_prefix: str) -> int:
     try:
         with interrupts_raise():
             status = int(body() or 0)
@@ -42,7 +52,7 @@ def guarded(body: Callable[[], int | None], error_prefix: str) -> int:
             return status
     except KernbenchError as exc:
         _quiet_flush()
-        print(f"{error_prefix}{exc}", file=sys.stderr)
+        print(f"{error_prefix}{printable(str(exc), keep=chr(10) + chr(9))}", file=sys.stderr)  # (keep newlines, tabs)
         return BAD_INPUT
     except KeyboardInterrupt as exc:
         _quiet_flush()
@@ -65,6 +75,8 @@ def _quiet_flush() -> None:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):
         _silence_stdout()
+    except StdoutError:
+        pass  # (the error being reported is the one to read; what stdout missed is lost either way)
 
 
 def _silence_stdout() -> None:

@@ -56,13 +56,17 @@ def dtype_name(dtype: DTypeLike) -> str:
 
 
 class HbmTensor:
-    """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset."""
+    """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset.
 
-    def __init__(self, name: str, memory: str, offset: int, array: np.ndarray):
+    ``deployed_by`` is the token of the :class:`~kernbench.runtime.api.Runtime` that placed it (its
+    offset means something in that runtime's memories only); None for one made by hand."""
+
+    def __init__(self, name: str, memory: str, offset: int, array: np.ndarray, deployed_by: object | None = None):
         self.name = name
         self.memory = memory
         self.offset = offset
         self.array = array
+        self.deployed_by = deployed_by
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -9,18 +9,22 @@ removes the temporary file and leaves an existing target as it was.
 :func:`check_outputs` runs before a simulation starts, so a bad path fails at
 once: the folder must exist and be writable, the target must be a regular
 file (or not exist yet), no two outputs may share a path and no output may
-overwrite an input.
+overwrite an input. Any odd path (a name too long, a folder that cannot be
+searched, a symlink loop) is an :class:`~kernbench.errors.OutputPathError`
+naming it, never an ``OSError`` traceback.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kernbench.errors import OutputPathError
+from kernbench.errors import InputPathError, OutputPathError
+from kernbench.inputs import stat_or_none
 from kernbench.interrupts import raise_pending
 
 PART_SUFFIX = ".part"
@@ -29,15 +33,18 @@ PART_SUFFIX = ".part"
 def check_outputs(
     outputs: Iterable[tuple[str, str | os.PathLike[str] | None]], inputs: Iterable[str | os.PathLike[str] | None] = ()
 ) -> None:
-    """``outputs`` as ``(flag, path)`` pairs (``None`` paths are skipped); raise on the first bad one."""
-    seen: dict[Path, str] = {}
-    ins = {_identity(Path(p)) for p in inputs if p is not None and Path(p).is_file()}
+    """``outputs`` as ``(flag, path)`` pairs (``None`` paths are skipped); raise on the first bad one.
+
+    ``inputs`` are every file the run reads (a topology, each topology of a sweep's grid, …):
+    no output may be one of them."""
+    seen: dict[tuple[int, int] | Path, str] = {}
+    ins = {ident for p in inputs if p is not None and (ident := _input_identity(Path(p))) is not None}
     for flag, raw in outputs:
         if raw is None:
             continue
         path = Path(raw)
         _check_one(flag, path)
-        key = _identity(path)
+        key = _identity(flag, path)
         if key in seen:
             raise OutputPathError(f"{flag} {raw}: the same file as {seen[key]}; give each output its own path")
         if key in ins:
@@ -45,24 +52,61 @@ def check_outputs(
         seen[key] = f"{flag} {raw}"
 
 
-def _identity(path: Path) -> Path:
-    """One key per file: resolved path (symlinks and ``..`` followed)."""
-    return path.resolve()
+def _identity(flag: str, path: Path) -> tuple[int, int] | Path:
+    """One key per file: (device, inode) of a file that exists (a symlink, a hard link or another
+    spelling of it is the same file), else its resolved path."""
+    info = _stat(flag, path)
+    if info is not None:
+        return (info.st_dev, info.st_ino)
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+        raise OutputPathError(f"{flag} {path}: {exc}") from None
+
+
+def _input_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None  # an input that is not there is the reader's to report
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _stat(flag: str, path: Path) -> os.stat_result | None:
+    """``os.stat``; None when nothing is there; any other OSError is an :class:`OutputPathError`."""
+    try:
+        return stat_or_none(path, flag)
+    except InputPathError as exc:
+        raise OutputPathError(str(exc)) from None
 
 
 def _check_one(flag: str, path: Path) -> None:
     where = f"{flag} {path}"
     if str(path) == "" or path.name in ("", ".", ".."):
         raise OutputPathError(f"{where}: not a file name")
-    if path.is_dir():
+    info = _stat(flag, path)
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputPathError(f"{where}: is a directory; give a file name inside it")
-    if path.exists() and not path.is_file():
+    if info is not None and not stat.S_ISREG(info.st_mode):
         raise OutputPathError(f"{where}: exists and is not a regular file")
     folder = path.parent
-    if not folder.is_dir():
+    there = _stat(f"{flag} {path}: folder", folder)
+    if there is None:
         raise OutputPathError(f"{where}: folder {folder} does not exist")
+    if not stat.S_ISDIR(there.st_mode):
+        raise OutputPathError(f"{where}: {folder} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputPathError(f"{where}: folder {folder} is not writable")
+    size, most = len(os.fsencode(path.name)), _name_max(folder)
+    if size > most:
+        raise OutputPathError(f"{where}: the file name is too long ({size} bytes; this folder allows {most})")
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
 
 
 def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
@@ -111,6 +155,8 @@ def _create_beside(path: Path) -> tuple[Path, int]:
 
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{PART_SUFFIX}")
+        if len(os.fsencode(tmp.name)) > _name_max(path.parent):  # a long target name: a short temporary one
+            tmp = path.with_name(f".kb{secrets.token_hex(8)}{PART_SUFFIX}")
         try:
             return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -118,7 +164,7 @@ def _create_beside(path: Path) -> tuple[Path, int]:
 
 
 def _kept(path: Path) -> str:
-    return f"{path} was left as it was" if path.exists() else f"{path} was not created"
+    return f"{path} was left as it was" if os.path.exists(path) else f"{path} was not created"
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -27,7 +27,7 @@ def stderr_is_terminal() -> bool:
 
 
 def _console() -> Console:
-    return Console(file=sys.stderr, highlight=False)
+    return Console(file=sys.stderr, highlight=False, markup=False, emoji=False)
 
 
 @contextmanager

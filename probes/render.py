@@ -21,7 +21,7 @@ VERDICT = {True: "PASS", False: "FAIL", None: "SKIP"}
 
 
 def _console(buf: io.StringIO) -> Console:
-    return Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
+    return Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, markup=False, emoji=False)
 
 
 def _table(result: ProbeResult) -> Table:

@@ -16,8 +16,9 @@ exactly one (component, cause) pair: :func:`attribute` adds them up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -157,8 +158,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
     cols = store.columns()
     kind, seq, pred = cols["kind"], cols["seq"], cols["pred"]
     t, end = cols["t_ns"], cols["end_ns"]
-    row_of = np.full(int(seq.max()) + 1, -1, dtype=np.int64)
-    row_of[seq] = np.arange(n)
+    row_of = _rows_by_seq(seq)
     on_path = np.isin(kind, [int(k) for k in _ON_PATH])
     if not on_path.any():
         return []
@@ -179,7 +179,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
             if t[row] > TOLERANCE_NS:
                 raise PathError(f"the path stops at {store.event(row).component} at t={t[row]} ns with nothing before it")
             break
-        prow = int(row_of[p]) if p < len(row_of) else -1
+        prow = int(row_of(p))
         if prow < 0:
             raise PathError(f"{store.event(row).component} at t={t[row]} ns waits for event #{p}, which is not in the trace")
         via = _via(store, cols, row, prow)
@@ -188,7 +188,9 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
             q = int(pred[prow])
             if q < 0:
                 raise PathError(f"a stall of {store.components[int(cols['component'][prow])]} at t={t[prow]} ns names no cause")
-            prow = int(row_of[q])
+            prow = int(row_of(q))
+            if prow < 0:
+                raise PathError(f"a stall at t={t[row]} ns waits for event #{q}, which is not in the trace")
         if abs(end[prow] - t[row]) > TOLERANCE_NS:
             raise PathError(
                 f"{store.event(row).component} starts at t={t[row]} ns but what it waited for "
@@ -202,11 +204,26 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
     return segments
 
 
-def _transit_children(store: EventStore, kind: np.ndarray, pred: np.ndarray, row_of: np.ndarray) -> dict[int, list[int]]:
+def _rows_by_seq(seq: np.ndarray) -> Callable[[Any], Any]:
+    """``seq`` number(s) → row(s) of the store, -1 for one not there (by binary search: a table
+    indexed by seq would be as large as the largest seq, not as the trace)."""
+    order = np.argsort(seq, kind="stable")
+    ordered = seq[order]
+    last = len(ordered) - 1
+
+    def rows(s: Any) -> Any:
+        at = np.minimum(np.searchsorted(ordered, s), last)
+        return np.where(ordered[at] == s, order[at], -1)
+
+    return rows
+
+
+def _transit_children(store: EventStore, kind: np.ndarray, pred: np.ndarray, row_of: Callable[[Any], Any]) -> dict[int, list[int]]:
     """Row of each transfer span → the rows of its TRANSIT parts, in time order."""
     out: dict[int, list[int]] = {}
-    for r in np.flatnonzero(kind == int(EventKind.TRANSIT)).tolist():
-        out.setdefault(int(row_of[pred[r]]), []).append(r)
+    parts = np.flatnonzero(kind == int(EventKind.TRANSIT))
+    for r, parent in zip(parts.tolist(), row_of(pred[parts]).tolist(), strict=True):
+        out.setdefault(int(parent), []).append(r)
     return out
 
 

@@ -22,7 +22,7 @@ WIDTH = 110
 def explain_text(a: Attribution, path_lines: int | None = None) -> str:
     """The attribution as plain text (``path_lines``: at most this many lines of the path, the last ones)."""
     buf = io.StringIO()
-    console = Console(file=buf, width=WIDTH, color_system=None, highlight=False)
+    console = Console(file=buf, width=WIDTH, color_system=None, highlight=False, markup=False, emoji=False)
     total = a.latency_ns
     console.print(f"why {total:,.3f} ns: the critical path, {len(a.path)} segments from 0 to the end")
     for title, table in (("by cause", a.by_cause), ("by component kind", a.by_component_kind)):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
+from kernbench.inputs import exists, read_regular
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
 from kernbench.studies.benches import STUDY_BENCHES
 
@@ -85,22 +86,31 @@ def run_benches(mode: Mode = "fast") -> dict[str, float]:
     return out
 
 
+MAX_GOLDENS_BYTES = 1 << 20
+
+
 def load_goldens(path: Path) -> dict[str, float]:
-    if not path.exists():
-        return {}
+    """The goldens in ``path`` ({} when there is no such file); anything else wrong is one error."""
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise KernbenchError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        if not exists(path, "--goldens"):
+            return {}
+        data = read_regular(path, MAX_GOLDENS_BYTES, "--goldens")
+        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise KernbenchError(f"{path}: not valid JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
-    shape = f"{path}: expected {{'format': {FORMAT}, 'latency_ns': {{bench: ns}}}} with finite numbers"
+    shape = f"{path}: expected {{'format': {FORMAT}, 'latency_ns': {{bench: ns}}}} with finite numbers and printable names"
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("latency_ns"), dict):
         raise KernbenchError(shape)
     values = doc["latency_ns"].values()
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
         raise KernbenchError(shape)
+    if not all(k.isprintable() for k in doc["latency_ns"]):
+        raise KernbenchError(shape)
     return {str(k): float(v) for k, v in doc["latency_ns"].items()}
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def save_goldens(path: Path, latencies: dict[str, float]) -> None:

@@ -165,7 +165,7 @@ def _component_changes(a: RunSummary, b: RunSummary) -> list[tuple[tuple[str, st
 
 def compare_text(a: RunSummary, b: RunSummary) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, width=WIDTH, color_system=None, highlight=False)
+    console = Console(file=buf, width=WIDTH, color_system=None, highlight=False, markup=False, emoji=False)
     console.print(f"A  {a.name}", markup=False)
     console.print(f"B  {b.name}", markup=False)
     t = _table("", ("A", "B", "B − A"))

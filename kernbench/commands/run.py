@@ -237,7 +237,7 @@ def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpar
 def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
     """:func:`check_run`, and the topology document it read and checked (for :func:`prepare` to compile)."""
     from kernbench.topology.compile import check_size, pe_count
-    from kernbench.topology.spec import load_spec
+    from kernbench.topology.spec import load_spec, source_file
 
     spec = registry.get(kernel)
     ns = parse_kernel_args(spec, argv)
@@ -246,7 +246,8 @@ def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpars
     check_size(topology)
     spec.validate(params, pe_count(topology))
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
-    check_outputs(outputs + [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p], inputs=[ns.topology])
+    partials = [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p]
+    check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology)])
     return spec, ns, params, topology
 
 
@@ -428,7 +429,11 @@ def save_outputs(trace: str | None, perfetto: str | None, store: EventStore, met
 
 
 class _Console(Console):
-    """Rich exits with status 1 on a closed pipe; let the broken pipe reach exit_codes.guarded (status 0)."""
+    """Rich exits with status 1 on a closed pipe; let the broken pipe reach exit_codes.guarded (status 0).
+    Text is printed as given: ``[bold]`` or ``:smile:`` in a name is not markup (``[/x]`` would raise)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, emoji=False, **kwargs)
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError

@@ -37,14 +37,16 @@ from kernbench.commands.run import (
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
+from kernbench.printable import printable
 from kernbench.progress import stderr_is_terminal, sweep_progress
 from kernbench.sweep import cache as result_cache
 from kernbench.sweep import plot as sweep_plot
 from kernbench.sweep import table as sweep_table
 from kernbench.sweep.executors import execute, usable_cpus
-from kernbench.sweep.grid import TOPOLOGY_KEY, Point, grid_points, parse_axes, show
+from kernbench.sweep.grid import TOPOLOGY_KEY, Point, grid_points, input_files, parse_axes, show
 from kernbench.sweep.metrics import point_metrics
 from kernbench.sweep.point import Outcome, Task, code_id, one_line
+from kernbench.topology.spec import source_file
 
 EPILOG = """\
 KEY is an option of the kernel (context, variant, kv-heads, …), `topology`, or a
@@ -153,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         first = spec.params[0]
         raise KernbenchError(f"kernbench sweep {spec.name}: give one or more --grid KEY=V1,V2,… (e.g. --grid {first.name}={first.default})")
     swept = [a.key for a in axes]
-    plot = _check_outputs(ns, swept)
+    plot = _check_outputs(ns, swept, inputs=[source_file(ns.topology or spec.default_topology), *input_files(axes)])
     cache = result_cache.ResultCache(None if ns.no_cache else Path(ns.cache_dir) if ns.cache_dir else result_cache.default_dir())
     points = grid_points(axes, _run_argv(ns, fixed))
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
@@ -184,15 +186,15 @@ def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Name
     return spec, ns, fixed
 
 
-def _check_outputs(ns: argparse.Namespace, swept: Sequence[str]) -> tuple[str, str] | None:
-    """Before anything runs: --out's name and folder, --plot's keys, flags that exclude each other."""
+def _check_outputs(ns: argparse.Namespace, swept: Sequence[str], inputs: Sequence[Path | None]) -> tuple[str, str] | None:
+    """Before anything runs: --out's name and folder (not one of the run's ``inputs``), --plot's keys, flags that exclude each other."""
     if ns.plot and ns.json:
         raise KernbenchError("--plot draws on stdout, where --json prints; use one, or --out FILE.json with --plot")
     if ns.scheduler and ns.jobs:
         raise KernbenchError("--jobs and --scheduler: give one (the cluster decides how many points run at once)")
     if ns.out:
         sweep_table.check_format(ns.out)
-        check_outputs([("--out", ns.out)], inputs=[ns.topology])
+        check_outputs([("--out", ns.out)], inputs=inputs)
     return sweep_plot.parse_spec(ns.plot, swept) if ns.plot else None
 
 
@@ -293,9 +295,9 @@ def _cell(value: Any, key: str = "") -> str:
 
 
 def _report_failures(points: Sequence[Point], outcomes: Sequence[Outcome], cache: result_cache.ResultCache) -> int:
-    failed = [(p, o) for p, o in zip(points, outcomes, strict=True) if o.error is not None]
-    for point, outcome in failed:
-        print(f"error: point {point.index} ({point.label()}): {outcome.error}", file=sys.stderr)
+    failed = [(p, o.error) for p, o in zip(points, outcomes, strict=True) if o.error is not None]
+    for point, error in failed:
+        print(f"error: point {point.index} ({point.label()}): {printable(error, keep=chr(10))}", file=sys.stderr)
     if cache.write_error:
         print(f"warning: results not cached: {cache.write_error}", file=sys.stderr)
     return 2 if failed else 0

@@ -119,7 +119,7 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[s
                 for h in route.hops
             ],
             "header_ns": route.header_ns,
-            "bottleneck_gbps": route.bottleneck_gbps,
+            "bottleneck_gbps": route.bottleneck_gbps if route.hops else None,  # (a node to itself crosses no link)
         }
     return doc
 
@@ -129,7 +129,7 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[s
 
 def _render(*items: RenderableType) -> str:
     buf = io.StringIO()
-    con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, emoji=False)
+    con = Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, highlight=False, markup=False, emoji=False)
     for item in items:
         con.print(item)
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
@@ -299,7 +299,7 @@ def render_show(graph: Graph, route_ends: tuple[str, str] | None = None) -> str:
             f"example route {ends[0]} → {ends[1]}: {len(route)} hops, source overhead {route.src_overhead_ns:g} ns",
             _route_table(graph, route),
             f"header latency (zero-payload packet: overheads + propagation) {route.header_ns:.3f} ns; "
-            f"one {graph.flit_bytes} B flit {one_flit:.3f} ns; bottleneck {_gbps(route.bottleneck_gbps)}",
+            f"one {graph.flit_bytes} B flit {one_flit:.3f} ns; bottleneck {_gbps(route.bottleneck_gbps) if route.hops else 'none'}",
         ]
     return _render(*items)
 

@@ -211,12 +211,6 @@ class EventStore:
             kinds, comps = store.col("kind"), store.col("component")
             if kinds.min() < 0 or kinds.max() >= N_KINDS:
                 raise ValueError(f"unknown event kind {int(kinds.max() if kinds.max() >= N_KINDS else kinds.min())}")
-            seq, pred = store.col("seq"), store.col("pred")
-            if seq.min() < 0 or np.unique(seq).size != n:
-                raise ValueError("event sequence numbers are not distinct and non-negative")
-            named = pred[pred != -1]
-            if named.size and (named.min() < 0 or not np.isin(named, seq).all()):
-                raise ValueError("an event names a cause (pred) that is no event of the trace")
             if comps.min() < 0 or comps.max() >= len(store.components):
                 raise ValueError("component index out of range")
             for name in ("label", "detail"):

@@ -34,9 +34,11 @@ from typing import Any, BinaryIO, NamedTuple
 import numpy as np
 from numpy.lib import format as npformat
 
-from kernbench.errors import TraceFormatError
+from kernbench.errors import InputPathError, TraceFormatError
 from kernbench.events.store import COLUMNS, EventStore
+from kernbench.inputs import meaning, open_regular
 from kernbench.outputs import write_atomic
+from kernbench.printable import printable
 
 MAGIC = b"KBTRACE\x00"
 FORMAT_VERSION = 2  # v2 added the ``pred`` column; v1 files read with every pred -1
@@ -99,8 +101,11 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
 
     The checksum only says the bytes are the ones written; the structure is
     validated too (header types, each column's ``.npy`` header, dtype and
-    length, finite times, indices in range), and nothing larger than the
-    header promises is ever allocated.
+    length, finite times, indices in range, names without control
+    characters) and so is what a recorded run always holds (times from 0 to
+    its end, spans that do not end before they start, distinct ``seq``, each
+    ``pred`` an earlier event), and nothing larger than the header promises
+    is ever allocated.
     """
     path = Path(path)
 
@@ -108,15 +113,13 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
         return TraceFormatError(f"{path}: {what}")
 
     try:
-        with open(path, "rb") as f:
-            if not path.is_file():
-                raise fail("not a regular file")
+        with open_regular(path) as f:
             head = f.read(_FIXED.size)
             data = _read_rest(f, head, fail)
-    except FileNotFoundError:
-        raise fail("no such trace file") from None
+    except InputPathError as exc:
+        raise fail("no such trace file" if exc.problem == "no such file" else exc.problem) from None
     except OSError as exc:
-        raise fail(f"cannot read trace file ({exc.strerror or exc})") from None
+        raise fail(f"cannot read trace file ({meaning(exc)})") from None
     _magic, version, _flags, h_len, _p_len, crc = _FIXED.unpack_from(data)
     header = data[_FIXED.size : _FIXED.size + h_len]
     payload = data[_FIXED.size + h_len :]
@@ -124,6 +127,7 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
         raise fail("corrupt: checksum mismatch (the file was altered or damaged)")
     meta, components, strings, n_events = _read_header(header, fail)
     columns = _read_columns(payload, n_events, version, fail)
+    _check_events(columns, meta.end_ns, fail)
     try:
         store = EventStore.from_columns(columns, components, strings)
     except ValueError as exc:
@@ -174,13 +178,16 @@ def _read_header(header: bytes, fail: _Fail) -> tuple[TraceMetadata, list[str], 
     ):
         raise fail("corrupt: malformed metadata in the header")
     if "end_ns" in meta and not (math.isfinite(meta["end_ns"]) and meta["end_ns"] >= 0):
-        raise fail(f"corrupt: metadata end_ns {meta['end_ns']!r} is not a latency (a finite number >= 0)")
+        raise fail(f"corrupt: metadata end_ns {meta['end_ns']} is not a time of the run (a finite number of ns, 0 or more)")
     if not (isinstance(components, list) and all(isinstance(c, str) for c in components) and len(set(components)) == len(components)):
         raise fail("corrupt: the component table is not a list of distinct names")
     if not (isinstance(strings, list) and strings[:1] == [""] and all(isinstance(x, str) for x in strings)):
         raise fail("corrupt: the string table is malformed")
     if isinstance(n_events, bool) or not isinstance(n_events, int) or not 0 <= n_events <= MAX_TRACE_EVENTS:
         raise fail(f"corrupt: n_events {str(n_events)[:40]} is not a count of events")
+    shown = next((printable(x) for x in (*components, *strings, *meta.values()) if isinstance(x, str) and printable(x) != x), None)
+    if shown is not None:  # (a trace's names are printed: an escape sequence would reach the terminal)
+        raise fail(f"corrupt: a name holds a control character: '{shown[:80]}'")
     return TraceMetadata(**meta), components, strings, n_events
 
 
@@ -212,3 +219,42 @@ def _read_columns(payload: bytes, n_events: int, version: int, fail: _Fail) -> d
         if not np.isfinite(columns[name]).all():
             raise fail(f"corrupt: column {name!r} holds a non-finite number")
     return columns
+
+
+#: how far a trace's end (metadata ``end_ns``) may fall short of its last event's end: rounding only
+END_TOLERANCE_NS = 1e-6
+
+
+def _check_events(columns: dict[str, np.ndarray], end_ns: float, fail: _Fail) -> None:
+    """What a recorded run always holds, which the analyses rely on: times from 0 on, no span ending
+    before it starts, nothing after the run's end (``end_ns``; 0 when unknown, as in a partial
+    trace), one event per ``seq``, and each ``pred`` the ``seq`` of an event published earlier (the
+    bus hands out a seq only as it publishes, so a cause always precedes its effect; that also rules
+    out a loop of causes)."""
+    t, end, seq, pred = columns["t_ns"], columns["end_ns"], columns["seq"], columns["pred"]
+    if len(t) == 0:
+        return
+    if end_ns > 0 and end.max() > end_ns + END_TOLERANCE_NS * max(1.0, end_ns):
+        raise fail(f"corrupt: the run ends at {end_ns} ns (metadata end_ns) but an event ends later, at {end.max()} ns")
+    if t.min() < 0:
+        raise fail(f"corrupt: an event at t={t.min()} ns, before the run began (0 ns)")
+    if (end < t).any():
+        i = int(np.argmax(end < t))
+        raise fail(f"corrupt: an event ends at {end[i]} ns, before it starts at {t[i]} ns")
+    if seq.min() < 0:
+        raise fail(f"corrupt: event number (seq) {seq.min()} is negative")
+    ordered = np.sort(seq)
+    if (ordered[1:] == ordered[:-1]).any():
+        raise fail(f"corrupt: event number (seq) {int(ordered[1:][ordered[1:] == ordered[:-1]][0])} is given to more than one event")
+    caused = pred != -1
+    if not caused.any():
+        return
+    causes = pred[caused]
+    at = np.minimum(np.searchsorted(ordered, causes), len(ordered) - 1)
+    known = (ordered[at] == causes) & (causes < seq[caused])
+    if not known.all():
+        i = int(np.argmax(~known))
+        raise fail(
+            f"corrupt: event #{int(seq[caused][i])} names event #{int(causes[i])} as its cause (pred), "
+            "which is not an earlier event of this trace"
+        )

@@ -20,6 +20,7 @@ import functools
 import gc
 import inspect
 import math
+import numbers
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,7 +35,7 @@ import simpy
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
-from kernbench.handles import HbmTensor
+from kernbench.handles import HbmTensor, Ptr
 from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
@@ -167,6 +168,7 @@ class Runtime:
         self._next_offset: dict[str, int] = {}
         self._launches: list[Launch] = []
         self._names = 0
+        self._token = object()  # marks the tensors this runtime deployed (see launch)
 
     # --- placement --------------------------------------------------------
 
@@ -180,6 +182,8 @@ class Runtime:
             if pe not in self._pe_set:
                 raise ValueError(f"unknown PE {pe!r}; PEs are {ids[0]} … {ids[-1]}")
             return pe
+        if isinstance(pe, bool) or not isinstance(pe, numbers.Integral):  # (True is an int: it would be PE 1)
+            raise TypeError(f"a PE is an index (int) or an id (str), not {type(pe).__name__} {pe!r}")
         if not 0 <= pe < len(ids):
             raise ValueError(f"PE index {pe} out of range 0..{len(ids) - 1}")
         return ids[pe]
@@ -230,7 +234,7 @@ class Runtime:
             arr = np.array(arr, order="C", copy=True)
         mem, off = self._place(arr.nbytes, pe, memory)
         self._names += 1
-        return HbmTensor(name or f"t{self._names}", mem, off, arr)
+        return HbmTensor(name or f"t{self._names}", mem, off, arr, deployed_by=self._token)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
         """A zero-filled HBM tensor to write results into."""
@@ -249,6 +253,12 @@ class Runtime:
             raise ValueError("launch on no PE: give pes at least one PE (an index or id)")
         if len(set(ids)) != len(ids):
             raise ValueError("a PE appears twice in one launch")
+        for where, tensor in _tensors_in({"args": tuple(args), **kwargs}):
+            if tensor.deployed_by is not None and tensor.deployed_by is not self._token:
+                raise ValueError(
+                    f"launch {where}: tensor {tensor.name} was deployed by another Runtime (its address means"
+                    " nothing in this one's memories); deploy it with this Runtime"
+                )
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
     def run(
@@ -292,6 +302,21 @@ class Runtime:
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
         return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+
+
+def _tensors_in(obj: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, HbmTensor]]:
+    """Every :class:`HbmTensor` in a launch's arguments (as is, under a ``Ptr``, or inside lists,
+    tuples and dicts a few levels deep), with where it was found (``args[1]``, ``out``)."""
+    if isinstance(obj, HbmTensor):
+        yield where, obj
+    elif isinstance(obj, Ptr):
+        yield where, obj.tensor
+    elif depth < 4 and isinstance(obj, (list, tuple)):
+        for i, item in enumerate(obj):
+            yield from _tensors_in(item, f"{where}[{i}]", depth + 1)
+    elif depth < 4 and isinstance(obj, dict):
+        for key, item in obj.items():
+            yield from _tensors_in(item, f"{where}[{key!r}]" if where else str(key), depth + 1)
 
 
 def _check_kernel(kernel: Any) -> None:

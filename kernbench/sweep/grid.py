@@ -24,12 +24,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kernbench.errors import KernbenchError, TopologyError
 from kernbench.kernels.registry import KernelSpec, Option, suggest
+from kernbench.printable import printable
 from kernbench.topology.schema import Field, ListOf, MapOf, Section, validate
-from kernbench.topology.spec import TOPOLOGY_SCHEMA, parse_override, resolve
+from kernbench.topology.spec import TOPOLOGY_SCHEMA, parse_override, resolve, source_file
 
 TOPOLOGY_KEY = "topology"
 MAX_POINTS = 100_000
@@ -60,10 +62,11 @@ class Point:
 
 
 def show(value: Any) -> str:
-    """A swept value as text: a whole float as an integer (``64``, not ``64.0``: YAML reads ``64`` into a float field)."""
+    """A swept value as text: a whole float as an integer (``64``, not ``64.0``: YAML reads ``64`` into a float field);
+    a control character in it (a topology path may hold one) as its escape."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return str(int(value))
-    return str(value)
+    return printable(str(value))
 
 
 def parse_axes(spec: KernelSpec, flags: Sequence[str], fixed: Iterable[str] = ()) -> list[Axis]:
@@ -93,6 +96,11 @@ def parse_axis(spec: KernelSpec, text: str) -> Axis:
         if v in values[:i]:
             raise KernbenchError(f"--grid {text}: {v!r} is listed twice")
     return Axis(key, values, tuple(args for _, args in read_values))
+
+
+def input_files(axes: Sequence[Axis]) -> list[Path | None]:
+    """The files a sweep's grid reads: each ``topology`` value's (a YAML file, or the shipped one a name stands for)."""
+    return [source_file(v) for a in axes if a.key == TOPOLOGY_KEY for v in a.values]
 
 
 def option_key(name: str) -> str:

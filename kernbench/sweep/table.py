@@ -3,7 +3,8 @@
 A row is the point's swept values (one column per ``--grid`` key) followed by
 its metrics (:func:`~kernbench.sweep.metrics.point_metrics`). A point that
 failed has ``latency_ns`` empty (JSON ``null``) and its one-line ``error``.
-CSV columns are every key met, in the order first met; JSON is a list of
+CSV columns are every key met, in the order first met (a text cell that a
+spreadsheet would run as a formula starts with ``'``); JSON is a list of
 objects.
 """
 
@@ -50,14 +51,26 @@ def columns(table: Sequence[dict[str, Any]]) -> list[str]:
     return list(seen)
 
 
+#: what a spreadsheet reads as the start of a formula (``=HYPERLINK(…)`` in a topology name or path
+#: would run when the CSV is opened); a text cell starting with one is written after a ``'``
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def to_csv(table: Sequence[dict[str, Any]]) -> str:
     buf = io.StringIO()
     names = columns(table)
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(names)
-    for row in table:
-        writer.writerow(["" if row.get(c) is None else row[c] for c in names])
+    plain = csv.writer(buf, lineterminator="\n")
+    # (csv quotes a field holding a character of the line terminator, "\n" here, but not a lone "\r",
+    # which a reader takes for the end of the row: a row with one quotes every text field)
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    for cells in ([_text_cell(n) for n in names], *(["" if row.get(c) is None else _text_cell(row[c]) for c in names] for row in table)):
+        (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else plain).writerow(cells)
     return buf.getvalue()
+
+
+def _text_cell(value: Any) -> Any:
+    """A text value that a spreadsheet would take for a formula, written as text (``'=1+1``); numbers as they are."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
 def to_json_text(table: Sequence[dict[str, Any]]) -> str:

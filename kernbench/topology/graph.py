@@ -130,7 +130,9 @@ class Graph:
         path = self._router(self, src, dst)
         hops = []
         for a, b in pairwise(path):
-            e = self.edge(a, b)
+            e = self._edge_by_pair.get((a, b))
+            if e is None:  # the router's path leaves the graph: src or dst is not attached where routes run
+                raise RouteError(f"no route from {src} to {dst}: no edge {a}->{b}")
             hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns))
         route = Route(tuple(path), tuple(hops), self.nodes[src].overhead_ns)
         self._routes[key] = route

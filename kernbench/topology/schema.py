@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernbench.printable import printable
+
 _MISSING = object()
 
 
@@ -124,6 +126,13 @@ def _coerce(value: Any, kind: type | tuple[type, ...]) -> tuple[Any, str | None]
     return value, expected
 
 
+def _text_problem(text: str) -> str | None:
+    """A string of the topology is plain text: no control character (an escape sequence in a name
+    would reach the terminal of whoever prints it)."""
+    shown = printable(text)
+    return None if shown == text else f"holds a control character: '{shown}'; write plain text"
+
+
 def join_path(path: str, key: Any) -> str:
     """The key path of ``key`` under ``path``: ``cube.links[4].prop_ns``."""
     if isinstance(key, int):
@@ -156,12 +165,18 @@ def _validate(doc: Any, schema: Any, path: str, problems: list[str]) -> Any:
             return {}
         if len(doc) < schema.min_len:
             problems.append(f"{path}: needs at least {schema.min_len} entr(y/ies), got {len(doc)}")
+        for k in doc:
+            if isinstance(k, str) and (problem := _text_problem(k)):
+                problems.append(f"{join_path(path, printable(k))}: the name {problem}")
         return {str(k): _validate(v, schema.value, join_path(path, k), problems) for k, v in doc.items()}
     assert isinstance(schema, Field)
     value, problem = _coerce(doc, schema.kind)
     if problem:
         problems.append(f"{path}: {problem}")
         return doc
+    if isinstance(value, str) and (problem := _text_problem(value)):
+        problems.append(f"{path}: {problem}")
+        return value
     if schema.check is not None:
         msg = schema.check(value)
         if msg:

@@ -16,13 +16,15 @@ problem with its key path.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernbench.errors import TopologyError
+from kernbench.errors import InputPathError, TopologyError
+from kernbench.inputs import exists
 from kernbench.topology import yamldoc
 from kernbench.topology.schema import (
     Field,
@@ -188,12 +190,16 @@ def resolve(name_or_path: str | Path | None) -> Path:
     if name_or_path is None:
         name_or_path = DEFAULT_TOPOLOGY
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
-        if not p.exists():
+    try:
+        there = exists(p)
+    except InputPathError as exc:
+        raise TopologyError([exc.problem], str(p)) from None
+    if p.suffix in (".yaml", ".yml") or there:
+        if not there:
             raise TopologyError([f"file not found: {p}"], str(p))
         return p
     candidate = topology_dir() / f"{name_or_path}.yaml"
-    if candidate.exists():
+    if "/" not in str(name_or_path) and os.sep not in str(name_or_path) and candidate.is_file():
         return candidate
     known = ", ".join(named_topologies())
     raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known}"])
@@ -214,6 +220,15 @@ def key_parts(key: str) -> list[str]:
         parts += [m["name"]] if m["name"] else []
         parts += re.findall(r"\d+", m["indices"])
     return parts
+
+
+def source_file(name_or_path: str | Path | None) -> Path | None:
+    """The file a topology is read from (a named one's YAML, a path as given); None if there is none
+    (the loader reports that). For callers that must not overwrite a run's inputs."""
+    try:
+        return resolve(name_or_path)
+    except TopologyError:
+        return None
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -30,7 +30,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kernbench.errors import TopologyError
+from kernbench.errors import InputPathError, TopologyError
+from kernbench.inputs import read_regular
 from kernbench.topology.schema import join_path
 
 MAX_BYTES = 1 << 20  # 1 MiB; the paper topology is 6 KiB
@@ -79,14 +80,13 @@ def read_file(path: Path) -> str:
     """A topology file's text: a regular file of at most :data:`MAX_BYTES`, in UTF-8."""
     source = str(path)
     try:
-        if not path.is_file():
-            raise TopologyError(["not a regular file (a topology is a YAML file)"], source)
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise TopologyError([f"cannot read: {exc.strerror or exc}"], source) from None
-    if len(data) > MAX_BYTES:
-        raise TopologyError([f"larger than {MAX_BYTES // 1024} KiB, the limit for a topology file"], source)
+        data = read_regular(path, MAX_BYTES)
+    except InputPathError as exc:
+        if exc.problem.startswith(("not a regular file", "is a folder")):
+            raise TopologyError(["not a regular file (a topology is a YAML file)"], source) from None
+        if "larger than the limit" in exc.problem:
+            raise TopologyError([f"larger than {MAX_BYTES // 1024} KiB, the limit for a topology file"], source) from None
+        raise TopologyError([f"cannot read: {exc.problem}"], source) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -67,12 +67,16 @@ def spawn(
     env: dict[str, str] | None = None,
     file_size_bytes: int | None = None,
     stdin=subprocess.DEVNULL,
+    stdout=subprocess.PIPE,
     on_start: Callable[[subprocess.Popen], None] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Outcome:
     """``python -m module argv`` in a child limited to ``memory_mib`` of address space (and optionally a file size).
 
     Peak memory is the child's own high-water RSS (``VmHWM``, sampled until it exits); the rusage of a
-    child forked from this (large) test process would count this process's pages too.
+    child forked from this (large) test process would count this process's pages too. ``stdout``: where
+    the child's standard output goes (``Outcome.out`` is empty unless it is a pipe); ``preexec_fn``: run
+    in the child before it starts (e.g. to drop a capability).
     """
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -80,8 +84,9 @@ def spawn(
         cwd=cwd,
         env=env,
         stdin=stdin,
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         stderr=subprocess.PIPE,
+        preexec_fn=preexec_fn,
     )
     resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory_mib * MIB, memory_mib * MIB))
     if file_size_bytes is not None:
@@ -91,6 +96,7 @@ def spawn(
     readers = [
         threading.Thread(target=lambda name=name, f=f: chunks.__setitem__(name, f.read()), daemon=True)
         for name, f in (("out", proc.stdout), ("err", proc.stderr))
+        if f is not None
     ]
     readers.append(threading.Thread(target=_sample_peak, args=(proc, peak_kib), daemon=True))
     for r in readers:

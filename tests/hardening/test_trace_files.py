@@ -163,10 +163,10 @@ def test_a_run_that_fails_in_the_app_exits_2_with_its_message(capsys):
 
 
 CAUSE_DAMAGE = {
-    "all-equal seq": (lambda evs: [dataclasses.replace(e, seq=7) for e in evs], "sequence numbers are not distinct"),
-    "negative seq": (lambda evs: [dataclasses.replace(e, seq=-1 - i) for i, e in enumerate(evs)], "not distinct and non-negative"),
-    "pred past every seq": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=10**9)], "names a cause (pred) that is no event"),
-    "pred below -1": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=-5)], "names a cause (pred) that is no event"),
+    "all-equal seq": (lambda evs: [dataclasses.replace(e, seq=7) for e in evs], "event number (seq) 7 is given to more than one event"),
+    "negative seq": (lambda evs: [dataclasses.replace(e, seq=-1 - i) for i, e in enumerate(evs)], "is negative"),
+    "pred past every seq": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=10**9)], "which is not an earlier event"),
+    "pred below -1": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=-5)], "which is not an earlier event"),
 }
 
 
