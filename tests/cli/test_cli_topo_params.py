@@ -193,13 +193,18 @@ def test_a_printed_topology_runs_and_shows_like_the_named_one(tmp_path, capsys):
 
 
 def test_yaml_quotes_what_yaml_would_read_as_something_else(tmp_path, capsys):
-    odd = 'description="1e3: [hw] \\e[31m\\u2028 #x"'
+    odd = 'description="1e3: [hw] q #x"'
     path, text = printed_yaml(capsys, tmp_path, "cube1", (odd, "cube.sram.attach=r0"))
     spec = load_topology(str(path)).spec
-    assert spec["description"].startswith("1e3: [hw] \x1b[31m\u2028 #x; changed by --set ")
-    assert "\x1b" not in text and "\u2028" not in text
+    assert spec["description"].startswith("1e3: [hw] q #x; changed by --set ")
     header = text.splitlines()[0]
     assert "[hw]" not in header  # a comment carries no marker it does not mean
+
+
+def test_a_control_character_never_reaches_the_printed_yaml(capsys):
+    code, out, err = run(["topo", "show", "cube1", "--yaml", "--set", 'description="a \\e[31m b"'], capsys)
+    assert code == 2 and out == ""
+    assert "description: holds a control character" in err and "\\x1b" in err and "\x1b" not in err
 
 
 # --- flags that do not go together ------------------------------------------------

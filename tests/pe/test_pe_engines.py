@@ -207,12 +207,8 @@ def test_two_independent_composites_may_overlap(rt):
     c1, c2 = [e.corr_id for e in dispatches(r) if e.label == "CompositeCmd"]
     by = _spans_by_corr(r)
     assert min(e.t_ns for e in by[c2]) < max(e.end_ns for e in by[c1])
-    shared = run1(
-        Runtime(rt.graph),
-        _two_composites(True),
-        *[Runtime(rt.graph).deploy(x) for x in (A, B, C)],
-        Runtime(rt.graph).empty((64, 512), np.float32),
-    )
+    again = Runtime(rt.graph)
+    shared = run1(again, _two_composites(True), *[again.deploy(x) for x in (A, B, C)], again.empty((64, 512), np.float32))
     assert r.latency_ns < shared.latency_ns
 
 
