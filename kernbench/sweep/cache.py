@@ -126,7 +126,11 @@ class ResultCache:
         path = self._path(key)
         try:
             path.parent.mkdir(exist_ok=True)
-            doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "sha256": entry_digest(key, metrics)}
+        except OSError as exc:  # (a file in its place: "File exists")
+            self.write_error = self.write_error or f"cannot create the folder {path.parent}: {exc.strerror or exc}"
+            return
+        doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "sha256": entry_digest(key, metrics)}
+        try:
             write_text_atomic(path, to_json(doc))
         except (OSError, OutputPathError) as exc:
             self.write_error = self.write_error or str(exc)
@@ -168,14 +172,15 @@ def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | Non
     for name, value in metrics.items():
         problem = _metric_problem(name, value)
         if problem is not None:
-            return None, f"metric {printable(name)[:60]!r}: {problem}"
+            shown = printable(name).encode("utf-8", "backslashreplace").decode()  # (a lone surrogate too)
+            return None, f"metric '{shown[:60]}': {problem}"
     if doc["sha256"] != entry_digest(key, metrics):
         return None, "its checksum does not match its metrics (edited or damaged)"
     return metrics, None
 
 
 def _metric_problem(name: str, value: Any) -> str | None:
-    if len(name) > MAX_TEXT_CHARS or printable(name) != name:
+    if not _is_plain(name):
         return "not a plain name"
     if value is None or isinstance(value, bool):
         return None
@@ -184,5 +189,17 @@ def _metric_problem(name: str, value: Any) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else "not a finite number"
     if isinstance(value, str):
-        return None if len(value) <= MAX_TEXT_CHARS and printable(value) == value else "not short plain text"
+        return None if _is_plain(value) else "not short plain text"
     return f"a {type(value).__name__}, not a number or text"
+
+
+def _is_plain(text: str) -> bool:
+    """Short text kernbench can print and write: no control or format character, and no lone
+    surrogate (JSON's ``"\\ud800"`` reads as one; no terminal or UTF-8 file takes it)."""
+    if len(text) > MAX_TEXT_CHARS or printable(text) != text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
