@@ -95,7 +95,7 @@ def folder_is_a_file(path: Path) -> None:
 
 
 def padded_beyond_the_limit(path: Path) -> None:
-    path.write_bytes(path.read_bytes() + b" " * (result_cache.MAX_ENTRY_BYTES + 1))  # valid JSON, only too large
+    path.write_bytes(path.read_bytes() + b" " * 256 * 1024)  # valid JSON, only larger than 256 KiB
 
 
 @dataclass(frozen=True)
