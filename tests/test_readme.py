@@ -49,6 +49,7 @@ def test_every_relative_link_resolves_and_there_is_a_license():
 
 def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
     from kernbench import exit_codes, limits
+    from kernbench.sweep import cache
     from kernbench.topology import compile, yamldoc
 
     section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
@@ -62,6 +63,9 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         f"nesting {yamldoc.MAX_DEPTH} deep",
         f"{limits.DEFAULT_MAX_WALL_S:g} s",
         f"{yamldoc.MAX_BYTES // 2**20} MiB",
+        f"| sweep cache entry | {cache.MAX_ENTRY_BYTES // 2**10} KiB,",
+        f"integers below 2^{cache.MAX_INT.bit_length() - 1}",
+        f"at most {cache.MAX_TEXT_CHARS:,} characters",
     ):
         assert number in section, number
 

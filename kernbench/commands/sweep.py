@@ -298,6 +298,8 @@ def _report_failures(points: Sequence[Point], outcomes: Sequence[Outcome], cache
     failed = [(p, o.error) for p, o in zip(points, outcomes, strict=True) if o.error is not None]
     for point, error in failed:
         print(f"error: point {point.index} ({point.label()}): {printable(error, keep=chr(10))}", file=sys.stderr)
+    for line in result_cache.rejected_lines(cache):  # (read before anything was written)
+        print(line, file=sys.stderr)
     if cache.write_error:
         print(f"warning: results not cached: {cache.write_error}", file=sys.stderr)
     return 2 if failed else 0

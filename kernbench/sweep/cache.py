@@ -9,8 +9,15 @@ changed model is a new key even when the version string is not bumped).
 Run limits are not in it: they decide whether a run finishes, not its result.
 
 Entries are ``<dir>/<key[:2]>/<key>.json``, written atomically
-(:func:`kernbench.outputs.write_text_atomic`). An entry that cannot be read
-or does not hold what its name says is ignored and recomputed. Only
+(:func:`kernbench.outputs.write_text_atomic`). What is read back is not
+trusted: an entry must be a regular file (not a FIFO, a device or a
+symlink to one) of at most :data:`MAX_ENTRY_BYTES`, strict JSON (no
+``NaN``) of this format, for this key, its metrics a flat mapping of plain
+names to finite numbers or short plain text, with a SHA-256 of its key and
+metrics that matches (an edited figure is caught; this is an integrity
+check, not a signature). An entry that fails any of these is a miss: the
+point is simulated again, the entry rewritten, and :attr:`ResultCache.rejected`
+says which entry and why (``kernbench sweep`` prints a warning). Only
 successful points are kept; a failure (which may be a wall-time limit) is
 retried next time. The default folder is ``$XDG_CACHE_HOME/kernbench/sweep``
 (``~/.cache/kernbench/sweep``); delete it to drop every entry.
@@ -21,16 +28,25 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kernbench import __version__
-from kernbench.errors import KernbenchError, OutputPathError
+from kernbench.errors import InputPathError, KernbenchError, OutputPathError
+from kernbench.inputs import read_regular
 from kernbench.outputs import to_json, write_text_atomic
+from kernbench.printable import printable
 
-FORMAT = 1
+FORMAT = 2  # v2: entries carry a digest of their key and metrics
+#: an entry's size limit (a point's metrics are ~2 KB; with --explain ~4 KB)
+MAX_ENTRY_BYTES = 256 * 1024
+#: a metric's name and text value at most this long
+MAX_TEXT_CHARS = 1000
+#: a whole-number metric (a count, a byte size) is below this in magnitude
+MAX_INT = 2**63
 
 
 def default_dir() -> Path:
@@ -74,6 +90,7 @@ class ResultCache:
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
         self.write_error: str | None = None  # the first failed write, for one warning
+        self.rejected: list[tuple[Path, str]] = []  # entries read and refused (each a miss), and why
         if folder is not None:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -87,15 +104,20 @@ class ResultCache:
         return self.folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The metrics stored for ``key``; None for a miss (nothing there, or an entry that fails a
+        check: then it is also added to :attr:`rejected`)."""
         if self.folder is None:
             return None
+        path = self._path(key)
         try:
-            doc = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_regular(path, MAX_ENTRY_BYTES)
+        except InputPathError as exc:
+            if exc.problem != "no such file":
+                self.rejected.append((path, exc.problem))
             return None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != key or not isinstance(doc.get("metrics"), dict):
-            return None
-        metrics: dict[str, Any] = doc["metrics"]
+        metrics, problem = _read_entry(data, key)
+        if problem is not None:
+            self.rejected.append((path, problem))
         return metrics
 
     def put(self, key: str, metrics: Mapping[str, Any]) -> None:
@@ -104,6 +126,80 @@ class ResultCache:
         path = self._path(key)
         try:
             path.parent.mkdir(exist_ok=True)
-            write_text_atomic(path, to_json({"format": FORMAT, "key": key, "metrics": dict(metrics)}))
+        except OSError as exc:  # (a file in its place: "File exists")
+            self.write_error = self.write_error or f"cannot create the folder {path.parent}: {exc.strerror or exc}"
+            return
+        doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "sha256": entry_digest(key, metrics)}
+        try:
+            write_text_atomic(path, to_json(doc))
         except (OSError, OutputPathError) as exc:
             self.write_error = self.write_error or str(exc)
+
+
+def rejected_lines(cache: ResultCache, shown: int = 5) -> list[str]:
+    """A warning per refused entry (the first ``shown``, then how many more), for stderr."""
+    lines = [
+        f"warning: sweep cache entry {printable(str(path))} ignored: {why}; the point was simulated again"
+        for path, why in cache.rejected[:shown]
+    ]
+    if len(cache.rejected) > shown:
+        lines.append(f"warning: … and {len(cache.rejected) - shown} more sweep cache entries ignored")
+    return lines
+
+
+def entry_digest(key: str, metrics: Mapping[str, Any]) -> str:
+    """SHA-256 of an entry's key and metrics in canonical JSON."""
+    return hashlib.sha256(to_json({"key": key, "metrics": dict(metrics)}, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(metrics, None) for a good entry, (None, what is wrong) for a bad one."""
+
+    def no_constant(name: str) -> None:
+        raise ValueError(f"{name} is not a number JSON allows")
+
+    try:
+        doc = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        return None, f"not readable JSON ({printable(str(exc))[:120]})"
+    if not isinstance(doc, dict) or set(doc) != {"format", "key", "metrics", "sha256"}:
+        return None, "not a cache entry of this kernbench (another format, or fields missing or added)"
+    if doc["format"] != FORMAT or doc["key"] != key:
+        return None, "written for another key or format"
+    metrics = doc["metrics"]
+    if not isinstance(metrics, dict):
+        return None, "its metrics are not a mapping"
+    for name, value in metrics.items():
+        problem = _metric_problem(name, value)
+        if problem is not None:
+            shown = printable(name).encode("utf-8", "backslashreplace").decode()  # (a lone surrogate too)
+            return None, f"metric '{shown[:60]}': {problem}"
+    if doc["sha256"] != entry_digest(key, metrics):
+        return None, "its checksum does not match its metrics (edited or damaged)"
+    return metrics, None
+
+
+def _metric_problem(name: str, value: Any) -> str | None:
+    if not _is_plain(name):
+        return "not a plain name"
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):  # (math.isfinite(10**400) raises OverflowError)
+        return None if abs(value) < MAX_INT else "an integer out of range"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "not a finite number"
+    if isinstance(value, str):
+        return None if _is_plain(value) else "not short plain text"
+    return f"a {type(value).__name__}, not a number or text"
+
+
+def _is_plain(text: str) -> bool:
+    """Short text kernbench can print and write: no control or format character, and no lone
+    surrogate (JSON's ``"\\ud800"`` reads as one; no terminal or UTF-8 file takes it)."""
+    if len(text) > MAX_TEXT_CHARS or printable(text) != text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -184,3 +184,14 @@ def child_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(extra)
     return env
+
+
+def without_permission_override() -> None:  # pragma: no cover - runs in the child before exec
+    """Drop the two capabilities that let root ignore file permissions (CAP_DAC_OVERRIDE,
+    CAP_DAC_READ_SEARCH) from the bounding set: the command then meets a locked folder as anyone would."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            os._exit(99)

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hardening_harness import ROOT, assert_failed_cleanly, child_env, invoke, snapshot_files, spawn
+from hardening_harness import ROOT, assert_failed_cleanly, child_env, invoke, snapshot_files, spawn, without_permission_override
 
 from kernbench import cli
 from kernbench.runtime.api import Runtime
@@ -151,17 +151,6 @@ def test_a_fifo_named_as_an_input_does_not_block(folder, what):
     assert_failed_cleanly(got, 2, r"not a regular file", max_seconds=15, max_mib=400)
 
 
-def _without_permission_override() -> None:  # pragma: no cover - runs in the child before exec
-    """Drop the two capabilities that let root ignore file permissions (CAP_DAC_OVERRIDE,
-    CAP_DAC_READ_SEARCH) from the bounding set: the command then meets a locked folder as anyone would."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (1, 2):
-        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-            os._exit(99)
-
-
 @pytest.fixture
 def locked(tmp_path):
     """A folder this test's commands may not search (as root: without the capabilities that override it)."""
@@ -170,7 +159,7 @@ def locked(tmp_path):
     (inner / "topo.yaml").write_text(TOPOLOGY)
     (inner / "old.kbtrace").write_bytes(b"an old trace")
     os.chmod(inner, 0)
-    preexec = _without_permission_override if os.geteuid() == 0 else None
+    preexec = without_permission_override if os.geteuid() == 0 else None
     if subprocess.run(["true"], preexec_fn=preexec, check=False).returncode != 0:  # pragma: no cover
         pytest.skip("cannot drop the permission-override capabilities here")
     yield tmp_path, preexec

@@ -50,15 +50,18 @@ def test_cache_dir_puts_it_elsewhere_and_xdg_cache_home_is_the_default(tmp_path,
     assert result_cache.default_dir() == own_cache
 
 
-def test_a_damaged_entry_is_recomputed_and_rewritten(capsys, tmp_path, own_cache):
+def test_a_damaged_entry_is_recomputed_rewritten_and_named_in_a_warning(capsys, tmp_path, own_cache):
     _, first, _ = sweep_json(GRID, capsys, tmp_path, "first.json")
     entries = sorted(own_cache.rglob("*.json"))
     entries[0].write_text("{not json")
     entries[1].write_text('{"format": 1, "key": "someone else", "metrics": {"latency_ns": 1}}')
     entries[2].write_bytes(b"\xff\xfe")
     status, again, err = sweep_json(GRID, capsys, tmp_path, "again.json")
-    assert status == 0 and err == "" and again == first
-    assert all(result_cache.ResultCache(own_cache).get(e.stem) is not None for e in entries)
+    assert status == 0 and again == first
+    lines = err.splitlines()
+    assert len(lines) == 3 and all(sum(line.startswith(f"warning: sweep cache entry {e} ignored: ") for line in lines) == 1 for e in entries)
+    reread = result_cache.ResultCache(own_cache)
+    assert all(reread.get(e.stem) is not None for e in entries) and reread.rejected == []
 
 
 def test_failed_points_are_not_cached(capsys, tmp_path, own_cache):
