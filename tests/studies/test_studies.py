@@ -148,3 +148,37 @@ def test_readme_gemm_rows_up_to_16_tiles_are_the_simulators():
     fresh = g.tile_count_table(g.tile_count_sweep((1, 2, 4, 8, 16))).splitlines()
     shown = _readme_block("        composite, A K-step-major")
     assert shown[: len(fresh)] == fresh
+
+
+# --- docs/studies.md shows the same output --------------------------------------
+
+PAGE = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "studies.md").read_text()
+
+
+def _page_block(first_line_start: str) -> list[str]:
+    """The lines of the page's first text block with a line starting ``first_line_start``, from that line."""
+    blocks = [b.split("```", 1)[0].splitlines() for b in PAGE.split("```text\n")[1:]]
+    block = next(b for b in blocks if any(line.startswith(first_line_start) for line in b))
+    i = next(k for k, line in enumerate(block) if line.startswith(first_line_start))
+    return block[i:]
+
+
+def test_the_studies_page_shows_the_readmes_tables():
+    # the README's rows are held to the simulator above; the page's must be the same rows
+    readme = _readme_block(" payload  algo")
+    assert _page_block(" payload  algo")[: len(readme)] == readme  # the first block: 2×3
+    gemm = _readme_block("        composite, A K-step-major")
+    assert _page_block("        composite, A K-step-major") == gemm
+
+
+def test_the_studies_pages_4x4_rows_at_4KiB_are_the_simulators():
+    # the rows the page's α–β explanation quotes (ring 1.03 on the mesh, 1.61 on the torus)
+    fresh = ar.table(list(ar.sweep([("4×4", "paper", "paper_torus", "sip0", (4096,))]))).splitlines()
+    block = PAGE.split("```text\n4×4: paper vs paper_torus", 1)[1].split("```", 1)[0].splitlines()[1:]
+    assert block[: len(fresh)] == fresh
+
+
+@pytest.mark.slow
+def test_the_studies_pages_tilings_table_is_the_simulators():
+    fresh = g.tiling_table(g.tiling_sweep()).splitlines()
+    assert _page_block("tiling ") == fresh
