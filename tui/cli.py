@@ -158,20 +158,19 @@ def _launch(source: Launchable) -> int:
         from kernbench_tui.app import KernbenchApp
 
         app = KernbenchApp(source)
-    quit_on = lambda signum, frame: app.exit(return_code=128 + signum)
-    previous = signal.signal(signal.SIGTERM, quit_on)
-    try:
-        app.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return exit_status(app)
+    from kernbench_tui.lifetime import run_until_ended
+
+    return exit_status(app, run_until_ended(app))
 
 
-def exit_status(app: KernbenchApp | CompareApp) -> int:
-    """After the app closed: 128+signal if a signal closed it; a failed run's message (exit 2); else 0."""
-    if app.return_code and app.return_code >= 128:
-        print(f"kernbench-tui: interrupted ({signal.Signals(app.return_code - 128).name})", file=sys.stderr)
-        return app.return_code
+def exit_status(app: KernbenchApp | CompareApp, ended_by: int | None = None) -> int:
+    """After the app closed: 128+signal if a signal closed it (``ended_by``, else the app's return code);
+    a failed run's message (exit 2); else 0."""
+    if ended_by is None and app.return_code and app.return_code >= 128:
+        ended_by = app.return_code - 128
+    if ended_by is not None:
+        print(f"kernbench-tui: interrupted ({signal.Signals(ended_by).name})", file=sys.stderr)
+        return 128 + ended_by
     if app.error is not None:
         raise KernbenchError(f"the run failed: {app.error}")
     return 0

@@ -36,7 +36,6 @@ import multiprocessing.connection
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -46,6 +45,7 @@ from kernbench.events.bus import Bus
 from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
+from kernbench.lifeline import end_with_parent, quiet_resource_tracker
 
 #: what a source hands the app: events, or (from a child process) events already in columns
 EmitBatch = Callable[[list[Event] | ColumnBatch], None]
@@ -151,6 +151,7 @@ class ProcessSource:
 
     def run(self, emit_batch: EmitBatch) -> TraceMetadata:
         self._status(f"starting the simulation process ({self.description})")
+        quiet_resource_tracker()
         _ensure_resource_tracker()
         ctx = multiprocessing.get_context("spawn")
         receiver, sender = ctx.Pipe(duplex=False)
@@ -227,7 +228,7 @@ def _child_main(
     instead of printing a BrokenPipeError into the terminal.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent()
+    end_with_parent()
     buf: list[Event] = []
     last = time.monotonic()
 
@@ -267,19 +268,6 @@ def _child_main(
         send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
-
-
-def _exit_with_parent() -> None:
-    """End this (child) process as soon as its parent process has ended."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        multiprocessing.connection.wait([parent.sentinel])
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 class TraceFileSource:

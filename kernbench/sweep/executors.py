@@ -7,7 +7,10 @@ deterministic and every process uses one BLAS thread (``kernbench/__init__``).
 
 Ctrl-C or SIGTERM in the parent stops the workers: worker processes ignore
 SIGINT (so the terminal's Ctrl-C, sent to the whole process group, prints
-nothing there) and are terminated by the parent; on Dask the tasks not started
+nothing there) and are terminated by the parent. A parent that is killed
+outright (SIGKILL, SIGHUP) cannot do that: each worker ends itself when its
+parent is gone (:mod:`kernbench.lifeline`), freeing the parent's stdout and
+stderr and, with them gone, the resource tracker too. On Dask the tasks not started
 are cancelled (Dask cannot stop a task that is running: it finishes on its
 worker and its result is dropped).
 """
@@ -22,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from kernbench.errors import KernbenchError
+from kernbench.lifeline import end_with_parent, quiet_resource_tracker
 from kernbench.sweep.point import Outcome, Task, code_id
 
 #: Runs one task to its outcome; a module-level function, so a worker process or a Dask worker imports it by name.
@@ -54,8 +58,10 @@ def in_this_process(work: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
         yield work(task)
 
 
-def _worker_ignores_sigint() -> None:
+def _start_worker() -> None:
+    """A worker process's first steps: Ctrl-C is the parent's to handle; the parent's end is the worker's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent()
 
 
 def in_processes(work: Callable[[T], R], tasks: Sequence[T], jobs: int, what: str = "a sweep worker process") -> Iterator[R]:
@@ -64,7 +70,8 @@ def in_processes(work: Callable[[T], R], tasks: Sequence[T], jobs: int, what: st
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_ignores_sigint)
+    quiet_resource_tracker()
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
     finished = False
     try:
         for future in as_completed([pool.submit(work, task) for task in tasks]):

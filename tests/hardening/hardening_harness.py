@@ -195,3 +195,37 @@ def without_permission_override() -> None:  # pragma: no cover - runs in the chi
     for cap in (1, 2):
         if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             os._exit(99)
+
+
+def left_in_session(sid: int) -> list[str]:
+    """What still runs in session ``sid`` (a command started with ``start_new_session``, and everything it
+    started): one ``pid command line`` each. A zombie waiting to be reaped has ended."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[-1].split()  # state, ppid, pgrp, session, …
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            alive.append(f"{entry} {cmdline[:160]}")
+    return alive
+
+
+def wait_until_none_left(sid: int, timeout_s: float) -> tuple[list[str], float]:
+    """Wait until nothing of session ``sid`` runs (at most ``timeout_s``); what is left and the time it took.
+    Whatever is left is then killed, so a failing test leaves nothing running either."""
+    t0 = time.monotonic()
+    while (left := left_in_session(sid)) and time.monotonic() - t0 < timeout_s:
+        time.sleep(0.05)
+    seconds = time.monotonic() - t0
+    for line in left:
+        try:
+            os.kill(int(line.split()[0]), 9)
+        except ProcessLookupError:
+            pass
+    return left, seconds
