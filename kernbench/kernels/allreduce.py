@@ -92,6 +92,28 @@ def make_group(n: int, rows: int | None, grid: str) -> Group:
 # --- set-up ------------------------------------------------------------------
 
 
+#: payload × PEs at most. A run holds each PE's buffer once, the messages in flight and a
+#: float32 reference of one payload: about twice payload × PEs at its peak (16 MiB on 6 PEs:
+#: 225 MB RSS), so ~1.1 GB at this limit; the study's largest point (64 MiB on 6 PEs) is 384 MiB.
+MAX_PAYLOAD_BYTES = 512 * 2**20
+
+
+def check_payload(payload: int, pes: int, text: str) -> None:
+    """Refuse a payload whose buffers (one per PE) would pass :data:`MAX_PAYLOAD_BYTES`."""
+    total = payload * pes
+    if total > MAX_PAYLOAD_BYTES:
+        most = MAX_PAYLOAD_BYTES // pes // 2**20 * 2**20
+        hint = f"use --payload {size_label(most)} or less on {pes} PEs, or fewer --pes" if most else "use fewer --pes"
+        raise ValueError(
+            f"--payload {text.strip()} on {pes} PEs holds {_mib(total)} of buffers (about {_mib(2 * total)} at the run's peak); "
+            f"at most {_mib(MAX_PAYLOAD_BYTES)} (payload × PEs) is allowed: {hint}"
+        )
+
+
+def _mib(size_bytes: int) -> str:
+    return f"{size_bytes / 2**20:,.0f} MiB"
+
+
 PARAMS = (
     Option("algo", str, "ring", "all-reduce algorithm", collectives.ALGORITHMS),
     Option("payload", str, "1MiB", "bytes per PE (B, KiB, MiB, GiB)"),
@@ -132,6 +154,7 @@ def setup(rt: Runtime, **p: Any) -> Prepared:
             f"{held} × {size_label(chunk_bytes)} > {size_label(scratch)} of kernel scratch; "
             f"use --chunk {size_label(scratch // held)} or less"
         )
+    check_payload(payload, len(pe_ids), p["payload"])
     group = make_group(len(pe_ids), rows, p["grid"])
     n = payload // dtype.itemsize
     rng = np.random.default_rng(p["seed"])
