@@ -9,6 +9,7 @@ path re-times without running the kernel.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 
 from kernbench.events.types import StallReason
 from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
-from kernbench.pe.commands import PeCommand
+from kernbench.pe.commands import IpcqSendCmd, PeCommand
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.requests import SYNC, Issue, Request, Wait
 
@@ -124,13 +125,16 @@ class KernelContext:
 
     # --- requests to PE_CPU -----------------------------------------------
 
-    def _request(self, req: Request) -> Any:
-        self.requests.append(req)
+    def _request(self, req: Request, logged: Request | None = None) -> Any:
+        self.requests.append(req if logged is None else logged)
         assert self.driver is not None, "a kernel context is driven by its PE_CPU"
         return self.driver.switch(req)
 
     def issue(self, cmd: PeCommand) -> Any:
-        return self._request(Issue(cmd))
+        # The log keeps a send without its value: a replay re-times, it never reads what was sent,
+        # and a run's sends hold more bytes than its tensors (a ring all-reduce: 2(p−1)/p of them).
+        logged = Issue(dataclasses.replace(cmd, payload=None)) if isinstance(cmd, IpcqSendCmd) and cmd.payload is not None else None
+        return self._request(Issue(cmd), logged)
 
     def need(self, handles: Iterable[object]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending (``handles`` not read when none is)."""

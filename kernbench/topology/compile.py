@@ -3,7 +3,8 @@
 Routing is hierarchical and deterministic:
 
 * inside a CUBE, the least-latency path over the router template (Dijkstra,
-  ties broken by hop count then by node names), computed once per template;
+  ties broken by hop count then by node names), searched once per template
+  and source router (:mod:`kernbench.topology.cube_paths`);
 * between CUBEs of a SIP, XY dimension order over the mesh, leaving and
   entering through the UCIe PHYs (``phy.e``/``phy.w``/``phy.n``/``phy.s``);
   in a torus dimension the shorter way round, ties broken by coordinate
@@ -14,7 +15,6 @@ Routing is hierarchical and deterministic:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kernbench.errors import RouteError, TopologyError
+from kernbench.topology.cube_paths import CubePaths
 from kernbench.topology.graph import Edge, Graph, Node
 from kernbench.topology.ids import NodeId, cube_id, io_id
 from kernbench.topology.shape import GridShape
@@ -242,29 +243,9 @@ def _template_key(cube: Mapping[str, Any]) -> _TemplateKey:
 
 
 @lru_cache(maxsize=16)
-def _template_paths(key: _TemplateKey) -> Mapping[tuple[str, str], tuple[str, ...]]:
-    """All-pairs least-latency router paths within one CUBE template."""
-    routers, links = key
-    overhead = dict(routers)
-    adj: dict[str, list[tuple[str, float]]] = {r: [] for r in overhead}
-    for a, b, bw, prop in links:
-        for u, v in ((a, b), (b, a)):
-            adj[u].append((v, prop + 1.0 / bw + overhead[v]))
-    paths: dict[tuple[str, str], tuple[str, ...]] = {}
-    for src in sorted(overhead):
-        heap: list[tuple[float, int, tuple[str, ...]]] = [(0.0, 0, (src,))]
-        done: set[str] = set()
-        while heap:
-            cost, hops, path = heapq.heappop(heap)
-            here = path[-1]
-            if here in done:
-                continue
-            done.add(here)
-            paths[(src, here)] = path
-            for nxt, w in sorted(adj[here]):
-                if nxt not in done:
-                    heapq.heappush(heap, (round(cost + w, 9), hops + 1, (*path, nxt)))
-    return MappingProxyType(paths)
+def _template_paths(key: _TemplateKey) -> CubePaths:
+    """The CUBE template's least-latency router paths (searched per source router on first use)."""
+    return CubePaths(*key)
 
 
 class _Router:
@@ -276,7 +257,7 @@ class _Router:
     joins them, dropping a node repeated where two legs meet.
     """
 
-    def __init__(self, spec: Mapping[str, Any], template: Mapping[tuple[str, str], tuple[str, ...]]):
+    def __init__(self, spec: Mapping[str, Any], template: CubePaths):
         self.spec = spec
         self.template = template
         self.shape = GridShape.of(spec)
@@ -319,7 +300,7 @@ class _Router:
 
     def _inside(self, s: int, c: int, r_from: str, r_to: str) -> list[str]:
         """Routers from ``r_from`` to ``r_to`` inside one CUBE (the template's least-latency path)."""
-        hops = self.template.get((r_from, r_to))
+        hops = self.template.path(r_from, r_to)
         if hops is None:
             raise RouteError(f"no path from {r_from} to {r_to} inside {cube_id(s, c)}")
         return [f"{cube_id(s, c)}.{r}" for r in hops]

@@ -17,6 +17,14 @@ from typing import Any
 
 from kernbench.errors import RouteError
 
+# The longest route kernbench simulates. A transfer's simulation re-plans its
+# control flit from the hop where a FIFO's state changed, so its cost in time
+# and memory grows with the square of its hops (a 2-PE all-reduce over 1,000
+# hops: 63 MB, 5 s; over 8,000: 1.4 GB, 98 s). The longest route of the
+# largest machine the node limit admits (2 SIPs of 9×9 paper CUBEs) is 103
+# hops; the paper machine's 43.
+MAX_ROUTE_HOPS = 1_024
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -128,6 +136,12 @@ class Graph:
         self.node(src)
         self.node(dst)
         path = self._router(self, src, dst)
+        if len(path) - 1 > MAX_ROUTE_HOPS:
+            raise RouteError(
+                f"the route from {src} to {dst} is {len(path) - 1:,} hops; the limit is {MAX_ROUTE_HOPS:,} "
+                "(a transfer's simulation cost grows with the square of its hops): shorten the router chains "
+                "in cube.links or attach the ends nearer (cube.pes.attach, cube.hbm.attach, cube.ucie_attach)"
+            )
         hops = []
         for a, b in pairwise(path):
             e = self._edge_by_pair.get((a, b))
