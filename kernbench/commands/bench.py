@@ -145,7 +145,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
-    mode.add_argument("--study", choices=("allreduce", "gemm", "all"), help=(
+    mode.add_argument(
+        "--study",
+        choices=("allreduce", "gemm", "all"),
+        help=(
             "run a study and print its tables (model vs simulator) instead; one point in memory at a time, "
             "under 1 GB (allreduce ~6 min, its largest point 64 MiB on 6 PEs)"
         ),

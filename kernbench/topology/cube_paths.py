@@ -33,12 +33,12 @@ class _Trail:
     common, so the routers just after the meeting point decide.
     """
 
-    __slots__ = ("before", "router", "hops")
+    __slots__ = ("before", "hops", "router")
 
     def __init__(self, before: _Trail | None, router: str) -> None:
         self.before = before
         self.router = router
-        self.hops = 0 if before is None else before.hops + 1
+        self.hops: int = 0 if before is None else before.hops + 1
 
     def routers(self) -> tuple[str, ...]:
         out = []

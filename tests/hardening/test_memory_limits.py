@@ -55,11 +55,7 @@ def route_case(routers: int, width: int) -> tuple[list[str], int]:
 
 
 # Chains around the limit, in one CUBE and across two: each side of it, and at it.
-CHAINS = [
-    (n, w)
-    for w, around in ((1, MAX_ROUTE_HOPS - 1), (2, (MAX_ROUTE_HOPS - 3) // 2))
-    for n in sorted({64, around, around + 1})
-]
+CHAINS = [(n, w) for w, around in ((1, MAX_ROUTE_HOPS - 1), (2, (MAX_ROUTE_HOPS - 3) // 2)) for n in sorted({64, around, around + 1})]
 
 
 @pytest.mark.parametrize("routers, width", CHAINS, ids=[f"{n}-routers-{w}-cubes" for n, w in CHAINS])
@@ -82,7 +78,9 @@ def test_a_kernel_over_a_too_long_route_stops_with_the_route_error(tmp_path, rou
     path = tmp_path / "chain.yaml"
     path.write_text(chain_yaml(routers))
     got = spawn("kernbench.cli", ["run", "gemm-composite", "--topology", str(path)], cwd=tmp_path, env=child_env(), memory_mib=1024)
-    assert_failed_cleanly(got, 2, rf"error: the route from sip0\.cube0\.pe0\.dma .* is {routers + 1:,} hops; the limit is", max_seconds=30, max_mib=200)
+    assert_failed_cleanly(
+        got, 2, rf"error: the route from sip0\.cube0\.pe0\.dma .* is {routers + 1:,} hops; the limit is", max_seconds=30, max_mib=200
+    )
     assert got.err.count("\n") == 1, got.err
 
 
@@ -143,7 +141,9 @@ def test_a_payload_over_the_limit_is_refused_before_anything_is_allocated(capsys
 
 def test_the_issues_1gib_all_reduce_is_refused_under_a_small_memory_cap(tmp_path):
     got = spawn("kernbench.cli", ["run", "allreduce", "--payload", "1GiB"], cwd=tmp_path, env=child_env(), memory_mib=512)
-    assert_failed_cleanly(got, 2, r"^error: allreduce: --payload 1GiB on 6 PEs holds 6,144 MiB .* at most 512 MiB", max_seconds=20, max_mib=150)
+    assert_failed_cleanly(
+        got, 2, r"^error: allreduce: --payload 1GiB on 6 PEs holds 6,144 MiB .* at most 512 MiB", max_seconds=20, max_mib=150
+    )
 
 
 # --- the study ----------------------------------------------------------------------

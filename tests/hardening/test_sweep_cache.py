@@ -159,7 +159,9 @@ def clean(capsys, tmp_path_factory) -> dict[str, object]:
     cache (the JSON rows, the CSV) and with none (the table): made once, copied by each test."""
     if not _CLEAN:
         top = tmp_path_factory.mktemp("clean")
-        json_run = invoke(cli.main, [*SWEEP, "--cache-dir", str(top / "cache"), "--json", "--out", str(top / "clean.csv")], capsys, trace_memory=False)
+        json_run = invoke(
+            cli.main, [*SWEEP, "--cache-dir", str(top / "cache"), "--json", "--out", str(top / "clean.csv")], capsys, trace_memory=False
+        )
         table_run = invoke(cli.main, [*SWEEP, "--no-cache"], capsys, trace_memory=False)
         assert json_run.status == table_run.status == 0 and json_run.err == table_run.err == ""
         _CLEAN.update(cache=top / "cache", json=json_run.out, csv=(top / "clean.csv").read_text(), table=table_run.out)
@@ -316,4 +318,3 @@ def test_a_metric_of_any_json_value_is_kept_only_when_it_is_a_finite_number_or_p
     assert (got is not None) == plain, cache.rejected
     assert got is None or got[name] == value
     assert len(cache.rejected) == (0 if plain else 1)
-

@@ -59,7 +59,9 @@ def test_a_damaged_entry_is_recomputed_rewritten_and_named_in_a_warning(capsys, 
     status, again, err = sweep_json(GRID, capsys, tmp_path, "again.json")
     assert status == 0 and again == first
     lines = err.splitlines()
-    assert len(lines) == 3 and all(sum(line.startswith(f"warning: sweep cache entry {e} ignored: ") for line in lines) == 1 for e in entries)
+    assert len(lines) == 3 and all(
+        sum(line.startswith(f"warning: sweep cache entry {e} ignored: ") for line in lines) == 1 for e in entries
+    )
     reread = result_cache.ResultCache(own_cache)
     assert all(reread.get(e.stem) is not None for e in entries) and reread.rejected == []
 
