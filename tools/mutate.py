@@ -151,7 +151,7 @@ def child_env(tree: Path) -> dict[str, str]:
 
 
 def pytest_cmd(tests: list[str], tree: Path, skip: tuple[str, ...] = ()) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-rf", "--tb=no"]
+    cmd = [sys.executable, "-m", "pytest", "-n", "0", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-rf", "--tb=no"]
     for prefix in SELF_GENERATED + FLAKY + skip:
         cmd += ["--deselect", prefix]
     return cmd + [t for t in tests if (tree / t.split("::")[0]).exists()]
