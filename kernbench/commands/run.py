@@ -167,9 +167,15 @@ def kernel_parser(spec: registry.KernelSpec, command: str = "run") -> OptionPars
         allow_abbrev=False,
     )
     add_common_options(kp)
-    for prm in spec.params:
-        kp.add_argument(prm.flag, dest=prm.name, type=prm.type, default=prm.default, metavar=_metavar(prm), help=option_help(prm))
+    for prm in spec.params:  # left out of the namespace when not given (kernel_params fills the default in)
+        kp.add_argument(prm.flag, dest=prm.name, type=prm.type, default=argparse.SUPPRESS, metavar=_metavar(prm), help=option_help(prm))
     return kp
+
+
+def kernel_params(spec: registry.KernelSpec, ns: argparse.Namespace) -> tuple[registry.Params, frozenset[str]]:
+    """Every option's value (the default where it was not given), and the names of those given."""
+    given = frozenset(prm.name for prm in spec.params if hasattr(ns, prm.name))
+    return {prm.name: getattr(ns, prm.name, prm.default) for prm in spec.params}, given
 
 
 def kernel_description(spec: registry.KernelSpec) -> str:
@@ -179,11 +185,9 @@ def kernel_description(spec: registry.KernelSpec) -> str:
 
 
 def option_help(prm: registry.Option) -> str:
-    return (
-        f"{prm.help} (default: {prm.default!r}; {prm.range_text()})"
-        if prm.type is str
-        else f"{prm.help} (default: {prm.default}; {prm.range_text()})"
-    )
+    default = prm.value_text(prm.default) if prm.type is int else repr(prm.default)  # a float's default as a float: 2.0
+    used = " or ".join(f"--{name.replace('_', '-')} {value}" for name, value in prm.only_with)
+    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})"
 
 
 def _metavar(prm: registry.Option) -> str:
@@ -241,10 +245,10 @@ def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argpars
 
     spec = registry.get(kernel)
     ns = parse_kernel_args(spec, argv)
-    params = {prm.name: getattr(ns, prm.name) for prm in spec.params}
+    params, given = kernel_params(spec, ns)
     topology = load_spec(ns.topology or spec.default_topology, ns.overrides)
     check_size(topology)
-    spec.validate(params, pe_count(topology))
+    spec.validate(params, pe_count(topology), given)
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
     partials = [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p]
     check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology)])

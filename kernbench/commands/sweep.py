@@ -27,6 +27,7 @@ from kernbench.commands.run import (
     _Console,
     _metavar,
     kernel_description,
+    kernel_params,
     limits_of,
     option_help,
     options_argv,
@@ -256,13 +257,13 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
     from kernbench.topology.spec import load_spec
 
     ns = parse_kernel_args(spec, list(point.argv))
-    params = {prm.name: getattr(ns, prm.name) for prm in spec.params}
+    params, given = kernel_params(spec, ns)
     where = (ns.topology or spec.default_topology, tuple(ns.overrides))
     if where not in topologies:
         topologies[where] = load_spec(where[0], list(where[1]))
         check_size(topologies[where])
     topology = topologies[where]
-    spec.validate(params, pe_count(topology))
+    spec.validate(params, pe_count(topology), given)
     return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest)
 
 

@@ -54,7 +54,12 @@ class Option:
     """One option of a kernel: ``--NAME`` on the command line, a keyword argument of its set-up.
 
     ``type`` is ``int``, ``float`` or ``str``; ``choices`` limits it to a
-    list, ``low``/``high`` (inclusive) a number's range.
+    list, ``low``/``high`` (inclusive) a number's range. ``only_with`` names
+    the settings of other options under which this one does anything, as
+    ``(option, value)`` pairs, any one of which will do: gemm-composite's
+    ``tile_k`` is only the width of a tiled A's chunks, so it declares
+    ``only_with=(("layout", "tiled"),)``, and ``--tile-k`` given with
+    ``--layout naive`` is refused rather than ignored.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Option:
     choices: tuple[Any, ...] | None = None
     low: float | None = None  # inclusive bounds of a number
     high: float | None = None
+    only_with: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name in RESERVED:
@@ -73,6 +79,10 @@ class Option:
             raise TypeError(f"Option {self.name!r}: type must be int, float or str, not {self.type!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+        only_with = tuple(tuple(pair) for pair in self.only_with)
+        if any(len(pair) != 2 or not isinstance(pair[0], str) for pair in only_with):
+            raise TypeError(f"Option {self.name!r}: only_with is a sequence of (option name, value) pairs, not {self.only_with!r}")
+        object.__setattr__(self, "only_with", only_with)
         if (problem := self.problem(self.default)) is not None:
             raise TypeError(f"Option {self.name!r}: its default fails its own range: {problem}")
 
@@ -88,17 +98,37 @@ class Option:
             return f"{self.flag} {value!r}: must be in {self.range_text()}"
         return None
 
+    def idle_problem(self, params: Params, flags: dict[str, str]) -> str | None:
+        """Why this option, given on the command line, does nothing with the other options of ``params``
+        (``flags``: each option's flag by name), or None when it is used."""
+        if not self.only_with or any(params.get(name) == value for name, value in self.only_with):
+            return None
+        names = list(dict.fromkeys(name for name, _value in self.only_with))
+        now = " ".join(f"{flags[name]} {params.get(name)}" for name in names)
+        used = " or ".join(f"{flags[name]} {value}" for name, value in self.only_with)
+        return f"{self.flag} does nothing with {now} (it is used only with {used}): leave it out"
+
     def range_text(self) -> str:
-        """The accepted values as ``--help`` shows them: ``1..8192``, ``≥ 0``, ``a, b, c`` or ``any``."""
+        """The accepted values as ``--help`` shows them: ``1..8192``, ``0..4,294,967,295``, ``≥ 0``, ``a, b, c`` or ``any``."""
         if self.choices is not None:
             return ", ".join(map(str, self.choices))
         if self.low is not None and self.high is not None:
-            return f"{self.low:g}..{self.high:g}"
+            return f"{self.value_text(self.low)}..{self.value_text(self.high)}"
         if self.low is not None:
-            return f"≥ {self.low:g}"
+            return f"≥ {self.value_text(self.low)}"
         if self.high is not None:
-            return f"≤ {self.high:g}"
+            return f"≤ {self.value_text(self.high)}"
         return "any text" if self.type is str else "any number"
+
+    def value_text(self, value: Any) -> str:
+        """A value of this option as help and errors show it: an int option's numbers as integers, grouped
+        by thousands from five digits on (``8192``, ``65,536``); a float's as ``%g``; text as written."""
+        if self.type is int and isinstance(value, (int, float)) and float(value).is_integer():
+            n = int(value)
+            return f"{n:,}" if abs(n) >= 10_000 else str(n)
+        if self.type is float and isinstance(value, (int, float)):
+            return f"{value:g}"
+        return str(value)
 
 
 @dataclass
@@ -141,9 +171,15 @@ class KernelSpec:
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
-    def validate(self, params: dict[str, Any], pes: int) -> None:
-        """Every option's range, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
+    def validate(self, params: dict[str, Any], pes: int, given: Iterable[str] = ()) -> None:
+        """Every option's range, then that none of the options ``given`` (by name) does nothing with the
+        others, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
         problems = [msg for p in self.params if (msg := p.problem(params.get(p.name, p.default)))]
+        if not problems:
+            full = dict(self.defaults(), **params)
+            flags = {p.name: p.flag for p in self.params}
+            named = set(given)
+            problems = [msg for p in self.params if p.name in named and (msg := p.idle_problem(full, flags))]
         if not problems:
             problems = self.check(dict(self.defaults(), **params), pes)
         if problems:
@@ -210,6 +246,13 @@ def _check_options(where: str, setup: Callable[..., Any], options: tuple[Option,
     for o in options:
         if not isinstance(o, Option):
             raise TypeError(f"{where}: options must be Option(...), got {o!r}")
+    by_name = {o.name: o for o in options}
+    for o in options:
+        for other, value in o.only_with:
+            if other not in by_name or other == o.name:
+                raise TypeError(f"{where}: option {o.name!r} is only_with {other!r}, which is not another option of this kernel")
+            if (problem := by_name[other].problem(value)) is not None:
+                raise TypeError(f"{where}: option {o.name!r} is only_with a value {other!r} cannot take: {problem}")
     try:
         inspect.signature(setup).bind(None, **{o.name: o.default for o in options})
     except TypeError as exc:

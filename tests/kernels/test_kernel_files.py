@@ -150,11 +150,53 @@ def test_an_unknown_option_names_the_kernels_options(tmp_path, capsys):
         (lambda: Option("n", int, 0, "n", low=1, high=4), "its default fails its own range"),
         (lambda: Option("topology", str, "", "clashes"), "one of kernbench run's own options"),
         (lambda: Option("n", list, [], "n"), "type must be int, float or str"),
+        (
+            lambda: kernel(options=[Option("n", int, 1, "n", only_with=(("form", "a"),))], name="k")(lambda rt, n: None),
+            "option 'n' is only_with 'form', which is not another option of this kernel",
+        ),
+        (
+            lambda: kernel(
+                options=[Option("form", str, "a", "f", ("a", "b")), Option("n", int, 1, "n", only_with=(("form", "c"),))], name="k"
+            )(lambda rt, form, n: None),
+            "only_with a value 'form' cannot take: --form 'c': choose one of a, b",
+        ),
     ],
 )
 def test_a_wrong_declaration_fails_where_it_is_written(declare, cause):
     with pytest.raises(TypeError, match=cause):
         declare()
+
+
+IDLE = HEADER + textwrap.dedent(
+    """
+    def k(x, out):
+        tl.store(out, tl.load(x))
+
+
+    @kernel(
+        options=[
+            Option("layout", str, "tiled", "how x is stored", ("tiled", "naive")),
+            Option("tile", int, 64, "tile of a tiled x", low=1, high=2**32 - 1, only_with=(("layout", "tiled"),)),
+        ]
+    )
+    def idle(rt, layout, tile):
+        x, out = rt.deploy(np.ones((1, 64))), rt.empty((1, 64))
+        rt.launch(k, pes=[0], args=(x, out))
+    """
+)
+
+
+def test_a_files_option_that_does_nothing_with_the_others_is_refused_and_its_help_says_when_it_counts(tmp_path, capsys):
+    f = write(tmp_path, IDLE)
+    err = fails(capsys, "run", f, "--layout", "naive", "--tile", "64")
+    assert err == "error: idle: --tile does nothing with --layout naive (it is used only with --layout tiled): leave it out\n"
+    capsys.readouterr()
+    assert main(["sweep", f, "--grid", "tile=32,64", "--layout", "naive", "--no-cache"]) == 2  # a sweep's points fail, each in its row
+    assert capsys.readouterr().err.count("--tile does nothing with --layout naive") == 2
+    assert json.loads(_out(capsys, ["run", f, "--layout", "naive", "--json"]))["params"] == {"layout": "naive", "tile": 64}
+    with pytest.raises(SystemExit):
+        main(["run", f, "--help"])
+    assert "(default: 64; 1..4,294,967,295; only with --layout tiled)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_the_template_runs_and_is_never_written_over(tmp_path, capsys, monkeypatch):
