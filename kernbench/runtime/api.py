@@ -474,7 +474,11 @@ def _check_ended(cpus: dict[str, PeCpu], fabric: IpcqFabric, recorder: Recorder 
     """The run ran out of events: every kernel must have finished and every message been taken."""
     blocked = [c for c in cpus.values() if not c.finished]
     if blocked:
-        lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
+        # each with the kernel's line it waits at (its suspended greenlet's frame in the kernel's file)
+        lines = [
+            f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" + c.locate().replace("\n", "\n  ")
+            for c in blocked
+        ]
         lines += fabric.unmatched()
         raise _kept(DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines)), recorder)
     lost = fabric.lost_messages()
