@@ -159,10 +159,11 @@ def options_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, 
     return out
 
 
-def kernel_parser(spec: registry.KernelSpec, command: str = "run") -> OptionParser:
+def kernel_parser(spec: registry.KernelSpec, command: str = "kernbench run", named: str | None = None) -> OptionParser:
+    """``command``'s parser of ``spec``'s options, its help and errors naming the kernel as the user did (``named``)."""
     kp = KernelOptionParser(
         spec,
-        prog=f"kernbench {command} {spec.name if not spec.source else spec.ref}",
+        prog=f"{command} {named or spec.ref}",
         description=kernel_description(spec),
         allow_abbrev=False,
     )
@@ -222,8 +223,10 @@ class KernelOptionParser(OptionParser):
         return f"{self.prog}: {word} is not an option of {self.spec.name}{hint}; its options: {ours} (and kernbench run's own: see --help)"
 
 
-def parse_kernel_args(spec: registry.KernelSpec, argv: list[str]) -> argparse.Namespace:
-    ns: argparse.Namespace = kernel_parser(spec).parse_args(argv)
+def parse_kernel_args(
+    spec: registry.KernelSpec, argv: list[str], command: str = "kernbench run", named: str | None = None
+) -> argparse.Namespace:
+    ns: argparse.Namespace = kernel_parser(spec, command, named).parse_args(argv)
     return ns
 
 
@@ -231,20 +234,25 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
     return RunLimits(ns.max_commands_per_pe, ns.max_sim_ns, ns.max_wall_s)
 
 
-def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
+def check_run(
+    kernel: str, argv: list[str], command: str = "kernbench run"
+) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
     """Everything that can be checked before the topology is compiled: the kernel name, its options
-    (also against the topology's PE count, read from the YAML), the output paths."""
-    spec, ns, params, _topology = _checked(kernel, argv)
+    (also against the topology's PE count, read from the YAML), the output paths. ``command`` is the one
+    the user typed (``kernbench-tui run``): its name is in the option errors and ``--help``."""
+    spec, ns, params, _topology = _checked(kernel, argv, command)
     return spec, ns, params
 
 
-def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
+def _checked(
+    kernel: str, argv: list[str], command: str = "kernbench run"
+) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
     """:func:`check_run`, and the topology document it read and checked (for :func:`prepare` to compile)."""
     from kernbench.topology.compile import check_size, pe_count
     from kernbench.topology.spec import load_spec, source_file
 
     spec = registry.get(kernel)
-    ns = parse_kernel_args(spec, argv)
+    ns = parse_kernel_args(spec, argv, command, kernel)
     params, given = kernel_params(spec, ns)
     topology = load_spec(ns.topology or spec.default_topology, ns.overrides)
     check_size(topology)
@@ -378,8 +386,9 @@ def _listed(kernel: str | None) -> dict[str, registry.KernelSpec]:
     """What ``--list`` lists: the shipped kernels, or those a kernel file declares (``kernbench run --list FILE.py``)."""
     from kernbench.kernels import files
 
-    if kernel and files.is_file_ref(kernel):
-        return {spec.ref: spec for spec in files.load(files.split_ref(kernel)[0]).kernels.values()}
+    if kernel and files.is_file_ref(kernel):  # each as it is named from here: FILE.py:NAME, the path as given
+        path = files.split_ref(kernel)[0]
+        return {f"{path}:{spec.name}": spec for spec in files.load(path).kernels.values()}
     return registry.kernels()
 
 

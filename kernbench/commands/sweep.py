@@ -129,10 +129,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return p
 
 
-def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
-    """The sweep's options and the kernel's; a kernel option left out is absent from the namespace."""
+def sweep_parser(spec: registry.KernelSpec, named: str | None = None) -> argparse.ArgumentParser:
+    """The sweep's options and the kernel's (named as the user did); a kernel option left out is absent from the namespace."""
     p = OptionParser(
-        prog=f"kernbench sweep {spec.ref}",
+        prog=f"kernbench sweep {named or spec.ref}",
         description=kernel_description(spec),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -178,7 +178,7 @@ def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Name
     if not args.kernel:
         raise KernbenchError("kernbench sweep: name a kernel and one or more --grid KEY=V1,V2,… (see `kernbench sweep --help`)")
     spec = registry.get(args.kernel)
-    ns = sweep_parser(spec).parse_args(options_argv(args, SWEEP_OPTIONS) + list(args.options))
+    ns = sweep_parser(spec, args.kernel).parse_args(options_argv(args, SWEEP_OPTIONS) + list(args.options))
     ours = {flag for flag, _ in SWEEP_OPTIONS}
     fixed = {prm.name: getattr(ns, prm.name) for prm in spec.params if prm.flag not in ours and hasattr(ns, prm.name)}
     for prm in spec.params:

@@ -103,7 +103,7 @@ def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
     assert "side effect" not in capsys.readouterr().out  # a file without a declaration is not executed
 
 
-def test_names_in_a_file_of_several_kernels(tmp_path, capsys):
+def test_names_in_a_file_of_several_kernels(tmp_path, capsys, monkeypatch):
     two = (
         GOOD
         + "\n\n@kernel(name='other')\ndef second(rt):\n    rt.launch(scale, pes=[0], args=(rt.deploy(np.ones((4, 4))), rt.empty((4, 4)), 1.0))\n"
@@ -113,6 +113,9 @@ def test_names_in_a_file_of_several_kernels(tmp_path, capsys):
     assert "declares no kernel 'third'; it declares scaled, other" in fails(capsys, "run", f"{f}:third")
     assert main(["run", f"{f}:other", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kernel"] == "other"
+    monkeypatch.chdir(tmp_path)
+    listed = _out(capsys, ["run", "--list", "k.py"]).splitlines()
+    assert [line.split("\t")[0] for line in listed] == ["k.py:scaled", "k.py:other"]  # each as it is named again from here
 
 
 @pytest.mark.parametrize(
