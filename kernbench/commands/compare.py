@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import io
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -85,21 +85,45 @@ def side_json(s: RunSummary) -> dict[str, object]:
     return {"side": s.name, **s.as_json()}
 
 
+SIDES = ("A", "B")
+#: where each run side writes how far it has got, (t_ns, commands) per side in SIDES order: shared memory the
+#: parent reads for its progress line (set in each side's process, or here when the sides run here)
+_reached: Any = None
+
+
+def _share_progress(reached: Any) -> None:
+    global _reached
+    _reached = reached
+
+
 def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> list[RunSummary]:
     """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
+    import multiprocessing
+
     from kernbench.progress import compare_progress, stderr_is_terminal
     from kernbench.sweep.executors import in_processes, in_this_process, usable_cpus
 
     out: dict[str, RunSummary] = {}
     tasks = [SideTask(which, side.argv) for which, side, _trace in checked if isinstance(side, RunSide)]
-    with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal()) as done:
+    reached = multiprocessing.get_context("spawn").Array("d", 2 * len(SIDES), lock=False)
+    _share_progress(reached)
+
+    def so_far(which: str) -> tuple[float, int]:
+        i = 2 * SIDES.index(which)
+        return reached[i], int(reached[i + 1])
+
+    with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal(), so_far) as done:
         for which, side, trace in checked:
             if isinstance(side, TraceSide):
                 assert not isinstance(trace, argparse.Namespace)
                 out[which] = summarize(trace.store, side.text, trace.metadata.end_ns or None, trace.metadata)
                 done(which)
         jobs = min(len(tasks), usable_cpus())
-        results = in_processes(run_side, tasks, jobs, "a compare process") if jobs > 1 else in_this_process(run_side, tasks)
+        results = (
+            in_processes(run_side, tasks, jobs, "a compare process", _share_progress, (reached,))
+            if jobs > 1
+            else in_this_process(run_side, tasks)
+        )
         for which, summary, error in results:
             if error is not None:
                 raise KernbenchError(f"compare {which}: {error}")
@@ -123,7 +147,7 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     side = RunSide(task.argv)
     try:
         spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
-        result = rt.run(record=True, limits=limits_of(ns))
+        result = rt.run(record=True, limits=limits_of(ns), progress=_progress_of(task.which))
         meta = _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
         store = result.store()
         if ns.trace or ns.perfetto:
@@ -131,6 +155,18 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     except KernbenchError as exc:
         return task.which, None, str(exc)
     return task.which, summarize(store, side.text, result.latency_ns, meta), None
+
+
+def _progress_of(which: str) -> Callable[[float, int], None] | None:
+    """A run's ``progress(t_ns, commands)`` writing into the side's place in :data:`_reached` (None without it)."""
+    reached, i = _reached, 2 * SIDES.index(which)
+    if reached is None:
+        return None
+
+    def progress(t_ns: float, commands: int) -> None:
+        reached[i], reached[i + 1] = t_ns, commands
+
+    return progress
 
 
 def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
