@@ -102,19 +102,57 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sub = p.add_subparsers(dest="new_command", metavar="WHAT", required=True)
     k = sub.add_parser("kernel", help="a commented, runnable kernel file: NAME.py")
     k.add_argument("name", metavar="NAME", help="the kernel's name (letters, digits, _; a letter first)")
-    k.add_argument("--out", default=None, metavar="PATH", help="where to write it (default: NAME.py here)")
+    k.add_argument(
+        "--out", default=None, metavar="PATH", help="where to write it: a .py file, or a folder for NAME.py (default: NAME.py here)"
+    )
     return p
+
+
+#: names the template's code calls at run time: a set-up named like one hides it (``tl``: tl.program_id on a function)
+TEMPLATE_NAMES = frozenset({"np", "tl"})
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name the template's kernel (a function of that name), or None."""
+    import keyword
+
+    if not _NAME.match(name):
+        return "a name is letters, digits and _, a letter first (it names a Python function)"
+    if keyword.iskeyword(name) or name in ("True", "False", "None"):
+        return "a Python keyword cannot name a function"
+    if name in TEMPLATE_NAMES:
+        return f"the template's code uses {name!r} for something else; choose another name"
+    return None
+
+
+def shadow_problem(path: Path) -> str | None:
+    """Why a module file at ``path`` would hide an installed module of its name from Python run in its
+    folder (``numpy.py``: ``import numpy`` there finds it), or None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(path.stem)
+    except (ImportError, ValueError):
+        return None
+    origin = Path(spec.origin).resolve() if spec is not None and spec.origin and spec.has_location else None
+    if spec is None or (origin is not None and origin.parent == path.resolve().parent):
+        return None  # (not installed, or a module of that folder itself)
+    return f"{path.name} would be imported in place of the installed module {path.stem!r} by Python run in its folder; choose another name"
 
 
 def run(args: argparse.Namespace) -> int:
     name = args.name
-    if not _NAME.match(name):
-        raise KernbenchError(f"new kernel {name!r}: a name is letters, digits and _, a letter first (it names a Python function)")
+    if problem := name_problem(name):
+        raise KernbenchError(f"new kernel {name!r}: {problem}")
     path = Path(args.out) if args.out else Path(f"{name}.py")
+    if path.is_dir():  # --out a folder: NAME.py in it
+        path = path / f"{name}.py"
     if path.suffix != ".py":
-        raise KernbenchError(f"--out {path}: a kernel file ends in .py")
+        raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
     if path.exists() or path.is_symlink():
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
+    if problem := shadow_problem(path):
+        raise KernbenchError(f"new kernel {name!r}: {problem}")
     check_outputs([("--out", str(path))])
     write_text_atomic(path, TEMPLATE.format(name=name))
     print(f"wrote {path}: try `kernbench run {path}` (and `kernbench run {path} --help`)")

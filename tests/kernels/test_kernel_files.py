@@ -214,6 +214,23 @@ def test_the_template_runs_and_is_never_written_over(tmp_path, capsys, monkeypat
     assert "a name is letters" in fails(capsys, "new", "kernel", "2bad")
 
 
+@pytest.mark.parametrize("name", ["class", "None", "np", "tl", "numpy", "os", "my-kernel"])
+def test_a_template_name_that_would_break_it_or_shadow_a_module_is_refused(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    assert fails(capsys, "new", "kernel", name).startswith(f"error: new kernel {name!r}: ")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["kernel", "Option", "max_error", "print"])
+def test_a_template_named_like_a_name_it_uses_only_before_it_runs_still_runs(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    assert main(["new", "kernel", name, "--out", "sub"]) == 0  # a folder: NAME.py in it
+    assert f"wrote sub/{name}.py" in capsys.readouterr().out
+    rec = json.loads(_out(capsys, ["run", f"sub/{name}.py", "--json"]))
+    assert rec["kernel"] == name.replace("_", "-") and 0 < rec["max_abs_err"] < 0.05
+
+
 def _out(capsys, argv):
     capsys.readouterr()
     assert main(argv) == 0
