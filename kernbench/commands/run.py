@@ -274,8 +274,19 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
 
 def set_up(spec: registry.KernelSpec, rt: Runtime, params: registry.Params) -> registry.Prepared:
     """Run a kernel's set-up on ``rt``. A shipped kernel's ValueError is a rule of its options; anything a
-    kernel file's set-up raises is reported at its own line in that file."""
-    return users_code(spec, "set-up", lambda: spec.prepare(rt, params))
+    kernel file's set-up raises is reported at its own line in that file; a set-up must launch something."""
+    prepared = users_code(spec, "set-up", lambda: spec.prepare(rt, params))
+    if not rt.launched:
+        raise KernbenchError(
+            f"{spec.name}: its set-up{_defined_at(spec)} launched no kernel: call rt.launch(KERNEL, pes=[...], args=(...)) in it"
+        )
+    return prepared
+
+
+def _defined_at(spec: registry.KernelSpec) -> str:
+    """`` (FILE:LINE)`` of a kernel file's set-up function, "" for a shipped one."""
+    code = getattr(spec.setup, "__code__", None)
+    return f" ({spec.source}:{code.co_firstlineno})" if spec.source and code is not None else ""
 
 
 T = TypeVar("T")

@@ -261,6 +261,11 @@ class Runtime:
                 )
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
+    @property
+    def launched(self) -> int:
+        """Launches queued for the next :meth:`run`."""
+        return len(self._launches)
+
     def run(
         self,
         *,

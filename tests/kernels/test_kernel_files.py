@@ -83,8 +83,20 @@ def test_a_declared_kernel_runs_and_its_help_shows_ranges_defaults_and_topology(
             10,
             "its reference check raised ValueError: operands could not be broadcast",
         ),
+        (
+            HEADER + "def k(x):\n    tl.load(x)\n\n" + "@kernel()\ndef s(rt):\n    rt.deploy(np.ones((4, 4)))\n",
+            7,
+            "launched no kernel: call rt.launch(KERNEL, pes=[...], args=(...)) in it",
+        ),
+        (
+            HEADER
+            + "def k(x):\n    tl.wait(tl.recv_async(1 - tl.program_id(), (4, 4)))\n\n"
+            + "@kernel()\ndef s(rt):\n    rt.launch(k, pes=[0, 1], args=(rt.deploy(np.ones((4, 4))),))\n",
+            5,
+            "ran out of events with kernels still waiting",
+        ),
     ],
-    ids=["syntax", "import", "set-up", "kernel", "check"],
+    ids=["syntax", "import", "set-up", "kernel", "check", "no launch", "deadlock"],
 )
 def test_an_error_in_the_users_file_points_at_its_line(tmp_path, capsys, text, line, cause):
     f = write(tmp_path, text)
