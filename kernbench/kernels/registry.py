@@ -158,7 +158,7 @@ class KernelSpec:
     params: tuple[Option, ...]
     prepare: Callable[[Runtime, Params], Prepared]
     default_topology: str = "cube1"
-    check: Callable[[Params, int], list[str]] = field(default=lambda params, pes: [])
+    check: Callable[[Params, int], list[str] | str | None] = field(default=lambda params, pes: [])
     source: str = ""  # the file that declares it, when it is not shipped (an absolute path)
     digest: str = ""  # a digest of that file (and what it imports beside it): results depend on it
     setup: Callable[..., SetupResult] | None = field(default=None, compare=False)  # the declared function
@@ -181,9 +181,30 @@ class KernelSpec:
             named = set(given)
             problems = [msg for p in self.params if p.name in named and (msg := p.idle_problem(full, flags))]
         if not problems:
-            problems = self.check(dict(self.defaults(), **params), pes)
+            problems = self._rules(dict(self.defaults(), **params), pes)
         if problems:
             raise KernbenchError(f"{self.name}: " + "; ".join(problems))
+
+    def _rules(self, params: Params, pes: int) -> list[str]:
+        """What the kernel's ``check`` says of ``params``: its problems as a list (a lone text is one,
+        None or an empty list none). A kernel file's check that raises, or returns something else, is an
+        error at its line in the file."""
+        from pathlib import Path
+
+        from kernbench.kernels.files import user_line
+
+        where = f"{self.name}: its option rules {getattr(self.check, '__qualname__', 'check')}"
+        try:
+            found = self.check(params, pes)
+        except Exception as exc:
+            if not self.source:
+                raise
+            raise KernbenchError(f"{where} raised {type(exc).__name__}: {exc}{user_line(exc, Path(self.source))}") from None
+        if found is None or isinstance(found, str):
+            return [found] if found else []
+        if isinstance(found, (list, tuple)) and all(isinstance(p, str) for p in found):
+            return list(found)
+        raise KernbenchError(f"{where} returned {type(found).__name__}: return a list of problems (text), empty when there are none")
 
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -195,7 +216,7 @@ def kernel(
     topology: str = "cube1",
     name: str | None = None,
     description: str | None = None,
-    check: Callable[[Params, int], list[str]] | None = None,
+    check: Callable[[Params, int], list[str] | str | None] | None = None,
 ) -> Callable[[Callable[..., SetupResult]], Callable[..., SetupResult]]:
     """Declare a kernel by its set-up function ``setup(rt, **options)``.
 
@@ -207,8 +228,9 @@ def kernel(
     the one used unless ``--topology`` says otherwise; ``name`` defaults to
     the function's (``vector_add`` → ``vector-add``), ``description`` to the
     first line of its docstring; ``check(params, pes)`` returns the problems
-    of a combination of options on a topology of ``pes`` PEs (checked before
-    anything is deployed). The function is returned as it is.
+    of a combination of options on a topology of ``pes`` PEs, a list of texts
+    (one text, or None, will do; checked before anything is deployed). The
+    function is returned as it is.
     """
     opts = tuple(options)
 

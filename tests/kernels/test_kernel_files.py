@@ -84,6 +84,13 @@ def test_a_declared_kernel_runs_and_its_help_shows_ranges_defaults_and_topology(
             "its reference check raised ValueError: operands could not be broadcast",
         ),
         (
+            HEADER
+            + "def rules(options, pes):\n    return options['nn']\n\n"
+            + "@kernel(options=[Option('n', int, 4, 'n')], check=rules)\ndef s(rt, n):\n    pass\n",
+            5,
+            "s: its option rules rules raised KeyError: 'nn'",
+        ),
+        (
             HEADER + "def k(x):\n    tl.load(x)\n\n" + "@kernel()\ndef s(rt):\n    rt.deploy(np.ones((4, 4)))\n",
             7,
             "launched no kernel: call rt.launch(KERNEL, pes=[...], args=(...)) in it",
@@ -96,12 +103,25 @@ def test_a_declared_kernel_runs_and_its_help_shows_ranges_defaults_and_topology(
             "ran out of events with kernels still waiting",
         ),
     ],
-    ids=["syntax", "import", "set-up", "kernel", "check", "no launch", "deadlock"],
+    ids=["syntax", "import", "set-up", "kernel", "check", "option rules", "no launch", "deadlock"],
 )
 def test_an_error_in_the_users_file_points_at_its_line(tmp_path, capsys, text, line, cause):
     f = write(tmp_path, text)
     err = fails(capsys, "run", f)
     assert cause in err and f"{f}:{line}" in err, err
+
+
+@pytest.mark.parametrize(
+    "rules, says",
+    [
+        ("'n must be odd' if o['n'] % 2 == 0 else None", "error: s: n must be odd\n"),
+        ("{'n': 'odd'}", "returned dict: return a list of problems"),
+    ],
+)
+def test_option_rules_may_return_a_text_or_none_and_nothing_else(tmp_path, capsys, rules, says):
+    text = HEADER + f"@kernel(options=[Option('n', int, 1, 'n')], check=lambda o, pes: {rules})\ndef s(rt, n):\n    pass\n"
+    f = write(tmp_path, text)
+    assert says in fails(capsys, "run", f, "--n", "2")
 
 
 def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
