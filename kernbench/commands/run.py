@@ -335,8 +335,17 @@ def report(
         stall_ns_by_reason=result.stall_ns_by_reason,
         engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
         attribution=attribution.as_json() if attribution is not None else None,
-        figures=users_code(spec, "summary", lambda: prepared.summary(result)),
+        figures=_figures(spec, users_code(spec, "summary", lambda: prepared.summary(result))),
     )
+
+
+def _figures(spec: registry.KernelSpec, figures: Any) -> dict[str, Any]:
+    """A kernel's own figures, checked to fit its run record (docs/output.md: numbers or short text)."""
+    from kernbench.record import figure_problems
+
+    if problems := figure_problems(figures):
+        raise KernbenchError(f"{spec.name}: its summary's figures do not fit the run record: " + "; ".join(problems))
+    return dict(figures)
 
 
 def run(args: argparse.Namespace) -> int:

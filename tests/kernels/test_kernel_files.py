@@ -124,6 +124,24 @@ def test_option_rules_may_return_a_text_or_none_and_nothing_else(tmp_path, capsy
     assert says in fails(capsys, "run", f, "--n", "2")
 
 
+@pytest.mark.parametrize(
+    "figures, says",
+    [
+        ("{'latency_ns': 1.0}", "'latency_ns' has the name of a run-record field"),
+        ("{'tiles': [1, 2]}", "'tiles' is list, not a finite number or text"),
+        ("{'ratio': float('nan')}", "'ratio' is float, not a finite number or text"),
+        ("[1]", "returned list, not a dict of figures by name"),
+    ],
+)
+def test_a_summary_whose_figures_do_not_fit_the_run_record_is_one_error(tmp_path, capsys, figures, says):
+    text = HEADER + (
+        "from kernbench import Prepared\n\ndef k(x):\n    tl.load(x)\n\n@kernel()\ndef s(rt):\n"
+        f"    rt.launch(k, pes=[0], args=(rt.deploy(np.ones((4, 4))),))\n    return Prepared(summary=lambda result: {figures})\n"
+    )
+    f = write(tmp_path, text)
+    assert fails(capsys, "run", f) == f"error: s: its summary's figures do not fit the run record: {says}\n"
+
+
 def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
     f = write(
         tmp_path,
