@@ -142,13 +142,13 @@ class SideTask:
 def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     """Simulate one run side, events recorded, to its summary (saving its ``--trace``/``--perfetto``);
     a failure comes back as its message. Runs in a process of its own, or here."""
-    from kernbench.commands.run import _meta, limits_of, prepare, save_outputs, users_code
+    from kernbench.commands.run import _meta, limits_of, max_error, prepare, save_outputs
 
     side = RunSide(task.argv)
     try:
         spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
         result = rt.run(record=True, limits=limits_of(ns), progress=_progress_of(task.which))
-        meta = _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
+        meta = _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
         store = result.store()
         if ns.trace or ns.perfetto:
             save_outputs(ns.trace, ns.perfetto, store, meta)

@@ -309,6 +309,29 @@ def users_code(spec: registry.KernelSpec, what: str, call: Callable[[], T]) -> T
         raise KernbenchError(f"{spec.name}: its {what} raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
 
 
+def max_error(spec: registry.KernelSpec, prepared: registry.Prepared) -> float | None:
+    """The kernel's reference check, called after its run: the max |error| of its output, a finite number
+    (None when it has no check); a NaN, an infinity or not a number is an error saying so."""
+    import math
+
+    value = users_code(spec, "reference check", prepared.check)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)  # a numpy scalar or 0-d array
+        except (TypeError, ValueError):
+            raise KernbenchError(
+                f"{spec.name}: its reference check returned {type(value).__name__}: return the max |error| (a number) or None"
+            ) from None
+    if not math.isfinite(value):
+        raise KernbenchError(
+            f"{spec.name}: its reference check gave max |error| = {value}: the output (or the reference) holds a NaN or an "
+            "infinity; the run's timing is unaffected, but its numerics are wrong"
+        )
+    return float(value)
+
+
 def report(
     spec: registry.KernelSpec,
     rt: Runtime,
@@ -331,7 +354,7 @@ def report(
         pes=len(result.pes),
         commands=result.total_commands,
         dispatch_cycles=result.total_dispatch_cycles,
-        max_abs_err=users_code(spec, "reference check", prepared.check),
+        max_abs_err=max_error(spec, prepared),
         stall_ns_by_reason=result.stall_ns_by_reason,
         engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
         attribution=attribution.as_json() if attribution is not None else None,
@@ -520,6 +543,6 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
+        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
 
     return fn, _meta(spec, rt, prepared, params, partial=False)

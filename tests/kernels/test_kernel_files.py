@@ -142,6 +142,26 @@ def test_a_summary_whose_figures_do_not_fit_the_run_record_is_one_error(tmp_path
     assert fails(capsys, "run", f) == f"error: s: its summary's figures do not fit the run record: {says}\n"
 
 
+@pytest.mark.parametrize(
+    "returns, says",
+    [
+        ("float('nan')", "its reference check gave max |error| = nan: the output (or the reference) holds a NaN or an infinity"),
+        ("np.inf", "its reference check gave max |error| = inf"),
+        ("Prepared(lambda: [0.0])", "its reference check returned list: return the max |error| (a number) or None"),
+    ],
+)
+def test_a_reference_check_that_gives_no_finite_error_is_one_error(tmp_path, capsys, returns, says):
+    body = f"    return {returns}\n" if returns.startswith("Prepared") else f"    return lambda: {returns}\n"
+    text = HEADER + (
+        "from kernbench import Prepared\n\ndef k(x):\n    tl.load(x)\n\n@kernel()\ndef s(rt):\n"
+        "    rt.launch(k, pes=[0], args=(rt.deploy(np.ones((4, 4))),))\n" + body
+    )
+    f = write(tmp_path, text)
+    for command in (["run", f, "--json"], ["compare", f, f]):
+        err = fails(capsys, *command)
+        assert f"s: {says}" in err and err.count("\n") == 1, err
+
+
 def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
     f = write(
         tmp_path,
