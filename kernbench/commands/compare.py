@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.analysis.summary import RunSummary, summarize
+from kernbench.cliargs import description
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
@@ -43,7 +44,7 @@ TOP_CHANGES = 10
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "compare", help="two runs (or trace files) side by side, and the attribution delta", description=__doc__.split("\n")[0]
+        "compare", help="two runs (or trace files) side by side, and the attribution delta", description=description(__doc__)
     )
     p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
     p.add_argument("b", metavar="B", help="the other side, the same way")

@@ -13,6 +13,7 @@ import argparse
 import re
 from pathlib import Path
 
+from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, write_text_atomic
 
@@ -98,7 +99,7 @@ def {name}(rt, n, tile, pes, seed):
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("new", help="write a new kernel file to start from", description=__doc__.split("\n")[0])
+    p = subparsers.add_parser("new", help="write a new kernel file to start from", description=description(__doc__))
     sub = p.add_subparsers(dest="new_command", metavar="WHAT", required=True)
     k = sub.add_parser("kernel", help="a commented, runnable kernel file: NAME.py")
     k.add_argument("name", metavar="NAME", help="the kernel's name (letters, digits, _; a letter first)")

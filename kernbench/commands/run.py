@@ -27,7 +27,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kernbench.cliargs import OptionParser
+from kernbench.cliargs import OptionParser, description
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
 from kernbench.events.store import EventStore
@@ -59,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "run",
         allow_abbrev=False,  # --m is a kernel option, not short for --max-sim-ns
         help="simulate a kernel: a shipped one, or a kernel file (path/to/file.py[:NAME])",
-        description=__doc__.split("\n")[0],
+        description=description(__doc__),
         epilog="Kernel options (e.g. --variant, --context) are listed by `kernbench run KERNEL --help`.",
     )
     p.add_argument("kernel", nargs="?", help="a shipped kernel (see --list) or a kernel file: path/to/file.py[:NAME]")
