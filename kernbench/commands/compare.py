@@ -97,23 +97,33 @@ def _share_progress(reached: Any) -> None:
     _reached = reached
 
 
-def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> list[RunSummary]:
-    """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
+def _shared_progress() -> Any:
+    """Memory the sides' processes can write their progress into, or None where the OS gives none
+    (it is a file in a temporary folder: a full disk or ``ulimit -f`` refuse it; the line then says less)."""
     import multiprocessing
 
+    try:
+        return multiprocessing.get_context("spawn").Array("d", 2 * len(SIDES), lock=False)
+    except OSError:
+        return None
+
+
+def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> list[RunSummary]:
+    """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
     from kernbench.progress import compare_progress, stderr_is_terminal
     from kernbench.sweep.executors import in_processes, in_this_process, usable_cpus
 
     out: dict[str, RunSummary] = {}
     tasks = [SideTask(which, side.argv) for which, side, _trace in checked if isinstance(side, RunSide)]
-    reached = multiprocessing.get_context("spawn").Array("d", 2 * len(SIDES), lock=False)
+    shown = stderr_is_terminal()
+    reached = _shared_progress() if shown else None
     _share_progress(reached)
 
     def so_far(which: str) -> tuple[float, int]:
         i = 2 * SIDES.index(which)
-        return reached[i], int(reached[i + 1])
+        return (reached[i], int(reached[i + 1])) if reached is not None else (0.0, 0)
 
-    with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal(), so_far) as done:
+    with compare_progress([which for which, _side, _trace in checked], shown, so_far) as done:
         for which, side, trace in checked:
             if isinstance(side, TraceSide):
                 assert not isinstance(trace, argparse.Namespace)
@@ -121,7 +131,7 @@ def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> l
                 done(which)
         jobs = min(len(tasks), usable_cpus())
         results = (
-            in_processes(run_side, tasks, jobs, "a compare process", _share_progress, (reached,))
+            in_processes(run_side, tasks, jobs, "a compare process", _share_progress if reached is not None else None, (reached,))
             if jobs > 1
             else in_this_process(run_side, tasks)
         )

@@ -135,7 +135,7 @@ def test_the_compare_line_shows_each_running_sides_time_and_commands(monkeypatch
     assert "compare · A t=1,234.5 ns, 4,321 commands, " in drawn and "B starting, " in drawn and " · B done " in drawn
 
 
-def test_compare_sides_in_two_processes_report_into_the_parents_progress(capsys):
+def test_compare_sides_in_two_processes_report_into_the_parents_progress(monkeypatch, capsys):
     from kernbench.commands import compare
     from kernbench.sweep import executors
 
@@ -143,9 +143,26 @@ def test_compare_sides_in_two_processes_report_into_the_parents_progress(capsys)
         import pytest
 
         pytest.skip("the two sides run in two processes only when two CPUs are free")
+    monkeypatch.setattr(sys, "stderr", Terminal())  # (the progress is kept only for a terminal to show)
     side = "gqa-decode --topology cube1 --heads 16 --kv-heads 2 --context 32768"  # long enough to report (every 0.2 s)
     assert cli.main(["compare", side, side + " --variant opt3", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     reached = list(compare._reached)  # written by the two side processes into memory shared with this one
     for i, rec in enumerate((doc["a"], doc["b"])):
         assert 0 < reached[2 * i] <= rec["latency_ns"] and 0 < reached[2 * i + 1] <= rec["commands"]
+
+
+def test_compare_runs_and_reports_when_the_os_gives_no_shared_memory(monkeypatch, capsys):
+    import multiprocessing.context
+
+    from kernbench.sweep import executors
+
+    def refuse(*args, **kwargs):
+        raise OSError(27, "File too large")  # what ulimit -f does to the shared memory's file
+
+    monkeypatch.setattr(multiprocessing.context.SpawnContext, "Array", refuse)
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert cli.main(["compare", "gemm-primitive --m 64 --n 64", "gemm-primitive --m 64 --n 64 --k 1024"]) == 0
+    assert "latency ns" in capsys.readouterr().out and "compare · A " in sys.stderr.getvalue()
