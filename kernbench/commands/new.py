@@ -128,17 +128,29 @@ def name_problem(name: str) -> str | None:
 
 def shadow_problem(path: Path) -> str | None:
     """Why a module file at ``path`` would hide an installed module of its name from Python run in its
-    folder (``numpy.py``: ``import numpy`` there finds it), or None."""
+    folder (``numpy.py``: ``import numpy`` there finds it), or None. Installed: found by Python's import
+    system (site-packages, the standard library, an editable install) anywhere but the current folder,
+    ``path``'s folder and the folders of kernel files this process loaded."""
     import importlib.util
+    import os
 
+    from kernbench.kernels.files import FOLDERS
+
+    name = path.stem
     try:
-        spec = importlib.util.find_spec(path.stem)
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    origin = Path(spec.origin).resolve() if spec is not None and spec.origin and spec.has_location else None
-    if spec is None or (origin is not None and origin.parent == path.resolve().parent):
-        return None  # (not installed, or a module of that folder itself)
-    return f"{path.name} would be imported in place of the installed module {path.stem!r} by Python run in its folder; choose another name"
+    if spec is None:
+        return None
+    if spec.has_location and spec.origin:
+        where = Path(spec.origin).resolve().parent  # the folder on sys.path: a module's, or a package's parent
+        if spec.submodule_search_locations is not None:
+            where = where.parent
+        local = {Path(p or os.getcwd()).resolve() for p in ("", str(path.parent), *FOLDERS)}
+        if where in local:
+            return None
+    return f"{path.name} would be imported in place of the installed module {name!r} by Python run in its folder; choose another name"
 
 
 def run(args: argparse.Namespace) -> int:

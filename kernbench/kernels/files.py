@@ -54,6 +54,8 @@ class KernelFile:
 
 
 _loaded: dict[tuple[Path, str], KernelFile] = {}
+#: the folders of kernel files this process put on sys.path (their modules are the user's, not installed ones)
+FOLDERS: set[str] = set()
 
 
 def is_file_ref(text: str) -> bool:
@@ -164,6 +166,7 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # its own helpers import as they do under `python file.py`
+        FOLDERS.add(folder)
     sys.modules[module_name] = module  # (pickling and dataclasses look a module up by name)
     try:
         spec.loader.exec_module(module)
