@@ -259,7 +259,7 @@ def _checked(
     spec.validate(params, pe_count(topology), given)
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
     partials = [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p]
-    check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology)])
+    check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology), *map(Path, spec.inputs)])
     return spec, ns, params, topology
 
 

@@ -156,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         first = spec.params[0]
         raise KernbenchError(f"kernbench sweep {spec.name}: give one or more --grid KEY=V1,V2,… (e.g. --grid {first.name}={first.default})")
     swept = [a.key for a in axes]
-    plot = _check_outputs(ns, swept, inputs=[source_file(ns.topology or spec.default_topology), *input_files(axes)])
+    plot = _check_outputs(
+        ns, swept, inputs=[source_file(ns.topology or spec.default_topology), *input_files(axes), *map(Path, spec.inputs)]
+    )
     cache = result_cache.ResultCache(None if ns.no_cache else Path(ns.cache_dir) if ns.cache_dir else result_cache.default_dir())
     points = grid_points(axes, _run_argv(ns, fixed))
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)

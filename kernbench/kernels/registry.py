@@ -161,6 +161,7 @@ class KernelSpec:
     check: Callable[[Params, int], list[str] | str | None] = field(default=lambda params, pes: [])
     source: str = ""  # the file that declares it, when it is not shipped (an absolute path)
     digest: str = ""  # a digest of that file (and what it imports beside it): results depend on it
+    inputs: tuple[str, ...] = ()  # that file and what it imports beside it: no output may overwrite them
     setup: Callable[..., SetupResult] | None = field(default=None, compare=False)  # the declared function
 
     @property

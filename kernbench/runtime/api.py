@@ -82,6 +82,7 @@ class RunResult:
     topology: str = ""  # the topology's name
     timing: str = ""  # the engine's mode (fast or oracle)
     kernel: str = ""  # what ran: the launched kernels' names
+    kernel_files: tuple[str, ...] = ()  # the source files of the launched kernels: a save may not overwrite one
     _store: EventStore | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -124,7 +125,7 @@ class RunResult:
         from kernbench.outputs import check_outputs, write_atomic
 
         store = self.store()
-        check_outputs([(what, os.fspath(path))])
+        check_outputs([(what, os.fspath(path))], inputs=self.kernel_files)
         data = encode(store, self.trace_metadata())
         write_atomic(path, lambda f: f.write(data))
 
@@ -288,7 +289,9 @@ class Runtime:
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
         names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
-        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result.kernel_files = tuple(sorted({f for launch in launches if (f := _kernel_file(launch.kernel))}))
+        return result
 
     def replay(
         self,
@@ -306,7 +309,9 @@ class Runtime:
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed.kernel_files = result.kernel_files
+        return replayed
 
 
 def _tensors_in(obj: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, HbmTensor]]:

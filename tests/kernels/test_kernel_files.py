@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from kernbench import Option, Runtime, kernel, tl
 from kernbench.cli import main
-from kernbench.errors import NotRecordedError
+from kernbench.errors import NotRecordedError, OutputPathError
 from kernbench.events.tracefile import open_trace
 from kernbench.kernels import registry
 
@@ -160,6 +161,30 @@ def test_a_reference_check_that_gives_no_finite_error_is_one_error(tmp_path, cap
     for command in (["run", f, "--json"], ["compare", f, f]):
         err = fails(capsys, *command)
         assert f"s: {says}" in err and err.count("\n") == 1, err
+
+
+def test_no_output_overwrites_the_kernel_file_or_what_it_imports_beside_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helper.py").write_text(
+        "from kernbench import tl\n\ndef scale(x, out, factor):\n    tl.store(out, tl.scale(tl.load(x), factor))\n"
+    )
+    f = write(
+        tmp_path,
+        GOOD.replace("def scale(x, out, factor):\n    tl.store(out, tl.scale(tl.load(x), factor))\n", "from helper import scale\n"),
+    )
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    for argv in (
+        ["run", "k.py", "--trace", "k.py"],
+        ["run", "k.py", "--perfetto", "./helper.py"],
+        ["compare", "k.py --trace k.py", "k.py"],
+    ):
+        assert "that is an input of this run; writing it would destroy it" in fails(capsys, *argv)
+    rt = Runtime("cube1")
+    registry.get(f).setup(rt, factor=2.0)
+    with pytest.raises(OutputPathError, match="that is an input of this run"):
+        rt.run(record=True).save_trace(tmp_path / "helper.py")  # the launched kernel's own file
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in before} == before
+    sys.modules.pop("helper", None)  # (a module of this test's folder: not for the next test to find)
 
 
 def test_a_file_with_a_plain_tl_function_is_told_what_to_add(tmp_path, capsys):
