@@ -158,7 +158,10 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     side = RunSide(task.argv)
     try:
         spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
-        result = rt.run(record=True, limits=limits_of(ns), progress=_progress_of(task.which))
+        progress = _progress_of(task.which)
+        result = rt.run(record=True, limits=limits_of(ns), progress=progress)
+        if progress is not None:  # where it ended (a run shorter than one report made none)
+            progress(result.latency_ns, result.total_commands)
         meta = _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
         store = result.store()
         if ns.trace or ns.perfetto:

@@ -151,7 +151,10 @@ def test_a_summary_whose_figures_do_not_fit_the_run_record_is_one_error(tmp_path
         ("Prepared(lambda: [0.0])", "its reference check returned list: return the max |error| (a number) or None"),
     ],
 )
-def test_a_reference_check_that_gives_no_finite_error_is_one_error(tmp_path, capsys, returns, says):
+def test_a_reference_check_that_gives_no_finite_error_is_one_error(tmp_path, capsys, monkeypatch, returns, says):
+    from kernbench.sweep import executors
+
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 1)  # compare's sides here (the processes are tested elsewhere)
     body = f"    return {returns}\n" if returns.startswith("Prepared") else f"    return lambda: {returns}\n"
     text = HEADER + (
         "from kernbench import Prepared\n\ndef k(x):\n    tl.load(x)\n\n@kernel()\ndef s(rt):\n"
