@@ -364,6 +364,12 @@ def get(name: str) -> KernelSpec:
 def _hint(name: str, known: list[str]) -> str:
     from pathlib import Path
 
+    if name.endswith(":") and Path(name[:-1]).suffix == ".py":
+        return f"; after the colon name one of the kernels the file declares ({name}NAME), or leave the colon out"
+    if Path(name).is_dir():
+        files = sorted(p.name for p in Path(name).glob("*.py"))[:5]
+        inside = f" ({', '.join(files)}{', …' if len(files) == 5 else ''})" if files else " (it holds no .py file)"
+        return f"; {name} is a folder: name a kernel file in it{inside}"
     if Path(name).exists() or Path(name + ".py").exists():
         path = name if name.endswith(".py") else name + ".py"
         return f"; to run a kernel file, name it with its .py: {path}"

@@ -221,10 +221,17 @@ def test_names_in_a_file_of_several_kernels(tmp_path, capsys, monkeypatch):
     [
         ("missing.py", "no such kernel file"),
         ("scaled", "unknown kernel 'scaled'"),
+        ("k.py:", "after the colon name one of the kernels the file declares (k.py:NAME), or leave the colon out"),
+        ("kernels", "kernels is a folder: name a kernel file in it (a.py, b.py)"),
+        ("kernels/", "kernels/ is a folder: name a kernel file in it (a.py, b.py)"),
     ],
 )
 def test_a_kernel_that_is_not_there_is_named(tmp_path, capsys, monkeypatch, arg, cause):
     monkeypatch.chdir(tmp_path)
+    write(tmp_path, GOOD)
+    (tmp_path / "kernels").mkdir()
+    for name in ("b.py", "a.py"):
+        write(tmp_path / "kernels", GOOD, name)
     assert cause in fails(capsys, "run", arg)
 
 
