@@ -310,7 +310,7 @@ class Runtime:
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
         replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
-        replayed.kernel_files = result.kernel_files
+        replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
         return replayed
 
 
