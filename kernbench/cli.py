@@ -87,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    named = argv[0] if argv and argv[0] in {command_name(m) for m in COMMANDS} else None
+    commands = [command_name(m) for m in COMMANDS]
+    if argv and argv[0].startswith("-") and argv[0].split("=", 1)[0] not in ("-h", "--help", "--version"):
+        # (argparse would say only that a command is required)
+        raise KernbenchError(f"kernbench: {argv[0]} is not an option of kernbench; name a command first: {', '.join(commands)}")
+    named = argv[0] if argv and argv[0] in commands else None
     args, extra = build_parser(only=named).parse_known_args(argv)
     if extra:
         prog = " ".join(["kernbench", *(w for w in (args.command, getattr(args, "topo_command", None)) if w)])

@@ -10,6 +10,7 @@ parsers made from one inherit it.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import NoReturn
 
 from kernbench.errors import KernbenchError
@@ -20,3 +21,11 @@ class OptionParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise KernbenchError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def description(doc: str | None) -> str:
+    """A module docstring's first line as ``--help`` shows it: without the ````kernbench run KERNEL````:
+    that the usage line says already, and without reST's double backticks."""
+    first = (doc or "").strip().split("\n", 1)[0]
+    text = re.sub(r"^``[^`]+``:\s*", "", first).replace("``", "`")
+    return text[:1].upper() + text[1:]

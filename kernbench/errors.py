@@ -17,13 +17,18 @@ class KernbenchError(Exception):
 
 
 class TopologyError(KernbenchError):
-    """A topology file (or override) is invalid. Holds every problem found."""
+    """A topology file (or override) is invalid. Holds every problem found: one reads as one line
+    (``FILE: problem``), several as a count and a list."""
 
-    def __init__(self, problems: list[str], source: str = "<topology>"):
+    def __init__(self, problems: list[str], source: str = ""):
         self.problems = list(problems)
-        self.source = source
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s)\n{lines}")
+        self.source = source or "<topology>"
+        where = f"{source}: " if source else ""
+        if len(self.problems) == 1:
+            super().__init__(f"{where}{self.problems[0]}")
+        else:
+            lines = "\n".join(f"  - {p}" for p in self.problems)
+            super().__init__(f"{where}{len(self.problems)} problems\n{lines}")
 
 
 class RouteError(KernbenchError):

@@ -123,9 +123,12 @@ def _live_after_a_while(text: Callable[[], str], refresh_per_second: float) -> I
 
 
 @contextmanager
-def compare_progress(labels: list[str], enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A ``done(label)`` to call as each side of a comparison is ready; while it runs, one line saying which
-    are (``compare · A done 1.2 s · B running 3.4 s``) when ``enabled``, after :data:`SHOW_RUN_AFTER_S`."""
+def compare_progress(
+    labels: list[str], enabled: bool, reached: Callable[[str], tuple[float, int]] = lambda label: (0.0, 0)
+) -> Iterator[Callable[[str], None]]:
+    """A ``done(label)`` to call as each side of a comparison is ready; while it runs, one line saying how
+    each is doing (``compare · A done 1.2 s · B t=12,345.0 ns, 1,234 commands, 3.4 s``) when ``enabled``,
+    after :data:`SHOW_RUN_AFTER_S`. ``reached(label)`` is a running side's simulated time and commands so far."""
     start = time.monotonic()
     finished: dict[str, float] = {}
 
@@ -136,11 +139,14 @@ def compare_progress(labels: list[str], enabled: bool) -> Iterator[Callable[[str
         yield done
         return
 
+    def running(label: str, now: float) -> str:
+        t_ns, commands = reached(label)
+        so_far = f"t={t_ns:,.1f} ns, {commands:,} commands, " if commands else "starting, "
+        return f"{label} {so_far}{now:.1f} s"
+
     def line() -> str:
         now = time.monotonic() - start
-        return "compare · " + " · ".join(
-            f"{lb} done {finished[lb]:.1f} s" if lb in finished else f"{lb} running {now:.1f} s" for lb in labels
-        )
+        return "compare · " + " · ".join(f"{lb} done {finished[lb]:.1f} s" if lb in finished else running(lb, now) for lb in labels)
 
     with _live_after_a_while(line, 2):
         yield done

@@ -171,6 +171,17 @@ def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, bool, int)) or (isinstance(v, float) and math.isfinite(v))
 
 
+def figure_problems(figures: Any) -> list[str]:
+    """Why a kernel's figures (its ``Prepared.summary``) cannot join its run record: not a mapping of
+    names to numbers or text, or a name that is a record field's."""
+    if not isinstance(figures, Mapping):
+        return [f"returned {type(figures).__name__}, not a dict of figures by name"]
+    found = [f"{k!r} has the name of a run-record field" for k in figures if k in NAMES]
+    found += [f"{k!r} is not a text" for k in figures if not isinstance(k, str)]
+    found += [f"{k!r} is {type(v).__name__}, not a finite number or text" for k, v in figures.items() if not _scalar(v)]
+    return found
+
+
 def markdown() -> str:
     """The fields as a Markdown table (docs/output.md's)."""
     lines = ["| field | type | unit | meaning |", "|---|---|---|---|"]

@@ -25,7 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from kernbench import sizes
-from kernbench.cliargs import OptionParser
+from kernbench.cliargs import OptionParser, description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json as to_json_text
 from kernbench.sim.network import Mode
@@ -143,7 +143,7 @@ def to_json(result: ProbeResult, parts: dict[str, Breakdown] | None = None) -> d
 
 
 def build_parser(prog: str = "kernbench-tui probe") -> argparse.ArgumentParser:
-    p = OptionParser(prog=prog, description=__doc__.split("\n")[0])
+    p = OptionParser(prog=prog, description=description(__doc__))
     p.add_argument("--topology", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")
     p.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a topology value (repeatable)"

@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from kernbench import __version__
 from kernbench.cliargs import OptionParser
@@ -71,10 +71,12 @@ def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
     from kernbench_tui.app import RunOutputs
 
     if not run_argv:
-        raise KernbenchError("run: name a kernel (see `kernbench run --list`)")
-    _spec, ns, _params = check_run(run_argv[0], list(run_argv[1:]))
+        raise KernbenchError("kernbench-tui run: name a kernel (see `kernbench run --list`)")
+    _spec, ns, _params = check_run(run_argv[0], list(run_argv[1:]), "kernbench-tui run")
     if ns.json:
-        raise KernbenchError(f"run: --json prints a run record for scripts, not a view: use `kernbench run {shlex.join(run_argv)}`")
+        raise KernbenchError(
+            f"kernbench-tui run: --json prints a run record for scripts, not a view: use `kernbench run {shlex.join(run_argv)}`"
+        )
     return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain)
 
 
@@ -199,16 +201,8 @@ def _pace(text: str) -> float:
     return value
 
 
-class _Parser(OptionParser):
-    """Errors read ``kernbench-tui: run: …`` (the prefix is the program's, once)."""
-
-    def error(self, message: str) -> NoReturn:
-        sub = self.prog.removeprefix("kernbench-tui").strip()
-        raise KernbenchError(f"{sub + ': ' if sub else ''}{message} (see `{self.prog} --help`)")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
+    parser = OptionParser(prog="kernbench-tui", description="Step through a kernel's simulated time.")
     parser.add_argument("--version", action="version", version=f"kernbench-tui {__version__}")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="simulate a kernel live (same options as `kernbench run`)")
@@ -231,38 +225,46 @@ def main(argv: Sequence[str] | None = None, launch: Callable[[Launchable], int] 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
         return guarded(lambda: _probe_command(argv[1:]), "error: ")
-    return guarded(lambda: _start(_parser().parse_args(argv), launch), "kernbench-tui: ")
+    return guarded(lambda: _start(_parser().parse_args(argv), launch), "error: ")
 
 
 def _start(args: argparse.Namespace, launch: Callable[[Launchable], int]) -> int:
-    """Check everything that can be checked, then open the app on the source."""
+    """Check everything that can be checked — what was asked for first (a mistake in it is named wherever
+    this runs, and ``run KERNEL --help`` prints the kernel's options), then the terminal — and open the app."""
+    what = _launchable(args)
     if launch is _launch and (why := terminal_problem()):
         raise KernbenchError(
-            f"needs an interactive terminal ({why}); for text output use `kernbench run …`, "
+            f"kernbench-tui needs an interactive terminal ({why}); for text output use `kernbench run …`, "
             "`kernbench run … --trace FILE` or `kernbench-tui probe`"
         )
+    return launch(what)
+
+
+def _launchable(args: argparse.Namespace) -> Launchable:
+    """What the app is to open, every input checked."""
     if args.command == "open":
         from kernbench.events.tracefile import open_trace
         from kernbench_tui.sources import TraceFileSource
 
         trace = open_trace(args.file)  # a bad file fails here, with its reason, before the app starts
-        return launch(TraceFileSource(args.file, trace))
+        return TraceFileSource(args.file, trace)
     if args.command == "compare":
-        return launch(Comparison(((args.a, _side_source("A", args.a)), (args.b, _side_source("B", args.b)))))
+        return Comparison(((args.a, _side_source("A", args.a)), (args.b, _side_source("B", args.b))))
     if args.command == "demo":
-        return launch(_demo_source(args.pes, args.tiles, args.pace))
+        return _demo_source(args.pes, args.tiles, args.pace)
     if args.command == "run":
         if not args.kernel:
-            raise KernbenchError("run: name a kernel: a shipped one (`kernbench run --list`) or a kernel file, path/to/file.py[:NAME]")
+            raise KernbenchError(
+                "kernbench-tui run: name a kernel: a shipped one (`kernbench run --list`) or a kernel file, path/to/file.py[:NAME]"
+            )
         run_argv = [args.kernel, *args.options]
         source = _simulation_source(run_argv)
-        return launch(RunLaunch(source, run_outputs(run_argv)))
+        return RunLaunch(source, run_outputs(run_argv))
     try:
-        source = _simulation_source(DEFAULT_RUN)
+        return _simulation_source(DEFAULT_RUN)
     except SimulatorNotWired as exc:
         print(f"kernbench-tui: {exc}\nkernbench-tui: showing the synthetic demo instead", file=sys.stderr)
-        source = _demo_source(8, 40, 0.02)
-    return launch(source)
+        return _demo_source(8, 40, 0.02)
 
 
 if __name__ == "__main__":

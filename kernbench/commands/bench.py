@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.inputs import exists, read_regular
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
@@ -141,7 +142,7 @@ def diff(golden: dict[str, float], now: dict[str, float], tolerance_ns: float = 
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("bench", help="run the shipped benches against the goldens", description=__doc__.split("\n")[0])
+    p = subparsers.add_parser("bench", help="run the shipped benches against the goldens", description=description(__doc__))
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if any latency differs from the goldens")
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import argparse
 import io
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from kernbench.analysis.summary import RunSummary, summarize
+from kernbench.cliargs import description
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
@@ -43,7 +44,7 @@ TOP_CHANGES = 10
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "compare", help="two runs (or trace files) side by side, and the attribution delta", description=__doc__.split("\n")[0]
+        "compare", help="two runs (or trace files) side by side, and the attribution delta", description=description(__doc__)
     )
     p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
     p.add_argument("b", metavar="B", help="the other side, the same way")
@@ -85,6 +86,28 @@ def side_json(s: RunSummary) -> dict[str, object]:
     return {"side": s.name, **s.as_json()}
 
 
+SIDES = ("A", "B")
+#: where each run side writes how far it has got, (t_ns, commands) per side in SIDES order: shared memory the
+#: parent reads for its progress line (set in each side's process, or here when the sides run here)
+_reached: Any = None
+
+
+def _share_progress(reached: Any) -> None:
+    global _reached
+    _reached = reached
+
+
+def _shared_progress() -> Any:
+    """Memory the sides' processes can write their progress into, or None where the OS gives none
+    (it is a file in a temporary folder: a full disk or ``ulimit -f`` refuse it; the line then says less)."""
+    import multiprocessing
+
+    try:
+        return multiprocessing.get_context("spawn").Array("d", 2 * len(SIDES), lock=False)
+    except OSError:
+        return None
+
+
 def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> list[RunSummary]:
     """Each side's summary: a trace's read here, the runs simulated (at once, in two processes, when two CPUs are free)."""
     from kernbench.progress import compare_progress, stderr_is_terminal
@@ -92,14 +115,26 @@ def load_sides(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> l
 
     out: dict[str, RunSummary] = {}
     tasks = [SideTask(which, side.argv) for which, side, _trace in checked if isinstance(side, RunSide)]
-    with compare_progress([which for which, _side, _trace in checked], stderr_is_terminal()) as done:
+    shown = stderr_is_terminal()
+    reached = _shared_progress() if shown else None
+    _share_progress(reached)
+
+    def so_far(which: str) -> tuple[float, int]:
+        i = 2 * SIDES.index(which)
+        return (reached[i], int(reached[i + 1])) if reached is not None else (0.0, 0)
+
+    with compare_progress([which for which, _side, _trace in checked], shown, so_far) as done:
         for which, side, trace in checked:
             if isinstance(side, TraceSide):
                 assert not isinstance(trace, argparse.Namespace)
                 out[which] = summarize(trace.store, side.text, trace.metadata.end_ns or None, trace.metadata)
                 done(which)
         jobs = min(len(tasks), usable_cpus())
-        results = in_processes(run_side, tasks, jobs, "a compare process") if jobs > 1 else in_this_process(run_side, tasks)
+        results = (
+            in_processes(run_side, tasks, jobs, "a compare process", _share_progress if reached is not None else None, (reached,))
+            if jobs > 1
+            else in_this_process(run_side, tasks)
+        )
         for which, summary, error in results:
             if error is not None:
                 raise KernbenchError(f"compare {which}: {error}")
@@ -118,19 +153,34 @@ class SideTask:
 def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     """Simulate one run side, events recorded, to its summary (saving its ``--trace``/``--perfetto``);
     a failure comes back as its message. Runs in a process of its own, or here."""
-    from kernbench.commands.run import _meta, limits_of, prepare, save_outputs, users_code
+    from kernbench.commands.run import _meta, limits_of, max_error, prepare, save_outputs
 
     side = RunSide(task.argv)
     try:
         spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
-        result = rt.run(record=True, limits=limits_of(ns))
-        meta = _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
+        progress = _progress_of(task.which)
+        result = rt.run(record=True, limits=limits_of(ns), progress=progress)
+        if progress is not None:  # where it ended (a run shorter than one report made none)
+            progress(result.latency_ns, result.total_commands)
+        meta = _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
         store = result.store()
         if ns.trace or ns.perfetto:
             save_outputs(ns.trace, ns.perfetto, store, meta)
     except KernbenchError as exc:
         return task.which, None, str(exc)
     return task.which, summarize(store, side.text, result.latency_ns, meta), None
+
+
+def _progress_of(which: str) -> Callable[[float, int], None] | None:
+    """A run's ``progress(t_ns, commands)`` writing into the side's place in :data:`_reached` (None without it)."""
+    reached, i = _reached, 2 * SIDES.index(which)
+    if reached is None:
+        return None
+
+    def progress(t_ns: float, commands: int) -> None:
+        reached[i], reached[i + 1] = t_ns, commands
+
+    return progress
 
 
 def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:

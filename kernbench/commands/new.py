@@ -13,6 +13,7 @@ import argparse
 import re
 from pathlib import Path
 
+from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, write_text_atomic
 
@@ -98,23 +99,73 @@ def {name}(rt, n, tile, pes, seed):
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("new", help="write a new kernel file to start from", description=__doc__.split("\n")[0])
+    p = subparsers.add_parser("new", help="write a new kernel file to start from", description=description(__doc__))
     sub = p.add_subparsers(dest="new_command", metavar="WHAT", required=True)
     k = sub.add_parser("kernel", help="a commented, runnable kernel file: NAME.py")
     k.add_argument("name", metavar="NAME", help="the kernel's name (letters, digits, _; a letter first)")
-    k.add_argument("--out", default=None, metavar="PATH", help="where to write it (default: NAME.py here)")
+    k.add_argument(
+        "--out", default=None, metavar="PATH", help="where to write it: a .py file, or a folder for NAME.py (default: NAME.py here)"
+    )
     return p
+
+
+#: names the template's code calls at run time: a set-up named like one hides it (``tl``: tl.program_id on a function)
+TEMPLATE_NAMES = frozenset({"np", "tl"})
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name the template's kernel (a function of that name), or None."""
+    import keyword
+
+    if not _NAME.match(name):
+        return "a name is letters, digits and _, a letter first (it names a Python function)"
+    if keyword.iskeyword(name) or name in ("True", "False", "None"):
+        return "a Python keyword cannot name a function"
+    if name in TEMPLATE_NAMES:
+        return f"the template's code uses {name!r} for something else; choose another name"
+    return None
+
+
+def shadow_problem(path: Path) -> str | None:
+    """Why a module file at ``path`` would hide an installed module of its name from Python run in its
+    folder (``numpy.py``: ``import numpy`` there finds it), or None. Installed: found by Python's import
+    system (site-packages, the standard library, an editable install) anywhere but the current folder,
+    ``path``'s folder and the folders of kernel files this process loaded."""
+    import importlib.util
+    import os
+
+    from kernbench.kernels.files import FOLDERS
+
+    name = path.stem
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.has_location and spec.origin:
+        where = Path(spec.origin).resolve().parent  # the folder on sys.path: a module's, or a package's parent
+        if spec.submodule_search_locations is not None:
+            where = where.parent
+        local = {Path(p or os.getcwd()).resolve() for p in ("", str(path.parent), *FOLDERS)}
+        if where in local:
+            return None
+    return f"{path.name} would be imported in place of the installed module {name!r} by Python run in its folder; choose another name"
 
 
 def run(args: argparse.Namespace) -> int:
     name = args.name
-    if not _NAME.match(name):
-        raise KernbenchError(f"new kernel {name!r}: a name is letters, digits and _, a letter first (it names a Python function)")
+    if problem := name_problem(name):
+        raise KernbenchError(f"new kernel {name!r}: {problem}")
     path = Path(args.out) if args.out else Path(f"{name}.py")
+    if path.is_dir():  # --out a folder: NAME.py in it
+        path = path / f"{name}.py"
     if path.suffix != ".py":
-        raise KernbenchError(f"--out {path}: a kernel file ends in .py")
+        raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
     if path.exists() or path.is_symlink():
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
+    if problem := shadow_problem(path):
+        raise KernbenchError(f"new kernel {name!r}: {problem}")
     check_outputs([("--out", str(path))])
     write_text_atomic(path, TEMPLATE.format(name=name))
     print(f"wrote {path}: try `kernbench run {path}` (and `kernbench run {path} --help`)")

@@ -27,7 +27,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kernbench.cliargs import OptionParser
+from kernbench.cliargs import OptionParser, description
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
 from kernbench.events.store import EventStore
@@ -59,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "run",
         allow_abbrev=False,  # --m is a kernel option, not short for --max-sim-ns
         help="simulate a kernel: a shipped one, or a kernel file (path/to/file.py[:NAME])",
-        description=__doc__.split("\n")[0],
+        description=description(__doc__),
         epilog="Kernel options (e.g. --variant, --context) are listed by `kernbench run KERNEL --help`.",
     )
     p.add_argument("kernel", nargs="?", help="a shipped kernel (see --list) or a kernel file: path/to/file.py[:NAME]")
@@ -159,17 +159,24 @@ def options_argv(ns: argparse.Namespace, options: Sequence[tuple[str, dict[str, 
     return out
 
 
-def kernel_parser(spec: registry.KernelSpec, command: str = "run") -> OptionParser:
+def kernel_parser(spec: registry.KernelSpec, command: str = "kernbench run", named: str | None = None) -> OptionParser:
+    """``command``'s parser of ``spec``'s options, its help and errors naming the kernel as the user did (``named``)."""
     kp = KernelOptionParser(
         spec,
-        prog=f"kernbench {command} {spec.name if not spec.source else spec.ref}",
+        prog=f"{command} {named or spec.ref}",
         description=kernel_description(spec),
         allow_abbrev=False,
     )
     add_common_options(kp)
-    for prm in spec.params:
-        kp.add_argument(prm.flag, dest=prm.name, type=prm.type, default=prm.default, metavar=_metavar(prm), help=option_help(prm))
+    for prm in spec.params:  # left out of the namespace when not given (kernel_params fills the default in)
+        kp.add_argument(prm.flag, dest=prm.name, type=prm.type, default=argparse.SUPPRESS, metavar=_metavar(prm), help=option_help(prm))
     return kp
+
+
+def kernel_params(spec: registry.KernelSpec, ns: argparse.Namespace) -> tuple[registry.Params, frozenset[str]]:
+    """Every option's value (the default where it was not given), and the names of those given."""
+    given = frozenset(prm.name for prm in spec.params if hasattr(ns, prm.name))
+    return {prm.name: getattr(ns, prm.name, prm.default) for prm in spec.params}, given
 
 
 def kernel_description(spec: registry.KernelSpec) -> str:
@@ -179,11 +186,9 @@ def kernel_description(spec: registry.KernelSpec) -> str:
 
 
 def option_help(prm: registry.Option) -> str:
-    return (
-        f"{prm.help} (default: {prm.default!r}; {prm.range_text()})"
-        if prm.type is str
-        else f"{prm.help} (default: {prm.default}; {prm.range_text()})"
-    )
+    default = prm.value_text(prm.default) if prm.type is int else repr(prm.default)  # a float's default as a float: 2.0
+    used = " or ".join(f"--{name.replace('_', '-')} {value}" for name, value in prm.only_with)
+    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})"
 
 
 def _metavar(prm: registry.Option) -> str:
@@ -218,8 +223,10 @@ class KernelOptionParser(OptionParser):
         return f"{self.prog}: {word} is not an option of {self.spec.name}{hint}; its options: {ours} (and kernbench run's own: see --help)"
 
 
-def parse_kernel_args(spec: registry.KernelSpec, argv: list[str]) -> argparse.Namespace:
-    ns: argparse.Namespace = kernel_parser(spec).parse_args(argv)
+def parse_kernel_args(
+    spec: registry.KernelSpec, argv: list[str], command: str = "kernbench run", named: str | None = None
+) -> argparse.Namespace:
+    ns: argparse.Namespace = kernel_parser(spec, command, named).parse_args(argv)
     return ns
 
 
@@ -227,27 +234,32 @@ def limits_of(ns: argparse.Namespace) -> RunLimits:
     return RunLimits(ns.max_commands_per_pe, ns.max_sim_ns, ns.max_wall_s)
 
 
-def check_run(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
+def check_run(
+    kernel: str, argv: list[str], command: str = "kernbench run"
+) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params]:
     """Everything that can be checked before the topology is compiled: the kernel name, its options
-    (also against the topology's PE count, read from the YAML), the output paths."""
-    spec, ns, params, _topology = _checked(kernel, argv)
+    (also against the topology's PE count, read from the YAML), the output paths. ``command`` is the one
+    the user typed (``kernbench-tui run``): its name is in the option errors and ``--help``."""
+    spec, ns, params, _topology = _checked(kernel, argv, command)
     return spec, ns, params
 
 
-def _checked(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
+def _checked(
+    kernel: str, argv: list[str], command: str = "kernbench run"
+) -> tuple[registry.KernelSpec, argparse.Namespace, registry.Params, dict[str, Any]]:
     """:func:`check_run`, and the topology document it read and checked (for :func:`prepare` to compile)."""
     from kernbench.topology.compile import check_size, pe_count
     from kernbench.topology.spec import load_spec, source_file
 
     spec = registry.get(kernel)
-    ns = parse_kernel_args(spec, argv)
-    params = {prm.name: getattr(ns, prm.name) for prm in spec.params}
+    ns = parse_kernel_args(spec, argv, command, kernel)
+    params, given = kernel_params(spec, ns)
     topology = load_spec(ns.topology or spec.default_topology, ns.overrides)
     check_size(topology)
-    spec.validate(params, pe_count(topology))
+    spec.validate(params, pe_count(topology), given)
     outputs = [("--trace", ns.trace), ("--perfetto", ns.perfetto)]
     partials = [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p]
-    check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology)])
+    check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology), *map(Path, spec.inputs)])
     return spec, ns, params, topology
 
 
@@ -262,8 +274,19 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
 
 def set_up(spec: registry.KernelSpec, rt: Runtime, params: registry.Params) -> registry.Prepared:
     """Run a kernel's set-up on ``rt``. A shipped kernel's ValueError is a rule of its options; anything a
-    kernel file's set-up raises is reported at its own line in that file."""
-    return users_code(spec, "set-up", lambda: spec.prepare(rt, params))
+    kernel file's set-up raises is reported at its own line in that file; a set-up must launch something."""
+    prepared = users_code(spec, "set-up", lambda: spec.prepare(rt, params))
+    if not rt.launched:
+        raise KernbenchError(
+            f"{spec.name}: its set-up{_defined_at(spec)} launched no kernel: call rt.launch(KERNEL, pes=[...], args=(...)) in it"
+        )
+    return prepared
+
+
+def _defined_at(spec: registry.KernelSpec) -> str:
+    """`` (FILE:LINE)`` of a kernel file's set-up function, "" for a shipped one."""
+    code = getattr(spec.setup, "__code__", None)
+    return f" ({spec.source}:{code.co_firstlineno})" if spec.source and code is not None else ""
 
 
 T = TypeVar("T")
@@ -284,6 +307,29 @@ def users_code(spec: registry.KernelSpec, what: str, call: Callable[[], T]) -> T
                 raise KernbenchError(f"{spec.name}: {exc}") from None
             raise
         raise KernbenchError(f"{spec.name}: its {what} raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
+
+
+def max_error(spec: registry.KernelSpec, prepared: registry.Prepared) -> float | None:
+    """The kernel's reference check, called after its run: the max |error| of its output, a finite number
+    (None when it has no check); a NaN, an infinity or not a number is an error saying so."""
+    import math
+
+    value = users_code(spec, "reference check", prepared.check)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)  # a numpy scalar or 0-d array
+        except (TypeError, ValueError):
+            raise KernbenchError(
+                f"{spec.name}: its reference check returned {type(value).__name__}: return the max |error| (a number) or None"
+            ) from None
+    if not math.isfinite(value):
+        raise KernbenchError(
+            f"{spec.name}: its reference check gave max |error| = {value}: the output (or the reference) holds a NaN or an "
+            "infinity; the run's timing is unaffected, but its numerics are wrong"
+        )
+    return float(value)
 
 
 def report(
@@ -308,12 +354,21 @@ def report(
         pes=len(result.pes),
         commands=result.total_commands,
         dispatch_cycles=result.total_dispatch_cycles,
-        max_abs_err=users_code(spec, "reference check", prepared.check),
+        max_abs_err=max_error(spec, prepared),
         stall_ns_by_reason=result.stall_ns_by_reason,
         engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
         attribution=attribution.as_json() if attribution is not None else None,
-        figures=users_code(spec, "summary", lambda: prepared.summary(result)),
+        figures=_figures(spec, users_code(spec, "summary", lambda: prepared.summary(result))),
     )
+
+
+def _figures(spec: registry.KernelSpec, figures: Any) -> dict[str, Any]:
+    """A kernel's own figures, checked to fit its run record (docs/output.md: numbers or short text)."""
+    from kernbench.record import figure_problems
+
+    if problems := figure_problems(figures):
+        raise KernbenchError(f"{spec.name}: its summary's figures do not fit the run record: " + "; ".join(problems))
+    return dict(figures)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -374,8 +429,9 @@ def _listed(kernel: str | None) -> dict[str, registry.KernelSpec]:
     """What ``--list`` lists: the shipped kernels, or those a kernel file declares (``kernbench run --list FILE.py``)."""
     from kernbench.kernels import files
 
-    if kernel and files.is_file_ref(kernel):
-        return {spec.ref: spec for spec in files.load(files.split_ref(kernel)[0]).kernels.values()}
+    if kernel and files.is_file_ref(kernel):  # each as it is named from here: FILE.py:NAME, the path as given
+        path = files.split_ref(kernel)[0]
+        return {f"{path}:{spec.name}": spec for spec in files.load(path).kernels.values()}
     return registry.kernels()
 
 
@@ -487,6 +543,6 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, users_code(spec, "reference check", prepared.check))
+        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
 
     return fn, _meta(spec, rt, prepared, params, partial=False)

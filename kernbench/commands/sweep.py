@@ -27,6 +27,7 @@ from kernbench.commands.run import (
     _Console,
     _metavar,
     kernel_description,
+    kernel_params,
     limits_of,
     option_help,
     options_argv,
@@ -128,10 +129,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return p
 
 
-def sweep_parser(spec: registry.KernelSpec) -> argparse.ArgumentParser:
-    """The sweep's options and the kernel's; a kernel option left out is absent from the namespace."""
+def sweep_parser(spec: registry.KernelSpec, named: str | None = None) -> argparse.ArgumentParser:
+    """The sweep's options and the kernel's (named as the user did); a kernel option left out is absent from the namespace."""
     p = OptionParser(
-        prog=f"kernbench sweep {spec.ref}",
+        prog=f"kernbench sweep {named or spec.ref}",
         description=kernel_description(spec),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -155,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         first = spec.params[0]
         raise KernbenchError(f"kernbench sweep {spec.name}: give one or more --grid KEY=V1,V2,… (e.g. --grid {first.name}={first.default})")
     swept = [a.key for a in axes]
-    plot = _check_outputs(ns, swept, inputs=[source_file(ns.topology or spec.default_topology), *input_files(axes)])
+    plot = _check_outputs(
+        ns, swept, inputs=[source_file(ns.topology or spec.default_topology), *input_files(axes), *map(Path, spec.inputs)]
+    )
     cache = result_cache.ResultCache(None if ns.no_cache else Path(ns.cache_dir) if ns.cache_dir else result_cache.default_dir())
     points = grid_points(axes, _run_argv(ns, fixed))
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
@@ -177,7 +180,7 @@ def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Name
     if not args.kernel:
         raise KernbenchError("kernbench sweep: name a kernel and one or more --grid KEY=V1,V2,… (see `kernbench sweep --help`)")
     spec = registry.get(args.kernel)
-    ns = sweep_parser(spec).parse_args(options_argv(args, SWEEP_OPTIONS) + list(args.options))
+    ns = sweep_parser(spec, args.kernel).parse_args(options_argv(args, SWEEP_OPTIONS) + list(args.options))
     ours = {flag for flag, _ in SWEEP_OPTIONS}
     fixed = {prm.name: getattr(ns, prm.name) for prm in spec.params if prm.flag not in ours and hasattr(ns, prm.name)}
     for prm in spec.params:
@@ -256,13 +259,13 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
     from kernbench.topology.spec import load_spec
 
     ns = parse_kernel_args(spec, list(point.argv))
-    params = {prm.name: getattr(ns, prm.name) for prm in spec.params}
+    params, given = kernel_params(spec, ns)
     where = (ns.topology or spec.default_topology, tuple(ns.overrides))
     if where not in topologies:
         topologies[where] = load_spec(where[0], list(where[1]))
         check_size(topologies[where])
     topology = topologies[where]
-    spec.validate(params, pe_count(topology))
+    spec.validate(params, pe_count(topology), given)
     return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest)
 
 

@@ -23,6 +23,7 @@ from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
 from kernbench.topology.compile import check_size, load_topology, pe_count
@@ -37,7 +38,7 @@ PARAMS_WIDTH = 1 << 16  # room to measure any --params row (the table is printed
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("topo", help="inspect topologies", description=__doc__.split("\n")[0])
+    p = subparsers.add_parser("topo", help="inspect topologies", description=description(__doc__))
     sub = p.add_subparsers(dest="topo_command", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="summarize a topology: counts, bandwidths, an example route")
     show.add_argument("topology", nargs="?", default=None, metavar="NAME|PATH", help="named topology or YAML file (default: paper)")

@@ -54,6 +54,8 @@ class KernelFile:
 
 
 _loaded: dict[tuple[Path, str], KernelFile] = {}
+#: the folders of kernel files this process put on sys.path (their modules are the user's, not installed ones)
+FOLDERS: set[str] = set()
 
 
 def is_file_ref(text: str) -> bool:
@@ -100,8 +102,10 @@ def load(path_text: str) -> KernelFile:
     declared = DECLARED.get(module_name, {})
     if not declared:
         raise KernelFileError(_no_declaration(path_text, tree))
-    full = _digest_with_neighbours(path, source, set(sys.modules) - before - {module_name})
-    kf = KernelFile(path, full, {n: replace(s, source=str(path), digest=full) for n, s in declared.items()})
+    neighbours = _neighbours(path, set(sys.modules) - before - {module_name})
+    full = _digest(source, neighbours)
+    inputs = (str(path), *(str(f) for _name, f in neighbours))
+    kf = KernelFile(path, full, {n: replace(s, source=str(path), digest=full, inputs=inputs) for n, s in declared.items()})
     _loaded[(path, digest)] = kf
     return kf
 
@@ -164,6 +168,7 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # its own helpers import as they do under `python file.py`
+        FOLDERS.add(folder)
     sys.modules[module_name] = module  # (pickling and dataclasses look a module up by name)
     try:
         spec.loader.exec_module(module)
@@ -188,16 +193,24 @@ def user_line(exc: BaseException, path: Path) -> str:
     return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"
 
 
-def _digest_with_neighbours(path: Path, source: bytes, imported: set[str]) -> str:
-    """The file's digest with those of the modules it imported from its own folder (results depend on them too)."""
-    h = hashlib.sha256(source)
+def _neighbours(path: Path, imported: set[str]) -> list[tuple[str, Path]]:
+    """The modules ``path`` imported from its own folder, by name, with their files (results depend on them too)."""
+    out = []
     for name in sorted(imported):
         file = getattr(sys.modules.get(name), "__file__", None)
         if file and Path(file).resolve().parent == path.parent:
-            try:
-                h.update(name.encode() + b"\0" + Path(file).read_bytes())
-            except OSError:
-                continue
+            out.append((name, Path(file).resolve()))
+    return out
+
+
+def _digest(source: bytes, neighbours: list[tuple[str, Path]]) -> str:
+    """The file's digest with those of the modules it imported beside it."""
+    h = hashlib.sha256(source)
+    for name, file in neighbours:
+        try:
+            h.update(name.encode() + b"\0" + file.read_bytes())
+        except OSError:
+            continue
     return h.hexdigest()[:16]
 
 

@@ -22,6 +22,7 @@ every PE's slice, as a weight would be).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -93,21 +94,23 @@ PRIMITIVE_OPTIONS = (
 #: the composite streams K in steps of its own choosing; tile_k is only the width of a tiled A's K-chunks
 COMPOSITE_OPTIONS = (
     *_SHAPE,
-    Option("tile_k", int, 128, "width of A's K-chunks when --layout tiled", low=1, high=MAX_DIM),
+    Option("tile_k", int, 128, "width of A's K-chunks", low=1, high=MAX_DIM, only_with=(("layout", "tiled"),)),
     *_RUN,
     _LAYOUT,
 )
 
 
-def check_options(p: Params, pes_available: int) -> list[str]:
-    """Rules between the options and against the topology (each option's range is checked before)."""
-    m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p.get("tile_k")
+def check_options(p: Params, pes_available: int, composite: bool = False) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before).
+    A composite over a row-major A has no K-chunks: its ``tile_k`` is not used, so not checked."""
+    m, n, k, pes, tile_k = p["m"], p["n"], p["k"], p["pes"], p["tile_k"]
     problems = []
     if pes > pes_available:
         problems.append(f"--pes {pes}: the topology has {pes_available} PEs")
     if m % pes:
         problems.append(f"--m {m} must divide by --pes {pes}")
-    if tile_k is not None and k % tile_k:
+    chunked = not composite or p["layout"] == "tiled"
+    if chunked and k % tile_k:
         problems.append(f"--k {k} must divide by --tile-k {tile_k}")
     size = 2 * (m * k + pes * k * n + m * n)
     if size > MAX_INPUT_BYTES:
@@ -117,7 +120,7 @@ def check_options(p: Params, pes_available: int) -> list[str]:
 
 def _setup(rt: Runtime, p: Params, composite: bool) -> Prepared:
     m, n, k, pes = p["m"], p["n"], p["k"], p["pes"]
-    problems = check_options(p, len(rt.pe_ids()))
+    problems = check_options(p, len(rt.pe_ids()), composite)
     if problems:
         raise ValueError("; ".join(problems))
     rng = np.random.default_rng(p["seed"])
@@ -169,7 +172,7 @@ def setup_primitive(rt: Runtime, **p: Any) -> Prepared:
     options=COMPOSITE_OPTIONS,
     name="gemm-composite",
     description="tiled GEMM as one tl.composite per PE, operands streamed by PE_SCHEDULER",
-    check=check_options,
+    check=functools.partial(check_options, composite=True),
 )
 def setup_composite(rt: Runtime, **p: Any) -> Prepared:
     return _setup(rt, p, composite=True)

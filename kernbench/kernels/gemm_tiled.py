@@ -189,6 +189,12 @@ class Tiling:
         return (self.m // self.tile_m) * (self.n // self.tile_n)
 
     @property
+    def uses_tile_k(self) -> bool:
+        """Whether ``tile_k`` shapes the run: the primitive form's loads, or a tiled A's blocks
+        (a composite over a row-major A streams K in steps of its own)."""
+        return self.form == "primitive" or self.layout == "tiled"
+
+    @property
     def steps(self) -> int:
         """K-steps of one output tile on one PE."""
         return self.k // (self.tile_k * self.ksplit)
@@ -221,8 +227,10 @@ class Tiling:
         for dim, tile in (("m", "tile_m"), ("n", "tile_n")):
             if getattr(self, dim) % getattr(self, tile):
                 raise ValueError(f"{dim} ({getattr(self, dim)}) must be a multiple of {tile} ({getattr(self, tile)})")
-        if self.k % (self.tile_k * self.ksplit):
+        if self.uses_tile_k and self.k % (self.tile_k * self.ksplit):
             raise ValueError(f"k ({self.k}) must be a multiple of tile_k × ksplit ({self.tile_k} × {self.ksplit})")
+        if self.k % self.ksplit:
+            raise ValueError(f"k ({self.k}) must be a multiple of ksplit ({self.ksplit})")
         if self.pes > available_pes:
             raise ValueError(f"pes {self.pes}: the topology has {available_pes} PEs")
         if self.pes % self.ksplit:
@@ -280,7 +288,15 @@ PARAMS = (
     Option("k", int, 1024, "inner dimension", low=1, high=MAX_DIM),
     Option("tile_m", int, 128, "output tile rows", low=1, high=MAX_DIM),
     Option("tile_n", int, 128, "output tile columns", low=1, high=MAX_DIM),
-    Option("tile_k", int, 128, "K per step (per load, primitive form)", low=1, high=MAX_DIM),
+    Option(
+        "tile_k",
+        int,
+        128,
+        "K per step: per load (primitive form), the width of a tiled A's blocks",
+        low=1,
+        high=MAX_DIM,
+        only_with=(("form", "primitive"), ("layout", "tiled")),
+    ),
     Option("ksplit", int, 1, "PEs sharing one output tile's K (split-K, partials summed over IPCQ)", low=1, high=4096),
     Option("pes", int, 4, "PEs used (the first ones of the topology)", low=1, high=4096),
     Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),

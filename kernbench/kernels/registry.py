@@ -54,7 +54,12 @@ class Option:
     """One option of a kernel: ``--NAME`` on the command line, a keyword argument of its set-up.
 
     ``type`` is ``int``, ``float`` or ``str``; ``choices`` limits it to a
-    list, ``low``/``high`` (inclusive) a number's range.
+    list, ``low``/``high`` (inclusive) a number's range. ``only_with`` names
+    the settings of other options under which this one does anything, as
+    ``(option, value)`` pairs, any one of which will do: gemm-composite's
+    ``tile_k`` is only the width of a tiled A's chunks, so it declares
+    ``only_with=(("layout", "tiled"),)``, and ``--tile-k`` given with
+    ``--layout naive`` is refused rather than ignored.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Option:
     choices: tuple[Any, ...] | None = None
     low: float | None = None  # inclusive bounds of a number
     high: float | None = None
+    only_with: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name in RESERVED:
@@ -73,6 +79,10 @@ class Option:
             raise TypeError(f"Option {self.name!r}: type must be int, float or str, not {self.type!r}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+        only_with = tuple(tuple(pair) for pair in self.only_with)
+        if any(len(pair) != 2 or not isinstance(pair[0], str) for pair in only_with):
+            raise TypeError(f"Option {self.name!r}: only_with is a sequence of (option name, value) pairs, not {self.only_with!r}")
+        object.__setattr__(self, "only_with", only_with)
         if (problem := self.problem(self.default)) is not None:
             raise TypeError(f"Option {self.name!r}: its default fails its own range: {problem}")
 
@@ -88,17 +98,37 @@ class Option:
             return f"{self.flag} {value!r}: must be in {self.range_text()}"
         return None
 
+    def idle_problem(self, params: Params, flags: dict[str, str]) -> str | None:
+        """Why this option, given on the command line, does nothing with the other options of ``params``
+        (``flags``: each option's flag by name), or None when it is used."""
+        if not self.only_with or any(params.get(name) == value for name, value in self.only_with):
+            return None
+        names = list(dict.fromkeys(name for name, _value in self.only_with))
+        now = " ".join(f"{flags[name]} {params.get(name)}" for name in names)
+        used = " or ".join(f"{flags[name]} {value}" for name, value in self.only_with)
+        return f"{self.flag} does nothing with {now} (it is used only with {used}): leave it out"
+
     def range_text(self) -> str:
-        """The accepted values as ``--help`` shows them: ``1..8192``, ``≥ 0``, ``a, b, c`` or ``any``."""
+        """The accepted values as ``--help`` shows them: ``1..8192``, ``0..4,294,967,295``, ``≥ 0``, ``a, b, c`` or ``any``."""
         if self.choices is not None:
             return ", ".join(map(str, self.choices))
         if self.low is not None and self.high is not None:
-            return f"{self.low:g}..{self.high:g}"
+            return f"{self.value_text(self.low)}..{self.value_text(self.high)}"
         if self.low is not None:
-            return f"≥ {self.low:g}"
+            return f"≥ {self.value_text(self.low)}"
         if self.high is not None:
-            return f"≤ {self.high:g}"
+            return f"≤ {self.value_text(self.high)}"
         return "any text" if self.type is str else "any number"
+
+    def value_text(self, value: Any) -> str:
+        """A value of this option as help and errors show it: an int option's numbers as integers, grouped
+        by thousands from five digits on (``8192``, ``65,536``); a float's as ``%g``; text as written."""
+        if self.type is int and isinstance(value, (int, float)) and float(value).is_integer():
+            n = int(value)
+            return f"{n:,}" if abs(n) >= 10_000 else str(n)
+        if self.type is float and isinstance(value, (int, float)):
+            return f"{value:g}"
+        return str(value)
 
 
 @dataclass
@@ -128,9 +158,10 @@ class KernelSpec:
     params: tuple[Option, ...]
     prepare: Callable[[Runtime, Params], Prepared]
     default_topology: str = "cube1"
-    check: Callable[[Params, int], list[str]] = field(default=lambda params, pes: [])
+    check: Callable[[Params, int], list[str] | str | None] = field(default=lambda params, pes: [])
     source: str = ""  # the file that declares it, when it is not shipped (an absolute path)
     digest: str = ""  # a digest of that file (and what it imports beside it): results depend on it
+    inputs: tuple[str, ...] = ()  # that file and what it imports beside it: no output may overwrite them
     setup: Callable[..., SetupResult] | None = field(default=None, compare=False)  # the declared function
 
     @property
@@ -141,13 +172,40 @@ class KernelSpec:
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
 
-    def validate(self, params: dict[str, Any], pes: int) -> None:
-        """Every option's range, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
+    def validate(self, params: dict[str, Any], pes: int, given: Iterable[str] = ()) -> None:
+        """Every option's range, then that none of the options ``given`` (by name) does nothing with the
+        others, then the rules between options on a topology of ``pes`` PEs; all problems in one error."""
         problems = [msg for p in self.params if (msg := p.problem(params.get(p.name, p.default)))]
         if not problems:
-            problems = self.check(dict(self.defaults(), **params), pes)
+            full = dict(self.defaults(), **params)
+            flags = {p.name: p.flag for p in self.params}
+            named = set(given)
+            problems = [msg for p in self.params if p.name in named and (msg := p.idle_problem(full, flags))]
+        if not problems:
+            problems = self._rules(dict(self.defaults(), **params), pes)
         if problems:
             raise KernbenchError(f"{self.name}: " + "; ".join(problems))
+
+    def _rules(self, params: Params, pes: int) -> list[str]:
+        """What the kernel's ``check`` says of ``params``: its problems as a list (a lone text is one,
+        None or an empty list none). A kernel file's check that raises, or returns something else, is an
+        error at its line in the file."""
+        from pathlib import Path
+
+        from kernbench.kernels.files import user_line
+
+        where = f"{self.name}: its option rules {getattr(self.check, '__qualname__', 'check')}"
+        try:
+            found = self.check(params, pes)
+        except Exception as exc:
+            if not self.source:
+                raise
+            raise KernbenchError(f"{where} raised {type(exc).__name__}: {exc}{user_line(exc, Path(self.source))}") from None
+        if found is None or isinstance(found, str):
+            return [found] if found else []
+        if isinstance(found, (list, tuple)) and all(isinstance(p, str) for p in found):
+            return list(found)
+        raise KernbenchError(f"{where} returned {type(found).__name__}: return a list of problems (text), empty when there are none")
 
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -159,7 +217,7 @@ def kernel(
     topology: str = "cube1",
     name: str | None = None,
     description: str | None = None,
-    check: Callable[[Params, int], list[str]] | None = None,
+    check: Callable[[Params, int], list[str] | str | None] | None = None,
 ) -> Callable[[Callable[..., SetupResult]], Callable[..., SetupResult]]:
     """Declare a kernel by its set-up function ``setup(rt, **options)``.
 
@@ -171,8 +229,9 @@ def kernel(
     the one used unless ``--topology`` says otherwise; ``name`` defaults to
     the function's (``vector_add`` → ``vector-add``), ``description`` to the
     first line of its docstring; ``check(params, pes)`` returns the problems
-    of a combination of options on a topology of ``pes`` PEs (checked before
-    anything is deployed). The function is returned as it is.
+    of a combination of options on a topology of ``pes`` PEs, a list of texts
+    (one text, or None, will do; checked before anything is deployed). The
+    function is returned as it is.
     """
     opts = tuple(options)
 
@@ -210,6 +269,13 @@ def _check_options(where: str, setup: Callable[..., Any], options: tuple[Option,
     for o in options:
         if not isinstance(o, Option):
             raise TypeError(f"{where}: options must be Option(...), got {o!r}")
+    by_name = {o.name: o for o in options}
+    for o in options:
+        for other, value in o.only_with:
+            if other not in by_name or other == o.name:
+                raise TypeError(f"{where}: option {o.name!r} is only_with {other!r}, which is not another option of this kernel")
+            if (problem := by_name[other].problem(value)) is not None:
+                raise TypeError(f"{where}: option {o.name!r} is only_with a value {other!r} cannot take: {problem}")
     try:
         inspect.signature(setup).bind(None, **{o.name: o.default for o in options})
     except TypeError as exc:
@@ -298,6 +364,12 @@ def get(name: str) -> KernelSpec:
 def _hint(name: str, known: list[str]) -> str:
     from pathlib import Path
 
+    if name.endswith(":") and Path(name[:-1]).suffix == ".py":
+        return f"; after the colon name one of the kernels the file declares ({name}NAME), or leave the colon out"
+    if Path(name).is_dir():
+        files = sorted(p.name for p in Path(name).glob("*.py"))[:5]
+        inside = f" ({', '.join(files)}{', …' if len(files) == 5 else ''})" if files else " (it holds no .py file)"
+        return f"; {name} is a folder: name a kernel file in it{inside}"
     if Path(name).exists() or Path(name + ".py").exists():
         path = name if name.endswith(".py") else name + ".py"
         return f"; to run a kernel file, name it with its .py: {path}"

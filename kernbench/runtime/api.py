@@ -82,6 +82,7 @@ class RunResult:
     topology: str = ""  # the topology's name
     timing: str = ""  # the engine's mode (fast or oracle)
     kernel: str = ""  # what ran: the launched kernels' names
+    kernel_files: tuple[str, ...] = ()  # the source files of the launched kernels: a save may not overwrite one
     _store: EventStore | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -124,7 +125,7 @@ class RunResult:
         from kernbench.outputs import check_outputs, write_atomic
 
         store = self.store()
-        check_outputs([(what, os.fspath(path))])
+        check_outputs([(what, os.fspath(path))], inputs=self.kernel_files)
         data = encode(store, self.trace_metadata())
         write_atomic(path, lambda f: f.write(data))
 
@@ -261,6 +262,11 @@ class Runtime:
                 )
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
+    @property
+    def launched(self) -> int:
+        """Launches queued for the next :meth:`run`."""
+        return len(self._launches)
+
     def run(
         self,
         *,
@@ -283,7 +289,9 @@ class Runtime:
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
         names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
-        return _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result.kernel_files = tuple(sorted({f for launch in launches if (f := _kernel_file(launch.kernel))}))
+        return result
 
     def replay(
         self,
@@ -301,7 +309,9 @@ class Runtime:
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        return _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
+        return replayed
 
 
 def _tensors_in(obj: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, HbmTensor]]:
@@ -474,7 +484,11 @@ def _check_ended(cpus: dict[str, PeCpu], fabric: IpcqFabric, recorder: Recorder 
     """The run ran out of events: every kernel must have finished and every message been taken."""
     blocked = [c for c in cpus.values() if not c.finished]
     if blocked:
-        lines = [f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" for c in blocked]
+        # each with the kernel's line it waits at (its suspended greenlet's frame in the kernel's file)
+        lines = [
+            f"{c.pe.pe_id} (program {c.pe.program_id}) waits on {c.waiting_on or 'nothing it can name'}" + c.locate().replace("\n", "\n  ")
+            for c in blocked
+        ]
         lines += fabric.unmatched()
         raise _kept(DeadlockError("the simulation ran out of events with kernels still waiting:\n  " + "\n  ".join(lines)), recorder)
     lost = fabric.lost_messages()

@@ -58,20 +58,32 @@ def in_this_process(work: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
         yield work(task)
 
 
-def _start_worker() -> None:
-    """A worker process's first steps: Ctrl-C is the parent's to handle; the parent's end is the worker's."""
+def _start_worker(init: Callable[..., None] | None = None, init_args: tuple[Any, ...] = ()) -> None:
+    """A worker process's first steps: Ctrl-C is the parent's to handle; the parent's end is the worker's;
+    then the caller's own ``init``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_parent()
+    if init is not None:
+        init(*init_args)
 
 
-def in_processes(work: Callable[[T], R], tasks: Sequence[T], jobs: int, what: str = "a sweep worker process") -> Iterator[R]:
+def in_processes(
+    work: Callable[[T], R],
+    tasks: Sequence[T],
+    jobs: int,
+    what: str = "a sweep worker process",
+    init: Callable[..., None] | None = None,
+    init_args: tuple[Any, ...] = (),
+) -> Iterator[R]:
     """``jobs`` spawned worker processes (spawn: no state inherited from this process, safe with threads);
-    ``work`` and the tasks must pickle (``work`` a module-level function). Results come as they finish."""
+    ``work`` and the tasks must pickle (``work`` a module-level function). Results come as they finish.
+    ``init(*init_args)``, if given, runs first in each worker (``init_args`` may hold what only a process's
+    start can pass on, such as shared memory)."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     quiet_resource_tracker()
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(init, init_args))
     finished = False
     try:
         for future in as_completed([pool.submit(work, task) for task in tasks]):

@@ -6,9 +6,8 @@ objects flattened to ``parent.key`` columns (``engine_util_pct.cpu``,
 ``--explain`` ``attribution.by_cause.dispatch`` and
 ``attribution.by_component_kind.edge``, each group summing to
 ``latency_ns``), lists and the ``params`` object left out (the row's swept
-values say which point it was). A kernel's own figure named like one of its
-options is suffixed ``_resolved`` (``pes_resolved``: what the run used), so
-it never clashes with a swept option's column.
+values say which point it was). Kept under the record's own names: a row
+is the swept values and then this (:mod:`kernbench.sweep.table`).
 """
 
 from __future__ import annotations
@@ -23,5 +22,4 @@ Scalar = int | float | str | bool | None
 
 def point_metrics(record: Mapping[str, Any]) -> dict[str, Scalar]:
     """``record`` is ``kernbench run --json``'s object for the point."""
-    params = record.get("params", {})
-    return {f"{key}_resolved" if key in params else key: value for key, value in flatten(record).items()}
+    return flatten(record)

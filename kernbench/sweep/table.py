@@ -1,7 +1,10 @@
 """A sweep's rows and their files: one row per point, in grid order, as CSV or JSON.
 
 A row is the point's swept values (one column per ``--grid`` key) followed by
-its metrics (:func:`~kernbench.sweep.metrics.point_metrics`). A point that
+its metrics (:func:`~kernbench.sweep.metrics.point_metrics`: its run record
+flattened, under the record's names); a metric named like a swept key is
+suffixed ``_resolved`` (``--grid pes=…`` and the record's ``pes``:
+``pes_resolved``, the value the run used). A point that
 failed has ``latency_ns`` empty (JSON ``null``) and its one-line ``error``.
 CSV columns are every key met, in the order first met (a text cell that a
 spreadsheet would run as a formula starts with ``'``); JSON is a list of
@@ -34,7 +37,8 @@ def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str,
         if outcome.error is not None:
             row.update(latency_ns=None, error=outcome.error)
         else:
-            row.update((k, v) for k, v in (outcome.metrics or {}).items() if k not in row)
+            swept = set(row)
+            row.update({f"{k}_resolved" if k in swept else k: v for k, v in (outcome.metrics or {}).items()})
         out.append(row)
     spent = [c for c in columns(out) if c.startswith(ZERO_WHEN_ABSENT)]
     for row in out:

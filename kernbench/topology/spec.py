@@ -202,7 +202,7 @@ def resolve(name_or_path: str | Path | None) -> Path:
     if "/" not in str(name_or_path) and os.sep not in str(name_or_path) and candidate.is_file():
         return candidate
     known = ", ".join(named_topologies())
-    raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known}"])
+    raise TopologyError([f"unknown topology {str(name_or_path)!r}; named topologies: {known} (or a YAML file's path)"])
 
 
 _INDEXED = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])+)$")

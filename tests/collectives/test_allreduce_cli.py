@@ -61,8 +61,9 @@ def test_one_sip_of_the_paper_is_a_4x4_grid(capsys):
         (["--pes", "3"], "needs at least 2 PEs"),
         (["--pes", "0-99"], "PE index 48 out of range 0..47"),
         (["--pes", "sip2"], "has SIPs sip0 … sip0"),
-        (["--grid", "4x2"], "4 × 2 = 8 places for 6 PEs"),
-        (["--grid", "three"], "write ROWSxCOLS"),
+        (["--algo", "2d", "--grid", "4x2"], "4 × 2 = 8 places for 6 PEs"),
+        (["--grid", "3x2"], "--grid does nothing with --algo ring (it is used only with --algo 2d)"),
+        (["--algo", "2d", "--grid", "three"], "write ROWSxCOLS"),
     ],
 )
 def test_bad_input_is_a_clear_error_not_a_traceback(capsys, args, message):

@@ -4,6 +4,7 @@ did-you-mean; the Python API refuses what it cannot run and runs functools.parti
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 
@@ -13,8 +14,8 @@ from hardening_harness import assert_failed_cleanly, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernbench import Runtime, cli, tl
-from kernbench.errors import KernelError, LostMessageError
+from kernbench import Option, Runtime, cli, tl
+from kernbench.errors import KernbenchError, KernelError, LostMessageError
 from kernbench.kernels import registry
 from kernbench.runtime import api
 
@@ -68,6 +69,78 @@ GQA_RULES = [
 def test_rules_between_options_are_named_before_any_tensor_is_made(capsys, kernel, argv, cause):
     got = invoke(cli.main, ["run", kernel, *argv], capsys)
     assert_failed_cleanly(got, 2, cause, max_seconds=8, max_mib=50)
+
+
+IDLE = [
+    (
+        "gemm-composite",
+        ["--layout", "naive", "--tile-k", "64"],
+        r"--tile-k does nothing with --layout naive \(it is used only with --layout tiled\)",
+    ),
+    (
+        "gemm-tiled",
+        ["--layout", "naive", "--tile-k", "128"],
+        r"--tile-k does nothing with --form composite --layout naive \(it is used only with --form primitive or --layout tiled\)",
+    ),
+    ("allreduce", ["--algo", "tree", "--grid", "3x2"], r"--grid does nothing with --algo tree \(it is used only with --algo 2d\)"),
+]
+
+
+@pytest.mark.parametrize("kernel, argv, cause", IDLE, ids=[k for k, _a, _c in IDLE])
+def test_an_option_that_does_nothing_with_the_others_is_refused_by_name(capsys, no_simulation, kernel, argv, cause):
+    got = invoke(cli.main, ["run", kernel, *argv], capsys, trace_memory=False)
+    assert_failed_cleanly(got, 2, rf"^error: {kernel}: {cause}: leave it out\n$", max_seconds=5)
+
+
+#: every shipped option that does something only with some settings of others, with each combination of those
+IDLE_CASES = [
+    (name, p, dict(zip(names, values, strict=True)))
+    for name, spec in SPECS.items()
+    for p in spec.params
+    if p.only_with
+    for names in [sorted({other for other, _v in p.only_with})]
+    for values in itertools.product(*(next(o for o in spec.params if o.name == n).choices for n in names))
+]
+
+
+@pytest.mark.parametrize("kernel, option, settings_", IDLE_CASES, ids=[f"{k}-{o.name}-{s}" for k, o, s in IDLE_CASES])
+def test_an_option_is_refused_exactly_where_it_does_nothing(kernel, option, settings_):
+    from kernbench.commands.run import check_run
+
+    argv = [a for n, v in settings_.items() for a in (f"--{n.replace('_', '-')}", str(v))] + [option.flag, str(option.default)]
+    used = any(settings_.get(n) == v for n, v in option.only_with)
+    if used:
+        check_run(kernel, argv)  # given with a setting it is used with: accepted
+    else:
+        with pytest.raises(KernbenchError, match=rf"{re.escape(option.flag)} does nothing with"):
+            check_run(kernel, argv)
+    check_run(kernel, argv[:-2])  # and the same settings without it are a run as ever
+
+
+def test_a_rule_of_an_option_that_does_nothing_is_not_applied():
+    from kernbench.commands.run import check_run
+
+    check_run("gemm-composite", ["--layout", "naive", "--k", "200"])  # no K-chunks, so K need not divide by --tile-k
+    check_run("gemm-tiled", ["--layout", "naive", "--k", "1000"])
+    with pytest.raises(KernbenchError, match="--k 200 must divide by --tile-k 128"):
+        check_run("gemm-primitive", ["--layout", "naive", "--k", "200"])
+
+
+def test_integer_ranges_read_as_integers_in_help_and_errors(capsys):
+    from kernbench.commands.run import option_help
+
+    seed = Option("seed", int, 0, "random seed", low=0, high=2**32 - 1)
+    assert seed.range_text() == "0..4,294,967,295" and Option("n", int, 8, "n", low=1, high=4096).range_text() == "1..4096"
+    assert seed.problem(2**32) == "--seed 4294967296: must be in 0..4,294,967,295"
+    assert Option("x", float, 0.5, "x", low=-10, high=1e6).range_text() == "-10..1e+06"
+    for name, spec in SPECS.items():
+        with pytest.raises(SystemExit):
+            cli.main(["run", name, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())  # (argparse wraps the help lines)
+        for p in (p for p in spec.params if p.type is int):
+            tail = option_help(p)[len(p.help) + 1 :]
+            assert re.fullmatch(r"\(default: [\d,]+; [\d,]+\.\.[\d,]+(; only with .*)?\)", tail), (name, p.name, tail)
+            assert " ".join(option_help(p).split()) in shown, (name, p.name)
 
 
 NAMES = sorted(SPECS)

@@ -60,7 +60,7 @@ def run_in_pty(argv: list[str], env: dict[str, str], cwd, timeout_s: float = 30)
 def test_with_stdout_not_a_terminal_the_debugger_says_so_and_exits(folder, argv):
     got = spawn("kernbench_tui.cli", argv, cwd=folder, env=child_env(TERM="xterm-256color"), timeout_s=30)
     assert_failed_cleanly(
-        got, 2, r"kernbench-tui: needs an interactive terminal \((stdout|stdin) is not a terminal\)", max_seconds=10, max_mib=300
+        got, 2, r"^error: kernbench-tui needs an interactive terminal \((stdout|stdin) is not a terminal\)", max_seconds=10, max_mib=300
     )
     assert "\x1b" not in got.out + got.err and got.err.count("\n") == 1
 

@@ -116,7 +116,7 @@ def test_the_debugger_refuses_a_bad_file_before_it_starts(tmp_path, capsys, cont
     path.write_bytes(content)
     launched = []
     got = invoke(lambda argv: cli.main(argv, launch=launched.append), ["open", str(path)], capsys)
-    assert_failed_cleanly(got, 2, r"kernbench-tui: .*bad\.kbtrace: (truncated|not a kernbench trace)", max_seconds=5)
+    assert_failed_cleanly(got, 2, r"^error: .*bad\.kbtrace: (truncated|not a kernbench trace)", max_seconds=5)
     assert launched == []
 
 
@@ -159,7 +159,7 @@ def test_a_run_that_fails_in_the_app_exits_2_with_its_message(capsys):
     with pytest.raises(KernbenchError, match=r"the run failed: kernel.py:12: index out of range"):
         cli.exit_status(app)
     got = invoke(lambda argv: cli.main(argv, launch=lambda source: cli.exit_status(app)), ["demo"], capsys)
-    assert_failed_cleanly(got, 2, r"kernbench-tui: the run failed: kernel\.py:12")
+    assert_failed_cleanly(got, 2, r"^error: the run failed: kernel\.py:12")
 
 
 CAUSE_DAMAGE = {

@@ -61,4 +61,4 @@ def test_an_unknown_metric_is_named_after_the_rows_are_kept(capsys, tmp_path):
     out = tmp_path / "rows.csv"
     status, stdout, err = sweep([*GEMM, "--grid", "k=128", "--plot", "latncy_ns:k", "--jobs", "1", "--out", str(out)], capsys)
     assert status == 2 and out.exists() and "gemm-primitive · 1 point(s)" in stdout
-    assert err.startswith("error: --plot latncy_ns:k: no point has a metric 'latncy_ns'; numeric ones: latency_ns, pes_resolved, commands,")
+    assert err.startswith("error: --plot latncy_ns:k: no point has a metric 'latncy_ns'; numeric ones: latency_ns, pes, commands,")

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import time
 
+import pytest
 from sweep_harness import GEMM
 
 from kernbench import cli, progress
@@ -93,3 +95,73 @@ def test_a_piped_long_run_prints_nothing_on_stderr(tmp_path):
         cwd=tmp_path,
     )
     assert done.returncode == 0 and done.stderr == "" and "latency" in done.stdout
+
+
+def test_compare_on_a_terminal_says_how_far_each_side_has_got_then_clears(monkeypatch, capsys):
+    from kernbench.commands import compare
+    from kernbench.sweep import executors
+
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 1)  # both sides here, one after the other
+    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    a, b = "gemm-primitive --m 64 --n 64", "gemm-primitive --m 64 --n 64 --k 1024"
+    assert cli.main(["compare", a, b]) == 0
+    assert "latency ns" in capsys.readouterr().out
+    reached = list(compare._reached)
+    runs = [cli_run(capsys, side) for side in (a, b)]
+    for i, run in enumerate(runs):  # each side's last report: where its run ended
+        assert reached[2 * i] == pytest.approx(run["latency_ns"], abs=1e-6) and reached[2 * i + 1] == run["commands"]
+    assert reached[3] > reached[1]  # B, twice the K, issued more
+    drawn = terminal.getvalue()
+    assert "compare · A " in drawn and drawn.endswith("\x1b[1A\x1b[2K")
+
+
+def cli_run(capsys, side):
+    assert cli.main(["run", *side.split(), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_compare_line_shows_each_running_sides_time_and_commands(monkeypatch):
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    so_far = {"A": (1234.5, 4321), "B": (0.0, 0)}
+    with progress.compare_progress(["A", "B"], True, so_far.__getitem__) as done:
+        time.sleep(0.7)  # (rich redraws twice a second)
+        done("B")
+        time.sleep(0.7)
+    drawn = terminal.getvalue()
+    assert "compare · A t=1,234.5 ns, 4,321 commands, " in drawn and "B starting, " in drawn and " · B done " in drawn
+
+
+def test_compare_sides_in_two_processes_report_into_the_parents_progress(monkeypatch, capsys):
+    from kernbench.commands import compare
+    from kernbench.sweep import executors
+
+    if executors.usable_cpus() < 2:
+        pytest.skip("the two sides run in two processes only when two CPUs are free")
+    monkeypatch.setattr(sys, "stderr", Terminal())  # (the progress is kept only for a terminal to show)
+    side = "gqa-decode --topology cube1 --heads 16 --kv-heads 2 --context 512"
+    assert cli.main(["compare", side, side + " --variant opt3", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    reached = list(compare._reached)  # written by the two side processes into memory shared with this one
+    for i, rec in enumerate((doc["a"], doc["b"])):  # each side's last report: where its run ended
+        assert reached[2 * i] == pytest.approx(rec["latency_ns"], abs=1e-6) and reached[2 * i + 1] == rec["commands"]
+
+
+def test_compare_runs_and_reports_when_the_os_gives_no_shared_memory(monkeypatch, capsys):
+    import multiprocessing.context
+
+    from kernbench.sweep import executors
+
+    def refuse(*args, **kwargs):
+        raise OSError(27, "File too large")  # what ulimit -f does to the shared memory's file
+
+    monkeypatch.setattr(multiprocessing.context.SpawnContext, "Array", refuse)
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert cli.main(["compare", "gemm-primitive --m 64 --n 64", "gemm-primitive --m 64 --n 64 --k 1024"]) == 0
+    assert "latency ns" in capsys.readouterr().out and "compare · A " in sys.stderr.getvalue()

@@ -23,6 +23,7 @@ def test_rows_are_identical_for_one_and_three_worker_processes(capsys, tmp_path)
     assert s1 == s3 == 0
     assert one == three
     assert [(r["k"], r["pes"]) for r in one] == [(128, 1), (128, 2), (128, 4), (256, 1), (256, 2), (256, 4)]
+    assert [r["pes_resolved"] for r in one] == [1, 2, 4] * 2  # the record's pes, beside the swept one
     assert (tmp_path / "one.json").read_bytes() == (tmp_path / "three.json").read_bytes()
 
 
@@ -34,7 +35,7 @@ def test_a_row_has_the_swept_keys_and_what_kernbench_run_reports(capsys, tmp_pat
     assert list(row)[:3] == ["variant", "context", "latency_ns"]
     for key in ("latency_ns", "commands", "dispatch_cycles", "pes", "max_abs_err", "cmds_per_tile", "tiles"):
         assert row[key] == run[key], key
-    assert row["pes_per_head_resolved"] == run["pes_per_head"]  # named like an option: suffixed
+    assert row["pes_per_head"] == run["pes_per_head"]  # named like an option not swept: the record's name
     for engine, pct in run["engine_util_pct"].items():
         assert row[f"engine_util_pct.{engine}"] == pct and row[f"engine_busy_ns.{engine}"] == run["engine_busy_ns"][engine]
     assert row["stall_ns"] >= 0

@@ -128,8 +128,13 @@ def test_a_cycle_of_waits_is_a_deadlock_listing_every_blocked_pe(rt):
     with pytest.raises(DeadlockError) as info:
         rt.run()
     msg = str(info.value)
+    line = k.__code__.co_firstlineno + 2  # the line each program waits at, in this file
     for me, src in [(0, 2), (1, 0), (2, 1)]:
-        assert f"sip0.cube0.pe{me} (program {me}) waits on recv wait: h0:recv from {src}" in msg
+        assert (
+            f"sip0.cube0.pe{me} (program {me}) waits on recv wait: h0:recv from {src}\n"
+            f"    at {__file__}:{line} in k\n"
+            "      got = tl.wait(tl.recv_async((me - 1) % n, (4, 4)))  # everyone waits first\n"
+        ) in msg
 
 
 def test_a_deadlocked_pe_does_not_hide_the_others_finishing(rt):

@@ -65,6 +65,15 @@ def test_unknown_named_topology_lists_the_known_ones():
     assert "'no_such_topo'" in p and "paper" in p and "cube1" in p
 
 
+def test_one_problem_is_one_line_naming_where(tmp_path):
+    with pytest.raises(TopologyError) as info:
+        load_spec("no_such_topo")
+    assert str(info.value) == f"unknown topology 'no_such_topo'; named topologies: {', '.join(named_topologies())} (or a YAML file's path)"
+    with pytest.raises(TopologyError) as info:
+        load_spec("cube1", ["sip.mesh.widht=2"])
+    assert "\n" not in str(info.value) and str(info.value).startswith(f"{topology_dir() / 'cube1.yaml'}: sip.mesh.widht: unknown key")
+
+
 def test_missing_yaml_file_is_reported_not_raised_from_deep_inside(tmp_path):
     (p,) = problems_of(str(tmp_path / "absent.yaml"))
     assert "file not found" in p and "absent.yaml" in p
@@ -158,7 +167,7 @@ def test_all_problems_are_reported_at_once(write_doc):
     ):
         only(err.problems, path)
         assert path in str(err)
-    assert "5 problem(s)" in str(err) and err.source.endswith("topo.yaml")
+    assert "5 problems\n  - " in str(err) and err.source.endswith("topo.yaml")
 
 
 def test_all_cross_reference_problems_are_reported_at_once(write_doc):

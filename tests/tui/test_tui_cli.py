@@ -3,6 +3,8 @@
 import sys
 import types
 
+import pytest
+
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench_tui import cli
@@ -68,3 +70,29 @@ def test_probe_delegates_to_probes_dma(monkeypatch):
     monkeypatch.setattr(kernbench_probes, "dma", fake, raising=False)
     assert cli.main(["probe", "--topology", "small"]) == 0
     assert seen == [["--topology", "small"]]
+
+
+BAD_RUNS = [
+    (["run", "gemm-nope"], "error: unknown kernel 'gemm-nope'"),
+    (["run", "gemm-primitive", "--m", "x"], "error: kernbench-tui run gemm-primitive: argument --m: invalid int value: 'x'"),
+    (["run", "gemm-primitive", "--mm", "64"], "error: kernbench-tui run gemm-primitive: --mm is not an option of gemm-primitive"),
+    (["run", "gemm-composite", "--layout", "naive", "--tile-k", "64"], "error: gemm-composite: --tile-k does nothing with --layout naive"),
+    (["run", "gemm-primitive", "--json"], "error: kernbench-tui run: --json prints a run record for scripts, not a view"),
+    (["demo", "--pes", "0"], "error: kernbench-tui demo: argument --pes: must be in 1..256, got 0"),
+    (["compare", "gemm-primitive"], "error: kernbench-tui compare: the following arguments are required: b"),
+]
+
+
+@pytest.mark.parametrize("argv, says", BAD_RUNS, ids=[" ".join(a) for a, _s in BAD_RUNS])
+def test_a_mistake_is_one_error_line_naming_it_also_where_the_app_could_not_draw(capsys, argv, says):
+    assert cli.main(argv) == 2  # the real launcher: stdout is captured here, not a terminal
+    err = capsys.readouterr().err
+    assert err.startswith(says) and err.count("\n") == 1 and "usage:" not in err
+
+
+def test_run_kernel_help_lists_the_kernels_options_under_this_command_anywhere(capsys):
+    with pytest.raises(SystemExit) as end:
+        cli.main(["run", "gemm-composite", "--help"])
+    out = capsys.readouterr().out
+    assert end.value.code == 0 and out.startswith("usage: kernbench-tui run gemm-composite ")
+    assert "default topology: cube1" in out and "--tile-k N" in out

@@ -106,7 +106,7 @@ def test_bad_input_is_one_line_and_exit_2(a, b, says, capsys):
     seen, launch = launched_with()
     assert cli.main(["compare", a, b], launch=launch) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"kernbench-tui: {says}") and err.count("\n") == 1
+    assert err.startswith(f"error: {says}") and err.count("\n") == 1
     assert seen == []
 
 

@@ -94,6 +94,13 @@ def by_hand(path, name, **options):
     return round(result.latency_ns, 6), float(check())
 
 
+def explained_by_hand(path, name, **options):
+    """``RunResult.explain()`` of the kernel launched from Python, as JSON."""
+    rt = Runtime("cube1")
+    runpy.run_path(str(path))[name](rt, **options)
+    return rt.run(record=True).explain().as_json()
+
+
 def cli_json(capsys, *argv):
     capsys.readouterr()
     status = main(list(argv))
@@ -115,6 +122,7 @@ def test_a_kernel_file_runs_explains_compares_sweeps_and_saves_with_the_python_l
     assert not problems(rec)
     assert rec["latency_ns"] == add256 and rec["max_abs_err"] == add_err and rec["kernel_file"] == f
     assert sum(rec["attribution"]["by_cause"].values()) == pytest.approx(add256, abs=1e-6)
+    assert rec["attribution"] == explained_by_hand(kernel_file, "vector_add", n=2048, tile=256)  # result.explain() is --explain
     assert cli_json(capsys, "run", f"{f}:small_gemm", "--json")["latency_ns"] == gemm
 
     # the saved trace reopens as the same run
