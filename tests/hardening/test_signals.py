@@ -19,7 +19,7 @@ LONG_RUN = ["run", "gqa-decode", "--topology", "cube1", "--context", "16384"]
 def after(delay_s: float, signum: int):
     def send(proc):
         time.sleep(delay_s)
-        os.kill(proc.pid, signum)
+        proc.send_signal(signum)  # nothing once the child has ended (spawn's sampler may have reaped it already)
 
     return send
 
