@@ -10,7 +10,11 @@ declared with :func:`kernbench.kernel`, so every command takes it at once:
 from __future__ import annotations
 
 import argparse
+import ast
+import builtins
+import keyword
 import re
+from functools import cache
 from pathlib import Path
 
 from kernbench.errors import KernbenchError
@@ -97,6 +101,17 @@ def {name}(rt, n, tile, pes, seed):
 '''
 
 
+@cache
+def _names_the_template_uses() -> frozenset[str]:
+    """The module-level names of the template besides the kernel's own (np, tl, kernel, Option, _fits) and
+    the builtins it calls (float, range, …): a kernel named after one would replace it."""
+    tree = ast.parse(TEMPLATE.format(name="kernel_name_placeholder"))
+    top = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom | ast.Import) for alias in node.names}
+    top |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and "placeholder" not in node.name}
+    called = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and hasattr(builtins, node.id)}
+    return frozenset(top | called)
+
+
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser("new", help="write a new kernel file to start from", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="new_command", metavar="WHAT", required=True)
@@ -110,12 +125,15 @@ def run(args: argparse.Namespace) -> int:
     name = args.name
     if not _NAME.match(name):
         raise KernbenchError(f"new kernel {name!r}: a name is letters, digits and _, a letter first (it names a Python function)")
+    if keyword.iskeyword(name) or name in _names_the_template_uses():
+        what = "is a Python keyword" if keyword.iskeyword(name) else "is a name the file's own code uses (the kernel would replace it)"
+        raise KernbenchError(f"new kernel {name!r}: {what}; choose another")
     path = Path(args.out) if args.out else Path(f"{name}.py")
     if path.suffix != ".py":
         raise KernbenchError(f"--out {path}: a kernel file ends in .py")
+    check_outputs([("--out", str(path))])  # (first: a name too long or a locked folder is one error here, not an OSError)
     if path.exists() or path.is_symlink():
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
-    check_outputs([("--out", str(path))])
     write_text_atomic(path, TEMPLATE.format(name=name))
     print(f"wrote {path}: try `kernbench run {path}` (and `kernbench run {path} --help`)")
     return 0
