@@ -24,7 +24,7 @@ def folder(tmp_path):
     (tmp_path / "topo.csv").write_text(TOPOLOGY)  # a topology whose name also suits --out
     (tmp_path / "topo.json").write_text(TOPOLOGY)
     (tmp_path / "afile").write_text("a file, not a folder")
-    for suffix in ("", ".kbtrace", ".json", ".yaml", ".csv"):
+    for suffix in ("", ".kbtrace", ".json", ".yaml", ".csv", ".py"):
         os.symlink(f"loop{suffix}", tmp_path / f"loop{suffix}")  # each a symlink to itself
     return tmp_path
 
@@ -96,6 +96,7 @@ LONG = "n" * 300
 #: a bad path of each kind, as a function of the folder and the file's suffix; the cause the error names
 BAD_PATHS = {
     "a name over 255 bytes": (lambda d, sfx: f"{d}/{LONG}{sfx}", r"too long"),
+    "a folder name over 255 bytes": (lambda d, sfx: f"{d}/{LONG}/x{sfx}", r"too long"),
     "a file where a folder should be": (
         lambda d, sfx: f"{d}/afile/x{sfx}",
         r"should be a folder is a file|afile does not exist|afile is not a folder|file not found",
@@ -114,6 +115,8 @@ FLAGS = {
     "bench --regen --goldens": (lambda p: ["bench", "--regen", "--goldens", p], ".json"),
     "topo show": (lambda p: ["topo", "show", p], ".yaml"),
     "compare (a trace side)": (lambda p: ["compare", p, "gemm-composite"], ".kbtrace"),
+    "sweep --cache-dir": (lambda p: [*SWEEP[:-1], "--grid", "m=64", "--cache-dir", p], ""),
+    "new kernel --out": (lambda p: ["new", "kernel", "mine", "--out", p], ".py"),
 }
 
 
@@ -173,6 +176,11 @@ LOCKED = {
     "sweep --out": [*SWEEP, "--grid", "m=64", "--out", "locked/x.csv"],
     "bench --goldens": ["bench", "--goldens", "locked/g.json"],
     "compare": ["compare", "locked/old.kbtrace", "gemm-composite"],
+    "sweep --grid topology=": [*SWEEP, "--grid", "topology=locked/topo.yaml"],
+    "sweep --cache-dir": [*SWEEP[:-1], "--grid", "m=64", "--cache-dir", "locked/cache"],
+    "topo show": ["topo", "show", "locked/topo.yaml"],
+    "bench --regen --goldens": ["bench", "--regen", "--goldens", "locked/g.json"],
+    "new kernel --out": ["new", "kernel", "mine", "--out", "locked/mine.py"],
 }
 
 
@@ -195,6 +203,7 @@ PRINTING = {
     "run --list": ["run", "--list"],
     "run": ["run", "gemm-composite"],
     "run --json": ["run", "gemm-composite", "--json"],
+    "run --explain": ["run", "gemm-composite", "--explain"],
     "sweep": [*SWEEP, "--grid", "m=64,128"],
     "compare": ["compare", "gemm-composite", "gemm-primitive"],
 }
