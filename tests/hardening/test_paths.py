@@ -47,6 +47,22 @@ OUTPUT_IS_INPUT = {
     "sweep --out is a grid topology, spelt with ./": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.csv", "--out", f"{d}/./topo.csv"],
     "sweep --out is a symlink to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/link.csv"],
     "sweep --out is a hard link to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/hard.csv"],
+    "sweep --out is a grid topology, one relative and one absolute": lambda d: [
+        *SWEEP,
+        "--grid",
+        "topology=topo.csv",
+        "--out",
+        f"{d}/topo.csv",
+    ],
+    "sweep --out is a grid topology, with the cache on": lambda d: [
+        *SWEEP[:-1],
+        "--cache-dir",
+        f"{d}/cache",
+        "--grid",
+        f"topology={d}/topo.csv",
+        "--out",
+        f"{d}/topo.csv",
+    ],
     "sweep --out is --topology": lambda d: [*SWEEP, "--topology", f"{d}/topo.csv", "--grid", "m=64,128", "--out", f"{d}/topo.csv"],
     "run --trace is the topology": lambda d: ["run", "gemm-composite", "--topology", f"{d}/topo.yaml", "--trace", f"{d}/topo.yaml"],
     "run --perfetto is the topology by a symlink": lambda d: [
@@ -77,6 +93,7 @@ def test_an_output_that_is_an_input_of_the_run_is_refused_and_the_input_kept(fol
     from kernbench.topology import spec as topology_spec
 
     monkeypatch.setattr(topology_spec, "resolve", _resolve_cube1_to(shipped, topology_spec.resolve))
+    monkeypatch.chdir(folder)  # (for the relative spelling)
     before = (folder, snapshot_files(folder))
     got = invoke(cli.main, OUTPUT_IS_INPUT[case](folder), capsys)
     assert_failed_cleanly(got, 2, r"an input of this run; writing it would destroy it", before=before, max_seconds=10, max_mib=100)
