@@ -52,7 +52,7 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
     from kernbench.events import tracefile
     from kernbench.kernels import allreduce, gemm, gqa_decode
     from kernbench.sweep import cache, grid
-    from kernbench.topology import compile, graph, yamldoc
+    from kernbench.topology import compile, cube_paths, graph, yamldoc
     from kernbench_probes import dma
 
     section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
@@ -71,6 +71,7 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         f"at most {cache.MAX_TEXT_CHARS:,} characters",
         # the limits round 2 added (issue 20): route hops, the all-reduce payload, the study's bound
         f"| route | {graph.MAX_ROUTE_HOPS:,} hops",
+        f"the route trees of the {cube_paths.SOURCES_KEPT} most recently used sources are kept",
         f"{allreduce.MAX_PAYLOAD_BYTES // 2**20} MiB of payload × PEs",
         f"at most {gemm.MAX_INPUT_BYTES // 2**20} MiB (GEMM), 2^{gqa_decode.MAX_KV_ELEMENTS.bit_length() - 1} KV elements",
         "| `bench --study` | one point in memory at a time, under 1 GB",
