@@ -749,7 +749,8 @@ case(5, "allreduce --payload 512MiB --pes 0-1")(_payload(["--payload", "512MiB",
 @case(5, "bench --study allreduce (minutes)", slow=True)
 def _study(ctx: Ctx) -> tuple[str, str]:
     r = run(ctx, ["bench", "--study", "allreduce"], timeout_s=1200, memory_mib=4096)
-    return judge(r, ok=lambda r: None, memory_mib=1024)
+    verdict, note = judge(r, ok=lambda r: None, memory_mib=1024)
+    return verdict, f"peak RSS {r.peak_mib:,.0f} MiB; {note}"
 
 
 # 6. Traces -----------------------------------------------------------------------------------------
