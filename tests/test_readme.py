@@ -48,9 +48,12 @@ def test_every_relative_link_resolves_and_there_is_a_license():
 
 
 def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
-    from kernbench import exit_codes, limits
-    from kernbench.sweep import cache
-    from kernbench.topology import compile, yamldoc
+    from kernbench import exit_codes, limits, tl
+    from kernbench.events import tracefile
+    from kernbench.kernels import allreduce, gemm, gqa_decode
+    from kernbench.sweep import cache, grid
+    from kernbench.topology import compile, cube_paths, graph, yamldoc
+    from kernbench_probes import dma
 
     section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
     for status in (exit_codes.OK, exit_codes.CHECK_FAILED, exit_codes.BAD_INPUT, exit_codes.INTERRUPTED):
@@ -66,6 +69,17 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         f"| sweep cache entry | {cache.MAX_ENTRY_BYTES // 2**10} KiB,",
         f"integers below 2^{cache.MAX_INT.bit_length() - 1}",
         f"at most {cache.MAX_TEXT_CHARS:,} characters",
+        # the limits round 2 added (issue 20): route hops, the all-reduce payload, the study's bound
+        f"| route | {graph.MAX_ROUTE_HOPS:,} hops",
+        f"the route trees of the {cube_paths.SOURCES_KEPT} most recently used sources are kept",
+        f"{allreduce.MAX_PAYLOAD_BYTES // 2**20} MiB of payload × PEs",
+        f"at most {gemm.MAX_INPUT_BYTES // 2**20} MiB (GEMM), 2^{gqa_decode.MAX_KV_ELEMENTS.bit_length() - 1} KV elements",
+        "| `bench --study` | one point in memory at a time, under 1 GB",
+        f"| run: simulated time | {limits.DEFAULT_MAX_SIM_NS:.0e}".replace("e+0", "e"),
+        f"0 ≤ n ≤ {tl.MAX_CYCLES:.0e}".replace("e+", "e"),
+        f"| trace files | {tracefile.MAX_TRACE_BYTES // 2**30} GiB, {tracefile.MAX_TRACE_EVENTS // 10**6} M events",
+        f"| probe sizes | 1 B .. {dma.MAX_SIZE_BYTES // 2**30} GiB",
+        f"| sweep points | {grid.MAX_POINTS:,} per sweep",
     ):
         assert number in section, number
 

@@ -26,6 +26,7 @@ from kernbench import __version__
 from kernbench.cliargs import OptionParser
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
+from kernbench.printable import printable
 
 if TYPE_CHECKING:
     from kernbench_tui.app import KernbenchApp, RunOutputs
@@ -59,7 +60,7 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
         ) from None
     from kernbench_tui.sources import ProcessSource
 
-    return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=" ".join(run_argv))
+    return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=printable(" ".join(run_argv)))
 
 
 def run_outputs(run_argv: Sequence[str]) -> RunOutputs:

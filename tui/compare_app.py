@@ -21,6 +21,7 @@ from kernbench.events.store import ColumnBatch, EventStore
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import Trace, TraceMetadata
 from kernbench.events.types import Event
+from kernbench.printable import printable
 from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.pair import TimelinePair
@@ -58,10 +59,10 @@ class SideRun:
 
     def __init__(self, label: str, text: str, source: Source | WholeTraceSource) -> None:
         self.label = label
-        self.text = text  # as written: the file or "KERNEL [options]"
+        self.text = printable(text)  # as written (the file or "KERNEL [options]"), shown as text: never parsed again
         self.source = source
         self.model = TimelineModel(EventStore())
-        self.metadata = TraceMetadata(kernel=text)
+        self.metadata = TraceMetadata(kernel=self.text)
         self.running = True
         self.error: str | None = None
         self.status = "waiting to start"
@@ -168,8 +169,8 @@ class CompareApp(App[None]):
         side = self.sides[message.index]
         side.model.set_store(message.recorded)  # what ran before the failure is still worth a look
         side.running = False
-        side.error = message.error
-        self.notify(message.error, title=f"{side.label} failed: {side.text}", severity="error", timeout=30)
+        side.error = printable(message.error, keep="\n")
+        self.notify(side.error, title=f"{side.label} failed: {side.text}", severity="error", timeout=30)
         self._arrived()
 
     def _arrived(self) -> None:

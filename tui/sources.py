@@ -46,6 +46,7 @@ from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
+from kernbench.printable import printable
 
 #: what a source hands the app: events, or (from a child process) events already in columns
 EmitBatch = Callable[[list[Event] | ColumnBatch], None]
@@ -275,7 +276,7 @@ class TraceFileSource:
 
     def __init__(self, path: str | os.PathLike[str], trace: Trace | None = None) -> None:
         self.path = os.fspath(path)
-        self.description = os.path.basename(self.path)
+        self.description = printable(os.path.basename(self.path))  # (shown: a file's name may hold anything)
         self._trace = trace
 
     def open(self) -> Trace:

@@ -151,7 +151,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=("allreduce", "gemm", "all"),
         help=(
             "run a study and print its tables (model vs simulator) instead; one point in memory at a time, "
-            "under 1 GB (allreduce ~6 min, its largest point 64 MiB on 6 PEs)"
+            "under 1 GB (allreduce ~2 min, its largest point 64 MiB on 6 PEs)"
         ),
     )
     p.add_argument(

@@ -33,6 +33,7 @@ from kernbench.cliargs import description
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
+from kernbench.printable import printable
 
 if TYPE_CHECKING:
     from kernbench.events.tracefile import Trace
@@ -216,8 +217,8 @@ def _component_changes(a: RunSummary, b: RunSummary) -> list[tuple[tuple[str, st
 def compare_text(a: RunSummary, b: RunSummary) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=WIDTH, color_system=None, highlight=False, markup=False, emoji=False)
-    console.print(f"A  {a.name}", markup=False)
-    console.print(f"B  {b.name}", markup=False)
+    console.print(f"A  {printable(a.name)}", markup=False)  # (a side is what the user typed or a file's path: printed as text)
+    console.print(f"B  {printable(b.name)}", markup=False)
     t = _table("", ("A", "B", "B − A"))
     t.add_row("latency ns", f"{a.latency_ns:,.3f}", f"{b.latency_ns:,.3f}", _signed(b.latency_ns - a.latency_ns, a.latency_ns))
     t.add_row("PEs", str(a.pes), str(b.pes), f"{b.pes - a.pes:+d}")
@@ -237,7 +238,7 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
     console.print(t)
     if a.attribution is None or b.attribution is None:
         why = a.why_no_attribution or b.why_no_attribution
-        console.print(f"no attribution delta: {why}", markup=False)
+        console.print(f"no attribution delta: {printable(str(why))}", markup=False)
         return buf.getvalue()
     for title, da, db in (
         ("critical path by cause", a.attribution.by_cause, b.attribution.by_cause),

@@ -10,7 +10,12 @@ declared with :func:`kernbench.kernel`, so every command takes it at once:
 from __future__ import annotations
 
 import argparse
+import ast
+import builtins
+import keyword
+import os
 import re
+from functools import cache
 from pathlib import Path
 
 from kernbench.cliargs import description
@@ -98,6 +103,20 @@ def {name}(rt, n, tile, pes, seed):
 '''
 
 
+@cache
+def _names_the_template_uses() -> frozenset[str]:
+    """The names the template's functions look up when they run: its own module-level names (np, tl,
+    _fits, …) and the builtins it calls (float, range, …). A kernel named after one would replace it
+    before it is used. Names only its decorators read (kernel, Option) are read before the kernel's
+    own def binds, so they may name it."""
+    tree = ast.parse(TEMPLATE.format(name="kernel_name_placeholder"))
+    top = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom | ast.Import) for alias in node.names}
+    top |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    bodies = [stmt for node in tree.body if isinstance(node, ast.FunctionDef) for stmt in node.body]
+    loaded = {n.id for stmt in bodies for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(name for name in loaded if (name in top or hasattr(builtins, name)) and "placeholder" not in name)
+
+
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser("new", help="write a new kernel file to start from", description=description(__doc__))
     sub = p.add_subparsers(dest="new_command", metavar="WHAT", required=True)
@@ -109,20 +128,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return p
 
 
-#: names the template's code calls at run time: a set-up named like one hides it (``tl``: tl.program_id on a function)
-TEMPLATE_NAMES = frozenset({"np", "tl"})
-
-
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name the template's kernel (a function of that name), or None."""
-    import keyword
-
     if not _NAME.match(name):
         return "a name is letters, digits and _, a letter first (it names a Python function)"
-    if keyword.iskeyword(name) or name in ("True", "False", "None"):
-        return "a Python keyword cannot name a function"
-    if name in TEMPLATE_NAMES:
-        return f"the template's code uses {name!r} for something else; choose another name"
+    if keyword.iskeyword(name):
+        return "is a Python keyword; choose another"
+    if name in _names_the_template_uses():
+        return "is a name the file's own code uses (the kernel would replace it); choose another"
     return None
 
 
@@ -132,7 +145,6 @@ def shadow_problem(path: Path) -> str | None:
     system (site-packages, the standard library, an editable install) anywhere but the current folder,
     ``path``'s folder and the folders of kernel files this process loaded."""
     import importlib.util
-    import os
 
     from kernbench.kernels.files import FOLDERS
 
@@ -158,15 +170,15 @@ def run(args: argparse.Namespace) -> int:
     if problem := name_problem(name):
         raise KernbenchError(f"new kernel {name!r}: {problem}")
     path = Path(args.out) if args.out else Path(f"{name}.py")
-    if path.is_dir():  # --out a folder: NAME.py in it
+    if os.path.isdir(path):  # --out a folder: NAME.py in it (isdir: False, not OSError, for a name too long)
         path = path / f"{name}.py"
     if path.suffix != ".py":
         raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
+    check_outputs([("--out", str(path))])  # (first: a name too long or a locked folder is one error here, not an OSError)
     if path.exists() or path.is_symlink():
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
     if problem := shadow_problem(path):
         raise KernbenchError(f"new kernel {name!r}: {problem}")
-    check_outputs([("--out", str(path))])
     write_text_atomic(path, TEMPLATE.format(name=name))
     print(f"wrote {path}: try `kernbench run {path}` (and `kernbench run {path} --help`)")
     return 0

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernbench.cliargs import OptionParser, description
-from kernbench.errors import KernbenchError
+from kernbench.errors import KernbenchError, OutputPathError
 from kernbench.events.bus import Bus
 from kernbench.events.store import EventStore
 from kernbench.events.types import ENGINES
@@ -401,8 +401,12 @@ def run(args: argparse.Namespace) -> int:
     except KernbenchError as exc:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:
-            saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params), partial=True)
-            exc.args = (f"{exc}\n  the {len(recorded):,} events recorded up to the failure are in {', '.join(saved)}",)
+            try:
+                saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params), partial=True)
+                kept = f"are in {', '.join(saved)}"
+            except OutputPathError as not_saved:  # (a full disk: the run's own error still comes first)
+                kept = f"were not saved: {not_saved}"
+            exc.args = (f"{exc}\n  the {len(recorded):,} events recorded up to the failure {kept}",)
         raise
     show = stderr_is_terminal() and not ns.json
     attribution = None

@@ -8,7 +8,9 @@ simulated::
     parse_side("gqa-decode --variant opt3")      # RunSide(('gqa-decode', '--variant', 'opt3'))
 
 A side is a trace when it is one word that ends in ``.kbtrace`` or names a
-path (has a ``/``) that is not a kernel file (``.py``, ``.py:NAME``); anything
+path (has a ``/``) that is not a kernel file (``.py``, ``.py:NAME``), or when
+the whole of it, unsplit, is a ``.kbtrace`` file that exists (a file named
+``my run.kbtrace`` needs no quotes inside the argument); anything
 else is a kernel — shipped, or a kernel file — and the options of
 ``kernbench run KERNEL``, split as a shell would (quotes keep a value with
 spaces whole). Inside a run side, ``--trace`` and ``--perfetto`` save that
@@ -24,7 +26,8 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernbench.errors import KernbenchError
+from kernbench.errors import InputPathError, KernbenchError
+from kernbench.inputs import exists
 from kernbench.kernels.files import is_file_ref
 
 if TYPE_CHECKING:
@@ -72,6 +75,8 @@ Side = TraceSide | RunSide
 
 def parse_side(text: str) -> Side:
     """Read one side as written on the command line (see the module docstring)."""
+    if text.endswith(TRACE_SUFFIX) and _is_a_file(text):
+        return TraceSide(text)
     try:
         words = shlex.split(text)
     except ValueError as exc:  # an unclosed quote
@@ -81,6 +86,13 @@ def parse_side(text: str) -> Side:
     if len(words) == 1 and not is_file_ref(words[0]) and (words[0].endswith(TRACE_SUFFIX) or os.sep in words[0] or "/" in words[0]):
         return TraceSide(words[0])
     return RunSide(tuple(words))
+
+
+def _is_a_file(path: str) -> bool:
+    try:
+        return exists(path)
+    except InputPathError:  # (too long a name, a locked folder: check_side says so when it opens it as one word)
+        return False
 
 
 def check_side(side: Side, *, saves: bool = True) -> Trace | argparse.Namespace:

@@ -67,11 +67,14 @@ def select_pes(rt: Runtime, text: str) -> tuple[list[str], int | None]:
     for token in (t.strip() for t in text.split(",")):
         if not token:
             continue
-        if token.replace("-", "").isdigit() and token.count("-") <= 1:
-            lo, _, hi = token.partition("-")
-            pes += [rt.pe_id(i) for i in range(int(lo), int(hi or lo) + 1)]
-        else:
-            pes.append(rt.pe_id(token))
+        try:
+            if token.replace("-", "").isdigit() and token.count("-") <= 1:
+                lo, _, hi = token.partition("-")
+                pes += [rt.pe_id(i) for i in range(int(lo), int(hi or lo) + 1)]
+            else:
+                pes.append(rt.pe_id(token))
+        except ValueError as exc:  # (named with the token it came from: '0-99999' says no more than 'PE index 48')
+            raise ValueError(f"--pes {token}: {exc}") from None
     dup = sorted({p for p in pes if pes.count(p) > 1})
     if dup:
         raise ValueError(f"--pes lists {', '.join(dup)} more than once")
@@ -144,8 +147,8 @@ def setup(rt: Runtime, **p: Any) -> Prepared:
     if p["dtype"] not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {p['dtype']!r}")
     dtype = np.dtype(p["dtype"])
-    payload = parse_size(p["payload"], "payload")
-    chunk_bytes = parse_size(p["chunk"], "chunk")
+    payload = parse_size(p["payload"], "--payload")
+    chunk_bytes = parse_size(p["chunk"], "--chunk")
     if payload % dtype.itemsize:
         raise ValueError(f"payload {p['payload']} is not a whole number of {dtype.name} elements ({dtype.itemsize} B)")
     chunk = collectives.chunk_elements(chunk_bytes, dtype)

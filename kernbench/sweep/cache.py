@@ -30,13 +30,14 @@ import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kernbench import __version__
 from kernbench.errors import InputPathError, KernbenchError, OutputPathError
-from kernbench.inputs import read_regular
+from kernbench.inputs import meaning, read_regular, stat_or_none
 from kernbench.outputs import to_json, write_text_atomic
 from kernbench.printable import printable
 
@@ -84,6 +85,22 @@ def point_key(
     return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def _make_folder(folder: Path) -> None:
+    """The cache folder, created if need be; every way that fails is one error naming it (looked at through
+    :func:`~kernbench.inputs.stat_or_none`, so a symlink loop says so rather than mkdir's 'File exists')."""
+    what = "(give another --cache-dir, or --no-cache)"
+    try:
+        info = stat_or_none(folder, "--cache-dir")
+    except InputPathError as exc:
+        raise KernbenchError(f"{exc} {what}") from None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        raise KernbenchError(f"--cache-dir {printable(str(folder))}: is a file, not a folder {what}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KernbenchError(f"--cache-dir {printable(str(folder))}: cannot create it: {meaning(exc)} {what}") from None
+
+
 class ResultCache:
     """``get``/``put`` a point's metrics by key; ``None`` as the folder turns the cache off (``--no-cache``)."""
 
@@ -92,12 +109,7 @@ class ResultCache:
         self.write_error: str | None = None  # the first failed write, for one warning
         self.rejected: list[tuple[Path, str]] = []  # entries read and refused (each a miss), and why
         if folder is not None:
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise KernbenchError(
-                    f"--cache-dir {folder}: cannot create it: {exc.strerror or exc} (give another --cache-dir, or --no-cache)"
-                ) from None
+            _make_folder(folder)
 
     def _path(self, key: str) -> Path:
         assert self.folder is not None

@@ -51,8 +51,8 @@ def test_one_sip_of_the_paper_is_a_4x4_grid(capsys):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--payload", "0"], "payload '0': must be more than 0 bytes"),
-        (["--payload", "1.5MiB"], "payload '1.5MiB': write a whole count"),
+        (["--payload", "0"], "--payload '0': must be more than 0 bytes"),
+        (["--payload", "1.5MiB"], "--payload '1.5MiB': write a whole count"),
         (["--payload", "3"], "not a whole number of float16 elements"),
         (["--chunk", "3"], "chunk_bytes 3 must be a positive multiple of the 2 B element"),
         (["--chunk", "1MiB", "--algo", "tree"], "holds 4 chunks in TCM at once"),

@@ -112,6 +112,26 @@ def test_a_router_chain_compiles_in_memory_proportional_to_it(routers):
     assert compiled_chain_memory(routers) < 2 + routers * 6 / 1024
 
 
+def test_a_cube_keeps_the_route_trees_of_at_most_so_many_sources():
+    """Routing from 200 routers of a chain keeps SOURCES_KEPT trees, not 200 (each is O(routers)): the
+    compiled graph's memory is bounded by its size, however many sources a run uses."""
+    from kernbench.topology.cube_paths import SOURCES_KEPT, CubePaths
+
+    n = 400
+    paths = CubePaths(tuple((f"r{i}", 2.0) for i in range(n)), tuple((f"r{i}", f"r{i + 1}", 256.0, 1.0) for i in range(n - 1)))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        assert paths.path("r0", f"r{n - 1}") is not None
+        one_tree = tracemalloc.get_traced_memory()[0]
+        for i in range(0, n, 2):
+            assert len(paths.path(f"r{i}", "r0") or ()) == i + 1
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < (SOURCES_KEPT + 4) * one_tree, (held / MIB, one_tree / MIB)
+
+
 # --- the all-reduce payload ------------------------------------------------------
 
 

@@ -96,6 +96,19 @@ def test_a_write_past_ulimit_f_fails_cleanly_and_keeps_the_old_file(folder, flag
     assert_failed_cleanly(got, 2, rf"cannot write {name}: File too large; {name} was left as it was", before=before, max_mib=600)
 
 
+@pytest.mark.parametrize("flag, name", [("--perfetto", "old.json"), ("--trace", "old.kbtrace")])
+def test_a_failed_run_whose_partial_cannot_be_written_still_says_why_it_failed(folder, flag, name):
+    """The run's own error first, then that its recorded events were not saved (under ulimit -f the
+    .partial write's error was all it printed)."""
+    before = (folder, snapshot_files(folder))
+    argv = ["run", "gemm-primitive", "--max-commands-per-pe", "2", flag, name]
+    got = spawn("kernbench.cli", argv, cwd=folder, env=child_env(), file_size_bytes=0)
+    partial = name.replace(".", ".partial.")
+    cause = rf"^error: .*issued 2 commands, the limit per PE.*events recorded up to the failure were not saved: cannot write {partial}: File too large"
+    assert_failed_cleanly(got, 2, cause, before=before, max_mib=600)
+    assert not (folder / partial).exists()
+
+
 RUN_WITH_EXPORT = ["run", "gqa-decode", "--topology", "cube1", "--context", "16384", "--perfetto", "old.json"]
 
 

@@ -24,7 +24,7 @@ def folder(tmp_path):
     (tmp_path / "topo.csv").write_text(TOPOLOGY)  # a topology whose name also suits --out
     (tmp_path / "topo.json").write_text(TOPOLOGY)
     (tmp_path / "afile").write_text("a file, not a folder")
-    for suffix in ("", ".kbtrace", ".json", ".yaml", ".csv"):
+    for suffix in ("", ".kbtrace", ".json", ".yaml", ".csv", ".py"):
         os.symlink(f"loop{suffix}", tmp_path / f"loop{suffix}")  # each a symlink to itself
     return tmp_path
 
@@ -47,6 +47,22 @@ OUTPUT_IS_INPUT = {
     "sweep --out is a grid topology, spelt with ./": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.csv", "--out", f"{d}/./topo.csv"],
     "sweep --out is a symlink to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/link.csv"],
     "sweep --out is a hard link to a grid topology": lambda d: [*SWEEP, "--grid", f"topology={d}/topo.yaml", "--out", f"{d}/hard.csv"],
+    "sweep --out is a grid topology, one relative and one absolute": lambda d: [
+        *SWEEP,
+        "--grid",
+        "topology=topo.csv",
+        "--out",
+        f"{d}/topo.csv",
+    ],
+    "sweep --out is a grid topology, with the cache on": lambda d: [
+        *SWEEP[:-1],
+        "--cache-dir",
+        f"{d}/cache",
+        "--grid",
+        f"topology={d}/topo.csv",
+        "--out",
+        f"{d}/topo.csv",
+    ],
     "sweep --out is --topology": lambda d: [*SWEEP, "--topology", f"{d}/topo.csv", "--grid", "m=64,128", "--out", f"{d}/topo.csv"],
     "run --trace is the topology": lambda d: ["run", "gemm-composite", "--topology", f"{d}/topo.yaml", "--trace", f"{d}/topo.yaml"],
     "run --perfetto is the topology by a symlink": lambda d: [
@@ -77,6 +93,7 @@ def test_an_output_that_is_an_input_of_the_run_is_refused_and_the_input_kept(fol
     from kernbench.topology import spec as topology_spec
 
     monkeypatch.setattr(topology_spec, "resolve", _resolve_cube1_to(shipped, topology_spec.resolve))
+    monkeypatch.chdir(folder)  # (for the relative spelling)
     before = (folder, snapshot_files(folder))
     got = invoke(cli.main, OUTPUT_IS_INPUT[case](folder), capsys)
     assert_failed_cleanly(got, 2, r"an input of this run; writing it would destroy it", before=before, max_seconds=10, max_mib=100)
@@ -96,6 +113,7 @@ LONG = "n" * 300
 #: a bad path of each kind, as a function of the folder and the file's suffix; the cause the error names
 BAD_PATHS = {
     "a name over 255 bytes": (lambda d, sfx: f"{d}/{LONG}{sfx}", r"too long"),
+    "a folder name over 255 bytes": (lambda d, sfx: f"{d}/{LONG}/x{sfx}", r"too long"),
     "a file where a folder should be": (
         lambda d, sfx: f"{d}/afile/x{sfx}",
         r"should be a folder is a file|afile does not exist|afile is not a folder|file not found",
@@ -114,6 +132,8 @@ FLAGS = {
     "bench --regen --goldens": (lambda p: ["bench", "--regen", "--goldens", p], ".json"),
     "topo show": (lambda p: ["topo", "show", p], ".yaml"),
     "compare (a trace side)": (lambda p: ["compare", p, "gemm-composite"], ".kbtrace"),
+    "sweep --cache-dir": (lambda p: [*SWEEP[:-1], "--grid", "m=64", "--cache-dir", p], ""),
+    "new kernel --out": (lambda p: ["new", "kernel", "mine", "--out", p], ".py"),
 }
 
 
@@ -173,6 +193,11 @@ LOCKED = {
     "sweep --out": [*SWEEP, "--grid", "m=64", "--out", "locked/x.csv"],
     "bench --goldens": ["bench", "--goldens", "locked/g.json"],
     "compare": ["compare", "locked/old.kbtrace", "gemm-composite"],
+    "sweep --grid topology=": [*SWEEP, "--grid", "topology=locked/topo.yaml"],
+    "sweep --cache-dir": [*SWEEP[:-1], "--grid", "m=64", "--cache-dir", "locked/cache"],
+    "topo show": ["topo", "show", "locked/topo.yaml"],
+    "bench --regen --goldens": ["bench", "--regen", "--goldens", "locked/g.json"],
+    "new kernel --out": ["new", "kernel", "mine", "--out", "locked/mine.py"],
 }
 
 
@@ -195,6 +220,7 @@ PRINTING = {
     "run --list": ["run", "--list"],
     "run": ["run", "gemm-composite"],
     "run --json": ["run", "gemm-composite", "--json"],
+    "run --explain": ["run", "gemm-composite", "--explain"],
     "sweep": [*SWEEP, "--grid", "m=64,128"],
     "compare": ["compare", "gemm-composite", "gemm-primitive"],
 }

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shlex
+import shutil
 import unicodedata
 from pathlib import Path
 
@@ -90,6 +92,47 @@ def test_an_error_quoting_a_path_prints_its_control_characters_as_escapes(tmp_pa
     assert got.status == 2 and got.err.startswith("error: "), got.err
     assert not hidden(got.err, keep="\n"), got.err
     assert "missing" in got.err
+
+
+# --- what the user typed, or a file's name, printed back --------------------------------------------
+# A topology file's name is no topology value: it is not checked on load, and compare printed a side
+# ("KERNEL --topology PATH", or a trace's path) as typed — kernbench's table and the debugger's header alike.
+
+NASTY_STEM = "t" + ACTIVE + " é"  # every character a terminal acts on, and a space
+
+
+@pytest.fixture(scope="module")
+def recorded_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rec") / "plain.kbtrace"
+    assert cli.main(["run", "gemm-composite", "--trace", str(path)]) == 0
+    return path
+
+
+@pytest.mark.parametrize("kind", ["a trace file", "a run on a topology file"])
+def test_a_compare_side_is_printed_as_text_whatever_its_file_is_called(tmp_path, capsys, recorded_trace, kind):
+    if kind == "a trace file":
+        side = str(tmp_path / f"{NASTY_STEM}.kbtrace")  # (one argument, unquoted: the whole of it names the file)
+        shutil.copyfile(recorded_trace, side)
+    else:
+        (tmp_path / f"{NASTY_STEM}.yaml").write_text(CUBE1)
+        side = f"gemm-composite --topology {shlex.quote(str(tmp_path / f'{NASTY_STEM}.yaml'))}"
+    got = invoke(cli.main, ["compare", side, str(recorded_trace)], capsys, trace_memory=False)
+    assert got.status == 0, got.err
+    assert not hidden(got.out) and not hidden(got.err), got.out[:300]
+    first = got.out.split("\nB  ", 1)[0].replace("\n", "")  # (a long side wraps)
+    assert first.startswith("A  ") and "t\\x1b\\x07" in first and " é" in first, first
+
+
+def test_the_debuggers_labels_are_text_whatever_the_user_typed(tmp_path):
+    from kernbench_tui import cli as tui_cli
+    from kernbench_tui.compare_app import SideRun
+    from kernbench_tui.sources import TraceFileSource
+
+    typed = "gemm-composite --topology 'a\x1b]0;pwned\x07\x1b[31m.yaml'"
+    side = SideRun("A", typed, TraceFileSource(tmp_path / "x\x1b[2J.kbtrace"))
+    shown = [side.text, side.metadata.kernel, side.source.description, tui_cli._simulation_source(["gemm-composite", typed]).description]
+    for text in shown:
+        assert not hidden(text) and "\\x1b" in text, text
 
 
 # --- a sweep's CSV --------------------------------------------------------------------------------

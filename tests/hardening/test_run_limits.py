@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from kernbench import Runtime, cli, tl
 from kernbench.errors import KernbenchError, RunLimitError
 from kernbench.events.tracefile import open_trace
-from kernbench.limits import RunLimits
+from kernbench.limits import WATCHDOG_REPEAT_S, RunLimits, WallTimeExceeded, wall_clock_watchdog
 
 
 def spin_cycles():
@@ -47,6 +48,22 @@ def spin_catching_everything():
             pass
 
 
+def catch_once_and_return():
+    try:
+        while True:
+            pass
+    except BaseException:  # it swallowed the stop and ends as if it had finished: the run must not
+        return
+
+
+def catch_while_sleeping():
+    while True:
+        try:
+            time.sleep(0.01)  # (in C when the stop comes, most of the time)
+        except BaseException:
+            pass
+
+
 def spin_loads(x):
     while True:
         t = tl.load(x)
@@ -69,6 +86,18 @@ RUNAWAYS = {
         r"wall-time limit of 0.5 s",
         "in spin_catching_everything",
     ),
+    "catches BaseException once and returns": (
+        catch_once_and_return,
+        RunLimits(max_wall_s=0.5),
+        r"wall-time limit of 0.5 s",
+        "in catch_once_and_return",
+    ),
+    "catches BaseException while sleeping": (
+        catch_while_sleeping,
+        RunLimits(max_wall_s=0.5),
+        r"wall-time limit of 0.5 s",
+        "in catch_while_sleeping",
+    ),
     "loads forever": (spin_loads, RunLimits(max_commands_per_pe=3_000), r"issued 3,000 commands", "t = tl.load(x)"),
     "simulated time": (far_future, RunLimits(max_sim_ns=1e12), r"past the simulated-time limit of 1e\+12 ns", "tl.cycles(1e9)"),
 }
@@ -90,7 +119,68 @@ def test_a_runaway_kernel_stops_naming_the_pe_and_its_line(case, pes):
     assert re.search(r"sip0\.cube0\.pe\d \(program \d\)", msg), msg
     assert "test_run_limits.py:" in msg and line in msg, msg
     recorded = info.value.recorded  # the events recorded before the stop are kept
-    assert recorded is not None and (len(recorded) > 0 or kernel in (spin_python, spin_swallowing, spin_catching_everything))
+    assert recorded is not None and (len(recorded) > 0 or "wall-time" in cause)
+
+
+WALL_RUNAWAYS = sorted(case for case, (_k, limits, _c, _l) in RUNAWAYS.items() if "wall-time" in _c)
+
+
+@pytest.mark.parametrize("case", WALL_RUNAWAYS)
+def test_the_wall_time_limit_stops_a_runaway_off_the_main_thread_too(case):
+    """Where no SIGALRM can be had (a Dask worker's thread, a script's, the debugger's CallableSource): a
+    kernel in a pure-Python loop ran on forever there, caught exceptions or not."""
+    kernel, _limits, cause, line = RUNAWAYS[case]
+    rt = Runtime("cube1")
+    rt.launch(kernel, pes=[0])
+    got: list[BaseException | str] = []
+
+    def run() -> None:
+        try:
+            rt.run(limits=RunLimits(max_wall_s=0.3))
+            got.append("the run finished")
+        except BaseException as exc:
+            got.append(exc)
+
+    t0 = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert got, "still running 10 s into a 0.3 s limit"
+    assert isinstance(got[0], RunLimitError), got[0]
+    assert re.search(cause.replace("0.5", "0.3"), str(got[0])) and line in str(got[0]), got[0]
+    assert time.monotonic() - t0 < 3
+
+
+def test_off_the_main_thread_the_watchdog_stops_only_inside_its_block():
+    """Blocks ending just before, at and just after the limit: the stop surfaces inside the block or
+    not at all — never in the caller's code after it, and no more are sent once the block is left."""
+    surfaced_after: list[int] = []
+
+    def busy(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+
+    def blocks() -> None:
+        for i in range(20):
+            try:
+                with wall_clock_watchdog(RunLimits(max_wall_s=0.02)):
+                    busy(0.02 + (i - 10) * 0.0003)  # ending within 3 ms of the limit, either side
+            except WallTimeExceeded:
+                pass
+            try:
+                busy(0.01)
+            except WallTimeExceeded:
+                surfaced_after.append(i)
+        try:
+            busy(2 * WATCHDOG_REPEAT_S)  # a watchdog still sending would be heard here
+        except WallTimeExceeded:
+            surfaced_after.append(-1)
+
+    thread = threading.Thread(target=blocks, daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive() and surfaced_after == [], surfaced_after
 
 
 def test_the_default_limits_stop_a_runaway_in_bounded_memory():

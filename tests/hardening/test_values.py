@@ -3,6 +3,7 @@ and emptied sections are refused, and each problem says where it is (key path an
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -70,9 +71,28 @@ def test_the_corpus_covers_every_number_of_the_topology():
     assert all(f.check is not None for _, f in FIELDS), [p for p, f in FIELDS if f.check is None]
 
 
+@pytest.fixture(scope="module")
+def cube1_parsed_once():
+    """``yamldoc.load`` remembering what it made of each text: the 300 examples below parse the same
+    cube1.yaml (a pure-Python YAML parse, ~30 ms, most of an example's time) and their own --set value;
+    each gets a fresh copy, so what the command does with it is as without."""
+    from kernbench.topology import yamldoc
+
+    real, seen = yamldoc.load, {}
+
+    def load(text, source):
+        if (text, source) not in seen:
+            seen[text, source] = real(text, source)
+        return copy.deepcopy(seen[text, source])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(yamldoc, "load", load)
+        yield
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(field=st.sampled_from(FIELDS), text=st.sampled_from(sorted(NASTY)))
-def test_a_number_outside_its_range_is_refused_naming_its_path_and_its_override(capsys, field, text):
+def test_a_number_outside_its_range_is_refused_naming_its_path_and_its_override(capsys, cube1_parsed_once, field, text):
     path, f = field
     got = invoke(cli.main, ["topo", "show", "cube1", "--set", f"{path}={text}"], capsys, trace_memory=False)
     value = NASTY[text]
@@ -123,7 +143,7 @@ def test_a_duplicate_key_is_refused_with_both_lines(tmp_path, capsys, index):
     path.write_text("\n".join(lines) + "\n")
     key = lines[index].split(":")[0].strip()
     column = len(lines[index]) - len(lines[index].lstrip()) + 1
-    got = invoke(cli.main, ["topo", "show", str(path)], capsys)
+    got = invoke(cli.main, ["topo", "show", str(path)], capsys, trace_memory=False)  # (memory: below)
     assert_failed_cleanly(got, 2, rf"{key}: duplicate key \(line {index + 2}, column {column}; first at line {index + 1}\)", max_seconds=5)
 
 
@@ -138,8 +158,24 @@ def test_a_wrong_value_in_a_file_is_reported_with_its_line_and_column(tmp_path, 
     lines[index] = f"{key}: {bad}"
     path = tmp_path / "bad.yaml"
     path.write_text("\n".join(lines) + "\n")
-    got = invoke(cli.main, ["topo", "show", str(path)], capsys)
+    got = invoke(cli.main, ["topo", "show", str(path)], capsys, trace_memory=False)  # (memory: below)
     assert_failed_cleanly(got, 2, rf"\.?{key.strip()}: .*\(line {index + 1}, column {len(key) - len(key.lstrip()) + 1}\)", max_seconds=5)
+
+
+@pytest.mark.parametrize("change", ["a duplicate key", "a wrong value"])
+def test_a_file_problem_costs_bounded_memory(tmp_path, capsys, change):
+    """The two tests above trace no memory (tracemalloc made each of their 60 examples 5× slower, 11-16 s
+    a test); the allocation of such a file's error is the same whichever line it is: one, traced."""
+    lines = CUBE1.read_text().splitlines()
+    if change == "a duplicate key":
+        lines.insert(KEY_LINES[0] + 1, lines[KEY_LINES[0]])
+    else:
+        key, _ = lines[NUMBER_LINES[0]].split(":", 1)
+        lines[NUMBER_LINES[0]] = f"{key}: oops"
+    path = tmp_path / "bad.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    got = invoke(cli.main, ["topo", "show", str(path)], capsys)
+    assert_failed_cleanly(got, 2, r"\(line \d+, column \d+", max_seconds=5, max_mib=20)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
