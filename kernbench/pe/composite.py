@@ -35,6 +35,7 @@ command's inputs; a write for its STORE or the write channel.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -89,6 +90,16 @@ class Plan:
     reads: tuple[tuple[Read, ...], ...]  # per step
     writes: tuple[tuple[Write, ...], ...]  # per step
     label: str
+
+    @property
+    def hbm_in(self) -> bool:
+        """Whether a step reads an HBM operand."""
+        return any(self.reads)
+
+    @property
+    def hbm_out(self) -> bool:
+        """Whether a step writes an HBM result."""
+        return any(self.writes)
 
 
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
@@ -209,8 +220,11 @@ class CompositeRun:
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.label = plan.label
-        self.reads = [_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]
-        self.writes_at = [_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]  # (its out is in HBM)
+        # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
+        self.reads = (
+            tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
+        )
+        self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm = [r for r in refs.values() if r.space == "tcm"]
@@ -414,8 +428,16 @@ class CompositeRun:
         mine.succeed(env.now)
 
 
-def _once(parts: list[tuple[HandleRef | None, Piece]]) -> list[tuple[HandleRef, Piece]]:
+@functools.cache
+def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
+    """``n`` steps that move nothing from or to HBM."""
+    return ((),) * n
+
+
+def _once(parts: list[tuple[HandleRef | None, Piece]]) -> tuple[tuple[HandleRef, Piece], ...]:
     """Each tensor's piece once (a ``tl.ref`` two ops read alike is read once), in order."""
+    if not parts:
+        return ()
     seen = set()
     out = []
     for r, p in parts:
@@ -424,4 +446,4 @@ def _once(parts: list[tuple[HandleRef | None, Piece]]) -> list[tuple[HandleRef, 
         if key not in seen:
             seen.add(key)
             out.append((r, p))
-    return out
+    return tuple(out)
