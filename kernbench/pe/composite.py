@@ -16,7 +16,8 @@ redispatch:
   MATH); STORE of the results final after the step.
 * **DMA_WRITE** of the HBM results final after the step, once STORE is done:
   a GEMM's C, which every step accumulates into, is stored and written once,
-  after the last step.
+  after the last step. (ADR-0064 D8 names these per-tile stages without
+  saying what a tile's write holds; ``docs/timing.md`` says why this reading.)
 
 The command is done when the last STORE and the last write are. Its TCM
 outputs and ``rw_handles`` are not ready before that: composites sharing a
