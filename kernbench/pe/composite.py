@@ -91,16 +91,8 @@ class Plan:
     reads: tuple[tuple[Read, ...], ...]  # per step
     writes: tuple[tuple[Write, ...], ...]  # per step
     label: str
-
-    @property
-    def hbm_in(self) -> bool:
-        """Whether a step reads an HBM operand."""
-        return any(self.reads)
-
-    @property
-    def hbm_out(self) -> bool:
-        """Whether a step writes an HBM result."""
-        return any(self.writes)
+    hbm_in: bool  # a step reads an HBM operand
+    hbm_out: bool  # a step writes an HBM result
 
 
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
@@ -158,7 +150,7 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
-    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label)
+    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
 
 
 class CompositeRun:
@@ -245,7 +237,7 @@ class CompositeRun:
         for r in claimed:
             ready[r.id] = done
         pe.async_stages += 1
-        reading = any(self.reads)
+        reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
         # A step's FETCH frees its buffer for the read TILE_BUFFERS steps later
         # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
