@@ -43,6 +43,7 @@ REGION = "kernbench/sim/region.py"
 CPU = "kernbench/pe/cpu.py"
 SCHED = "kernbench/pe/scheduler.py"
 COMP = "kernbench/pe/composite.py"
+STEPS = "kernbench/pe/steps.py"
 LANE = "kernbench/pe/lane.py"
 INTERRUPTS = "kernbench/interrupts.py"
 EXITS = "kernbench/exit_codes.py"
@@ -446,17 +447,17 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "pe.composite.tiles-floor",
-        COMP,
-        "n = max(1, -(-big // pe.composite_tile_bytes))",
-        "n = max(1, big // pe.composite_tile_bytes)",
-        "a partial last tile is not a tile",
+        STEPS,
+        "return max(1, min(-(-big // tile_bytes), longest))",
+        "return max(1, min(big // tile_bytes, longest))",
+        "a partial last step is not a step",
     ),
     M(
         "pe.composite.fetch-not-per-tile",
         COMP,
-        "fetch = sum(r.nbytes for op in ops for r in op.operands.values()) / n / pe.tcm_bw_gbps",
-        "fetch = sum(r.nbytes for op in ops for r in op.operands.values()) / pe.tcm_bw_gbps",
-        "each tile FETCHes every operand whole",
+        "fetch += p.nbytes",
+        "fetch += r.nbytes",
+        "each step FETCHes every operand whole",
     ),
     M(
         "pe.composite.buffer-freed-at-fetch-start",
@@ -467,10 +468,10 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "pe.composite.gemm-work-not-split",
-        COMP,
-        'pe.gemm_ns(work / n) if engine == "gemm"',
-        'pe.gemm_ns(work) if engine == "gemm"',
-        "every tile does the whole GEMM",
+        STEPS,
+        "tuple(2.0 * d.m * d.n * (k1 - k0) for k0, k1 in cuts)",
+        "tuple(2.0 * d.m * d.n * d.k for k0, k1 in cuts)",
+        "every K-step does the whole GEMM",
     ),
     M(
         "pe.lane.no-in-order",
@@ -530,8 +531,8 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.work.transpose-swapped",
         WORK,
-        'n = b[0] if extra.get("transpose_b") else b[1]',
-        'n = b[1] if extra.get("transpose_b") else b[0]',
+        "n = b[0] if t else b[1]",
+        "n = b[1] if t else b[0]",
         "GEMM's n read from the wrong axis of B",
     ),
     # --- events -----------------------------------------------------------------------

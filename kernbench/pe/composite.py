@@ -16,7 +16,8 @@ redispatch:
   MATH); STORE of the results final after the step.
 * **DMA_WRITE** of the HBM results final after the step, once STORE is done:
   a GEMM's C, which every step accumulates into, is stored and written once,
-  after the last step.
+  after the last step. (ADR-0064 D8 names these per-tile stages without
+  saying what a tile's write holds; ``docs/timing.md`` says why this reading.)
 
 The command is done when the last STORE and the last write are. Its TCM
 outputs and ``rw_handles`` are not ready before that: composites sharing a
@@ -35,6 +36,7 @@ command's inputs; a write for its STORE or the write channel.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -89,6 +91,8 @@ class Plan:
     reads: tuple[tuple[Read, ...], ...]  # per step
     writes: tuple[tuple[Write, ...], ...]  # per step
     label: str
+    hbm_in: bool  # a step reads an HBM operand
+    hbm_out: bool  # a step writes an HBM result
 
 
 def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
@@ -146,7 +150,7 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
-    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label)
+    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
 
 
 class CompositeRun:
@@ -209,8 +213,11 @@ class CompositeRun:
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.label = plan.label
-        self.reads = [_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]
-        self.writes_at = [_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]  # (its out is in HBM)
+        # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
+        self.reads = (
+            tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
+        )
+        self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm = [r for r in refs.values() if r.space == "tcm"]
@@ -230,7 +237,7 @@ class CompositeRun:
         for r in claimed:
             ready[r.id] = done
         pe.async_stages += 1
-        reading = any(self.reads)
+        reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
         # A step's FETCH frees its buffer for the read TILE_BUFFERS steps later
         # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
@@ -414,8 +421,16 @@ class CompositeRun:
         mine.succeed(env.now)
 
 
-def _once(parts: list[tuple[HandleRef | None, Piece]]) -> list[tuple[HandleRef, Piece]]:
+@functools.cache
+def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
+    """``n`` steps that move nothing from or to HBM."""
+    return ((),) * n
+
+
+def _once(parts: list[tuple[HandleRef | None, Piece]]) -> tuple[tuple[HandleRef, Piece], ...]:
     """Each tensor's piece once (a ``tl.ref`` two ops read alike is read once), in order."""
+    if not parts:
+        return ()
     seen = set()
     out = []
     for r, p in parts:
@@ -424,4 +439,4 @@ def _once(parts: list[tuple[HandleRef | None, Piece]]) -> list[tuple[HandleRef, 
         if key not in seen:
             seen.add(key)
             out.append((r, p))
-    return out
+    return tuple(out)

@@ -11,7 +11,9 @@ when its request arrives (an action at that instant); the completion is an
 action at the last flit's arrival, moved whenever that changes. A data train
 that finds its whole route idle takes the deferred path
 (:mod:`kernbench.sim.deferral`). Every transfer ends when the oracle's does
-(:mod:`kernbench.sim.oracle`; tests hold them to 1e-9 ns).
+(:mod:`kernbench.sim.oracle`; ``tests/sim/test_contention.py`` holds every
+transfer of random contended mixes to 1e-6 ns, and whole kernels to 1e-9
+relative, ``tests/runtime/test_timing_modes.py``).
 
 The model is ``docs/timing.md``; the words are in ``docs/glossary.md``.
 """

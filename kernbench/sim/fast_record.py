@@ -7,6 +7,10 @@ was busy with meanwhile (:meth:`Transfer.parts`, through
 :mod:`kernbench.sim.transit`), and publish each FIFO's busy span and
 queue depth, and each memory channel's (:meth:`FastRecord.publish`).
 :mod:`kernbench.sim.fast` computes the times; this module only reads them.
+
+Why recorded runs plan every passage is ``docs/timing.md`` ("Deferred on
+idle routes"); the words (recorded run, passage, horizon) are in
+``docs/glossary.md``.
 """
 
 from __future__ import annotations

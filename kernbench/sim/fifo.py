@@ -62,6 +62,18 @@ class Passage:
         self.on_change = None
 
 
+class Reserved:
+    """Flits served through :meth:`Fifo.reserve`, in its history (recorded runs): whose,
+    and when they left — lighter than a :class:`Passage`, as most reads reserve."""
+
+    __slots__ = ("corr", "out", "seq")
+
+    def __init__(self, seq: int, corr: int, out: Train) -> None:
+        self.seq = seq
+        self.corr = corr
+        self.out = out
+
+
 class Deferrer(Protocol):
     """The owner of a train deferred on FIFOs."""
 
@@ -119,7 +131,7 @@ class Fifo:
         self._watch_until = float("-inf")  # the latest time a watcher is due
         self._replan_at: Action | None = None  # the re-plan due (see amend), until it runs
         # what it served, for :meth:`shares` (recorded runs): passages, oldest first
-        self.history: deque[Passage] | None = deque() if history else None
+        self.history: deque[Passage | Reserved] | None = deque() if history else None
         # a train planned here in closed form only: its owner, its last flit's arrival and departure
         self.deferred: Deferrer | None = None
         self.deferred_t_last = 0.0
@@ -209,9 +221,7 @@ class Fifo:
             self.members = []
         self.free = self.v_end = start + count * self.s
         if self.history is not None:  # (recorded runs: what it served, for shares)
-            q = Passage(seq, corr, Train.burst(count, now))
-            q.out = Train(count, [(0, start + self.s, 0.0, 1, self.s)])
-            self.history.append(q)
+            self.history.append(Reserved(seq, corr, Train(count, [(0, start + self.s, 0.0, 1, self.s)])))
         if self._watchers:
             self._notify(now)
         return start

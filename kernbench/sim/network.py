@@ -38,7 +38,8 @@ from kernbench.topology.graph import Graph
 Mode = Literal["fast", "oracle"]
 MODES: tuple[str, ...] = ("fast", "oracle")
 MEMORY_KINDS = ("hbm_slice", "sram")
-ENGINES: dict[str, type[FastEngine] | type[OracleEngine]] = {"fast": FastEngine, "oracle": OracleEngine}
+#: the timing modes' engines (the PE's engines are ``events.types.ENGINES``)
+TIMING_ENGINES: dict[str, type[FastEngine] | type[OracleEngine]] = {"fast": FastEngine, "oracle": OracleEngine}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,8 @@ class TransferResult:
 
 
 class Network:
+    """The transfer primitives of one simulation's graph (see the module docstring)."""
+
     def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", explain: bool | None = None):
         """``explain``: say where each transfer's time went (:attr:`TransferResult.parts`);
         by default when events are recorded."""
@@ -79,7 +82,7 @@ class Network:
         # trains on idle routes are deferred unless events are published or explained:
         # then every passage is planned (each FIFO's busy span, where the time went)
         self.defer = mode == "fast" and not self.explain
-        self.engine: TransferEngine = ENGINES[mode](self)
+        self.engine: TransferEngine = TIMING_ENGINES[mode](self)
 
     def new_corr_id(self) -> int:
         c = self._next_corr

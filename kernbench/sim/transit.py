@@ -16,7 +16,9 @@ transfer's start, every instant is one of:
 The parts are built from the instants the engine computed (arrival and
 departure at each FIFO), so they tile ``[start, end]`` exactly; a FIFO's
 wait is split by whose flits the server was busy with, which each timing
-mode reports from its own bookkeeping (:class:`FifoLog`).
+mode reports from its own bookkeeping (:class:`FifoLog`). How ``--explain``
+uses them is ``docs/critical-path.md`` ("Inside a transfer"); the model whose
+instants they are, ``docs/timing.md``.
 """
 
 from __future__ import annotations

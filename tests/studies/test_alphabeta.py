@@ -173,3 +173,21 @@ def test_the_studies_page_shows_the_models_alpha_beta_for_every_point():
                 assert f"{_model_us(topo, algo, payload, pes):,.2f}" == shown, (topo, algo, payload)
                 checked += 1
     assert checked == 2 * 3 * (8 + 7)
+
+
+@pytest.mark.parametrize(
+    "topology, pes, want_ns",
+    [
+        # 4 KiB of float16 on 6 PEs: segments of 341-342 elements (3 flits), one message each,
+        # 10 steps, each charged to the closing pair: three hops on the mesh, two on the torus
+        ("mesh2x3", "", 10 * (71.0 + 3 * 2.0)),
+        ("torus2x3", "", 10 * (55.5 + 3 * 2.0)),
+        # on 16 PEs: 128-element segments (one flit), 30 steps; the 4x4 torus closes over one hop
+        ("paper", "sip0", 30 * (71.0 + 2.0)),
+        ("paper_torus", "sip0", 30 * (40.0 + 2.0)),
+    ],
+)
+def test_the_4kib_ring_points_the_page_explains_by_hand(topology, pes, want_ns):
+    """The α–β column docs/studies.md quotes for its 4 KiB ring ratios (0.77, 0.61, 2.19,
+    1.26 µs; the page test holds the page to the model) is the per-pair hand computation."""
+    assert _model_us(topology, "ring", 4096, pes) * 1000 == pytest.approx(want_ns)
