@@ -50,6 +50,6 @@ def test_the_debuggers_compare_refuses_a_sides_output_by_name(tmp_path, capsys, 
     before = (tmp_path, snapshot_files(tmp_path))
     launched: list[object] = []
     got = invoke(lambda argv: tui_cli.main(argv, launch=launched.append), ["compare", *sides(tmp_path, flag, which)], capsys)
-    cause = rf"^kernbench-tui: compare {which}: .*{flag} is not taken inside a side"
+    cause = rf"^error: compare {which}: .*{flag} is not taken inside a side"
     assert_failed_cleanly(got, 2, cause, before=before, max_seconds=10, max_mib=100)
     assert launched == [] and got.err.count("\n") == 1
