@@ -53,6 +53,7 @@ WORK = "kernbench/pe/work.py"
 PE = "kernbench/pe/processing_element.py"
 COST = "kernbench/pe/cost.py"
 COMPILE = "kernbench/topology/compile.py"
+CUBE_PATHS = "kernbench/topology/cube_paths.py"
 GRAPH = "kernbench/topology/graph.py"
 SCHEMA = "kernbench/topology/schema.py"
 TIMELINE = "kernbench/events/timeline.py"
@@ -299,16 +300,17 @@ MUTANTS: list[Mutant] = [
         "a tile's chunk reaches one byte past its end",
     ),
     # --- topology -------------------------------------------------------------------
+    # the CUBE route search moved from compile.py to cube_paths.py (83270d6); the ids keep "compile"
     M(
         "topology.compile.hop-tiebreak-reversed",
-        COMPILE,
-        "heapq.heappush(heap, (round(cost + w, 9), hops + 1, (*path, nxt)))",
-        "heapq.heappush(heap, (round(cost + w, 9), hops - 1, (*path, nxt)))",
+        CUBE_PATHS,
+        "heapq.heappush(heap, (round(cost + w, 9), hops + 1, _Trail(trail, nxt)))",
+        "heapq.heappush(heap, (round(cost + w, 9), hops - 1, _Trail(trail, nxt)))",
         "equal-latency CUBE paths prefer more hops (issue 12 survivor)",
     ),
     M(
         "topology.compile.route-cost-drops-overhead",
-        COMPILE,
+        CUBE_PATHS,
         "adj[u].append((v, prop + 1.0 / bw + overhead[v]))",
         "adj[u].append((v, prop + 1.0 / bw))",
         "router overheads dropped from the CUBE route cost (issue 12 survivor)",
@@ -366,8 +368,8 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.cpu.queue-depth-plus-one",
         CPU,
-        "if len(q) >= self.pe.queue_depth:",
-        "if len(q) > self.pe.queue_depth:",
+        "return len(q) >= self.pe.queue_depth",
+        "return len(q) > self.pe.queue_depth",
         "the scheduler queue holds one command more than its depth",
     ),
     M(
