@@ -1362,6 +1362,11 @@ def main(argv: list[str] | None = None) -> int:
         for cls, name, _ in cases:
             print(f"{cls}. {name}")
         return 0
+    python = shutil.which(args.python)  # (absolute: the cases run in folders of their own)
+    if python is None:
+        print(f"error: --python {args.python}: no such interpreter", file=sys.stderr)
+        return 2
+    args.python = str(Path(python).absolute())
     probe = subprocess.run(
         [args.python, "-c", "import kernbench, pathlib; print(pathlib.Path(kernbench.__file__).parents[1])"],
         capture_output=True,
