@@ -98,6 +98,7 @@ from kernbench.tl.issue import data as _data
 from kernbench.tl.issue import expect_handle as _expect_handle
 from kernbench.tl.reductions import max, rowmax, rowsum, sum
 from kernbench.tl.spec import OpSpec
+from kernbench.tl.views import reshape, transpose, view
 
 __all__ = [
     "OpSpec",
@@ -118,6 +119,7 @@ __all__ = [
     "program_id",
     "recv_async",
     "ref",
+    "reshape",
     "rowmax",
     "rowsum",
     "scale",
@@ -126,6 +128,8 @@ __all__ = [
     "sub",
     "sub_bcast",
     "sum",
+    "transpose",
+    "view",
     "wait",
     "zeros",
 ]

@@ -76,6 +76,11 @@ GROUPS = (
         ("add", "sub", "mul", "div", "maximum", "exp", "scale", "mul_bcast", "sub_bcast"),
     ),
     Group("Reductions", "One op on PE_MATH.", ("max", "sum", "rowmax", "rowsum")),
+    Group(
+        "Views",
+        "Another shape of the same tensor: free when it is address arithmetic, the copy it is otherwise.",
+        ("view", "reshape", "transpose"),
+    ),
     Group("Composite", "Many ops and tiles, one command (ADR-0064 D7, D8).", ("composite", "OpSpec")),
     Group("Communication", "Between the programs of a launch, through PE_IPCQ.", ("send", "recv_async", "wait")),
 )
