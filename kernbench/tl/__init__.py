@@ -94,6 +94,7 @@ from kernbench.pe.commands import OpSpec as CmdOpSpec
 from kernbench.pe.opkinds import OP_KINDS, op_kind
 from kernbench.tl.context import current
 from kernbench.tl.elementwise import add, div, exp, maximum, mul, mul_bcast, scale, sub, sub_bcast
+from kernbench.tl.indexing import argmax, gather, scatter, topk
 from kernbench.tl.issue import data as _data
 from kernbench.tl.issue import expect_handle as _expect_handle
 from kernbench.tl.reductions import max, rowmax, rowsum, sum
@@ -103,6 +104,7 @@ from kernbench.tl.views import reshape, transpose, view
 __all__ = [
     "OpSpec",
     "add",
+    "argmax",
     "composite",
     "copy",
     "cycles",
@@ -110,6 +112,7 @@ __all__ = [
     "dot",
     "exp",
     "full",
+    "gather",
     "load",
     "max",
     "maximum",
@@ -123,11 +126,13 @@ __all__ = [
     "rowmax",
     "rowsum",
     "scale",
+    "scatter",
     "send",
     "store",
     "sub",
     "sub_bcast",
     "sum",
+    "topk",
     "transpose",
     "view",
     "wait",
