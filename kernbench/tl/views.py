@@ -29,7 +29,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle, check_index
+from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle, ViewOps, check_index
 from kernbench.pe.commands import CopyCmd
 from kernbench.tl.context import current
 
@@ -353,3 +353,6 @@ def transpose(x: TensorHandle | HbmTensor | Ptr, axes: Sequence[int] | None = No
     d = x.data
     assert d is not None
     return _copy_of(x, f"{x.name}.T", np.ascontiguousarray(np.transpose(d, perm)))
+
+
+TensorHandle.view_ops = ViewOps(view, reshape, transpose)
