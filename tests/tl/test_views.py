@@ -142,6 +142,24 @@ def test_a_composite_writing_a_view_writes_the_base_rows_and_later_readers_wait_
     assert sum(e.value for e in busy(r, "dma.rd")) == 32 * 128 * 2 + 128 * 64 * 2
 
 
+def test_a_free_view_of_a_computed_handle_is_read_once_the_producer_has_stored_it(rt):
+    X = rng_array((64, 128), 13)
+    got = {}
+
+    def k(x):
+        e = tl.exp(tl.wait(tl.load(x)))
+        got["v"] = tl.scale(tl.view(e, (slice(8, 16),)), 2.0).numpy()
+
+    r = run1(rt, k, rt.deploy(X))
+    assert cmds(r) == ["DmaReadCmd", "MathCmd", "MathCmd"]
+    exp_store = next(e for e in busy(r, "fs") if e.label == "store exp")
+    scale_fetch = next(e for e in busy(r, "fs") if e.label == "fetch scale")
+    assert scale_fetch.t_ns >= exp_store.end_ns
+    assert scale_fetch.end_ns - scale_fetch.t_ns == pytest.approx(8 * 128 * 2 / TCM_GBPS)
+    e = np.exp(X.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(got["v"], (e[8:16].astype(np.float32) * np.float32(2.0)).astype(np.float16))
+
+
 # --- TCM: views that move data --------------------------------------------------------
 
 
