@@ -362,3 +362,12 @@ def test_views_and_indexing_replay_with_identical_accounting_and_events(cube1):
         assert r.engine_busy_ns == live.engine_busy_ns and r.stall_ns == live.stall_ns
     stream = [(e.t_ns, e.kind, e.component, e.end_ns, e.label, e.value) for e in live.events]
     assert [(e.t_ns, e.kind, e.component, e.end_ns, e.label, e.value) for e in again.events] == stream
+
+
+@pytest.mark.parametrize("k", [0, 65, 2.5, (2,)])
+def test_a_composite_topk_with_a_bad_k_is_refused_before_it_is_issued(rt, k):
+    def kern(x):
+        tl.composite([tl.OpSpec("topk", {"x": tl.ref(x)}, tl.zeros((16, 2)), extra={"k": k})])
+
+    with pytest.raises(KernelError, match=r"top-k: k must be an integer in 1\.\.64 \(the row length\)"):
+        run1(rt, kern, rt.deploy(rng_array((16, 64), 17)), record=False)
