@@ -240,6 +240,23 @@ def test_hbm_views_read_and_write_the_elements_they_name(rt):
     np.testing.assert_array_equal(rt.read(out), X.T)
 
 
+def test_tl_ref_views_stream_the_elements_they_name_in_a_composite(rt):
+    X, V = rng_array((64, 128), 17), rng_array((64, 128), 18)
+    got = {}
+
+    def k(x, v):
+        acc = tl.zeros((64, 64))
+        b = tl.ref(v).T  # (128, 64), strided: streamed at its elements' real addresses
+        tl.composite([tl.OpSpec("gemm", {"a": tl.ref(x).reshape(64, 128), "b": b}, acc)])
+        flat = tl.zeros((2, 64))
+        tl.composite([tl.OpSpec("scale", {"x": tl.ref(x)[0:1].reshape(2, 64)}, flat, extra={"factor": 3.0})])
+        got["acc"], got["flat"] = acc.numpy(), flat.numpy()
+
+    run1(rt, k, rt.deploy(X), rt.deploy(V), record=False)
+    np.testing.assert_allclose(got["acc"], X.astype(np.float32) @ V.T.astype(np.float32), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got["flat"], X[0].astype(np.float32).reshape(2, 64) * 3)
+
+
 def test_hbm_views_are_regions_at_the_real_addresses_and_issue_nothing(rt):
     X = rng_array((64, 128), 10)
     x = rt.deploy(X)
