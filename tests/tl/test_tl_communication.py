@@ -182,7 +182,9 @@ def _copy(x):
 def test_launching_a_second_kernel_on_a_pe_is_refused_at_the_launch_naming_the_pe(rt):
     x = rt.deploy(np.ones((4, 4), np.float16), pe=0)
     rt.launch(_copy, pes=[0, 1], args=(x,))
-    with pytest.raises(ValueError, match=r"launch: sip0\.cube0\.pe1 already run\(s\) _copy \(launch 0 of this run\); a PE runs one kernel per run"):
+    with pytest.raises(
+        ValueError, match=r"launch: sip0\.cube0\.pe1 already run\(s\) _copy \(launch 0 of this run\); a PE runs one kernel per run"
+    ):
         rt.launch(_copy, pes=[1, 2], args=(x,))
     rt.launch(_copy, pes=[2, 3], args=(x,))  # other PEs are free
     assert rt.launched == 2
