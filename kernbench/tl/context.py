@@ -14,6 +14,7 @@ import linecache
 import sys
 import weakref
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 import greenlet
@@ -123,7 +124,7 @@ class KernelContext:
 
     def _kernel_site(self) -> tuple[str, int, str] | None:
         """(file, line, function) of the innermost frame of the kernel's file calling ``tl`` now."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         kfile = self.kernel_file
         while frame is not None and kfile:
             if frame.f_code.co_filename == kfile:
