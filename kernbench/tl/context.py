@@ -164,11 +164,14 @@ class KernelContext:
     def need(self, handles: Iterable[object]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending; refuse another program's handle."""
         pending = self._pending
+        reader = getattr(greenlet.getcurrent(), "ctx", None)  # (not self when h.numpy() is called by another kernel)
         for h in handles:
             if not isinstance(h, TensorHandle):
                 continue
             if h.owner is not self and h.owner is not None:
                 raise ValueError(self._foreign(h))
+            if reader is not self and isinstance(reader, KernelContext):
+                raise ValueError(reader._foreign(h))
             if not pending:
                 continue
             why = pending.pop(h.ref.id, None)

@@ -237,7 +237,7 @@ def test_a_handle_of_one_program_used_by_another_names_both_programs_and_the_lin
     assert f"{HERE}:{_line_of(k, 'tl.store(x, tl.add')}" in msg
 
 
-@pytest.mark.parametrize("use", ["send", "wait", "store"])
+@pytest.mark.parametrize("use", ["send", "wait", "store", "numpy"])
 def test_every_way_of_using_another_programs_handle_is_caught(rt, use):
     x = rt.deploy(np.ones((4,), np.float32), pe=0)
     box = {}
@@ -252,6 +252,8 @@ def test_every_way_of_using_another_programs_handle_is_caught(rt, use):
                 tl.send(0, box["h"])
             elif use == "wait":
                 tl.wait(box["h"])
+            elif use == "numpy":
+                box["h"].numpy()  # (the handle's own context would wait for it: in the wrong kernel)
             else:
                 tl.store(x, box["h"])
 
