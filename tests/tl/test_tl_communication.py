@@ -183,7 +183,7 @@ def test_launching_a_second_kernel_on_a_pe_is_refused_at_the_launch_naming_the_p
     x = rt.deploy(np.ones((4, 4), np.float16), pe=0)
     rt.launch(_copy, pes=[0, 1], args=(x,))
     with pytest.raises(
-        ValueError, match=r"launch: sip0\.cube0\.pe1 already run\(s\) _copy \(launch 0 of this run\); a PE runs one kernel per run"
+        ValueError, match=r"launch: sip0\.cube0\.pe1 already runs _copy \(launch 0 of this run\); a PE runs one kernel per run"
     ):
         rt.launch(_copy, pes=[1, 2], args=(x,))
     rt.launch(_copy, pes=[2, 3], args=(x,))  # other PEs are free
@@ -213,7 +213,7 @@ def test_a_kernel_file_launching_twice_on_a_pe_is_one_error_line(tmp_path, capsy
     code = main(["run", str(path), "--topology", "cube1"])
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
-    assert "sip0.cube0.pe0 already run(s) copy (launch 0 of this run)" in err and f"{path}:12" in err
+    assert "sip0.cube0.pe0 already runs copy (launch 0 of this run)" in err and f"{path}:12" in err
 
 
 def test_a_handle_of_one_program_used_by_another_names_both_programs_and_the_line(rt):
