@@ -15,6 +15,10 @@ CUBE of SIP N; otherwise a comma list of PE ids (``sip0.cube3.pe0``) or
 indices into the runtime's PE list (``0,8,16`` or ranges ``0-7``). The
 2d algorithm's grid is ``--grid RxC`` (rows × columns, programs row-major),
 by default the CUBE grid for the CUBE sets and the most square one else.
+
+Its siblings ``allgather``, ``reducescatter`` and ``alltoall``
+(:mod:`kernbench.kernels.collective_ops`) take the same PE, payload, chunk,
+dtype and seed options and use this module's PE selection and checks.
 """
 
 from __future__ import annotations
@@ -161,7 +165,7 @@ def setup(rt: Runtime, **p: Any) -> Prepared:
         raise ValueError(
             f"chunk {size_label(chunk_bytes)}: the {algo} all-reduce holds {held} chunks in TCM at once, "
             f"{held} × {size_label(chunk_bytes)} > {size_label(scratch)} of kernel scratch; "
-            f"use --chunk {size_label(scratch // held)} or less"
+            f"use --chunk {size_label(scratch // held // dtype.itemsize * dtype.itemsize)} or less"
         )
     check_payload(payload, len(pe_ids), p["payload"])
     group = make_group(len(pe_ids), rows, p["grid"])
