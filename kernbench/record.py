@@ -1,13 +1,19 @@
 """The run record: what every command says about one run, in one shape.
 
-``kernbench run --json`` prints one; a ``kernbench sweep`` row is one
-flattened (:func:`flatten`) after the point's swept values; ``kernbench
-compare --json`` gives one per side (``a``, ``b``, read from a run or from a
-trace file alike) and their differences; the probe's JSON uses the same
-names for what it shares (``topology``, ``timing``, ``latency_ns``).
-:data:`FIELDS` is the one definition: each field with its type, unit and
-meaning; ``docs/output.md`` is written from it (:func:`markdown`) and the
-tests hold every output to it (:func:`problems`).
+:func:`record` is the one producer: ``kernbench run --json`` prints one
+(built by :meth:`RunResult.run_record <kernbench.runtime.api.RunResult.run_record>`,
+which sums the result's per-PE accounting); ``kernbench sweep --json`` gives
+one per point (lists left out, with its swept values as ``point``), its
+table and CSV rows that record flattened (:func:`flatten`) after the swept
+values; ``kernbench compare --json`` gives one per side (``a``, ``b``, read
+from a run or from a trace file alike,
+:meth:`RunSummary.as_json <kernbench.analysis.summary.RunSummary.as_json>`)
+and their differences; the probe's JSON uses the same names for what it
+shares (``topology``, ``timing``, ``latency_ns``). :data:`FIELDS` is the one
+definition: each field with its type, unit and meaning; ``docs/output.md``'s
+table (:func:`markdown`) and ``docs/run-record.schema.json``
+(:func:`json_schema`) are written from it, and the tests hold every output
+to the schema.
 
 Any other top-level key of a record is a figure of the kernel's own (its
 set-up's ``Prepared.summary``: ``cmds_per_tile``, ``model_ns``, …), a number
