@@ -41,6 +41,8 @@ def test_the_debugger_capture_is_the_snapshot_and_says_how_to_get_there():
     assert f"```text\n{snapshot}\n```" in README
     intro = README[: README.index(snapshot)].rsplit("## The debugger", 1)[1]
     assert "`g 200`" in intro and "`2` (the Stalls panel)" in intro
+    page = (DOCS / "debugger.md").read_text()
+    assert f"```text\n{snapshot}\n```" in page and "`g 200`" in page.split(snapshot, 1)[0]
 
 
 def test_every_relative_link_resolves_and_there_is_a_license():
