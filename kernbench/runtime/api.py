@@ -258,6 +258,10 @@ class Runtime:
     ) -> HbmTensor:
         """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``).
 
+        ``name`` is what traces, the debugger, ``--explain`` and errors call it; without one the
+        tensor is ``t1``, ``t2``, … until its first launch names it after the kernel parameter it
+        is passed as (``x``, ``xs[0]``, ``ws['q']``: :func:`name_by_parameters`).
+
         ``copy=False`` takes the array over as it is when it already is a
         C-contiguous array of the stored dtype (the caller must not change it
         afterwards): a large input is then held once, not twice.

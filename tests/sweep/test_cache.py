@@ -127,9 +127,11 @@ def test_an_entry_is_the_points_record_nested_at_most_max_depth_deep(tmp_path):
     cache.put(key, rec)
     assert cache.get(key) == rec and not cache.rejected
     deep: dict = {"x": 1}
-    for level in range(MAX_DEPTH):
+    for level in range(MAX_DEPTH - 1):
         deep = {f"d{level}": deep}
-    cache.put(key, deep)
+    cache.put(key, {"attribution": deep})
     assert cache.get(key) is None and cache.rejected[-1][1].endswith(f"nested more than {MAX_DEPTH} deep")
     cache.put(key, {"attribution": {"path": [1, 2]}})  # a record's lists are left out before it is cached
     assert cache.get(key) is None and "attribution.path': a list, not a number or text" in cache.rejected[-1][1]
+    cache.put(key, {"latency_ns": {"ns": 1.0}})  # a number field, or a kernel's figure, holds no mapping
+    assert cache.get(key) is None and cache.rejected[-1][1] == "metric 'latency_ns': a dict, not a number or text"
