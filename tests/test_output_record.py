@@ -63,6 +63,8 @@ def test_the_digest_names_the_hardware_not_the_file(tmp_path, capsys):
     assert topology_digest(load_spec(saved)) == topology_digest(resolved)
     assert topology_digest(load_spec("cube1", ["sip.ucie.bw_gbps=512"])) == topology_digest(load_spec("cube1"))  # the file's value
     assert re.fullmatch(r"[0-9a-f]{64}", topology_digest(resolved))
+    assert main(["topo", "show", "cube1", "--json", *SET]) == 0  # topo show says it, for a record to be checked against
+    assert json.loads(capsys.readouterr().out)["topology_digest"] == topology_digest(resolved)
 
 
 def test_a_sweep_record_is_the_run_record_with_its_point(capsys):
