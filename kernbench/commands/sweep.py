@@ -290,7 +290,7 @@ def print_table(kernel: str, table: Sequence[dict[str, Any]], swept: Sequence[st
 
 def _cell(value: Any, key: str = "") -> str:
     if key == "max_abs_err" and isinstance(value, float):
-        # two digits: the last bits of a float32 product depend on the CPU's BLAS kernel (see README, "Numerics")
+        # two digits: the last bits of a float32 product depend on the CPU's BLAS kernel (docs/getting-started.md, "Numerics")
         return f"{value:.2g}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
