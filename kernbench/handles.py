@@ -60,7 +60,9 @@ class HbmTensor:
     """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset.
 
     ``deployed_by`` is the token of the :class:`~kernbench.runtime.api.Runtime` that placed it (its
-    offset means something in that runtime's memories only); None for one made by hand.
+    offset means something in that runtime's memories only); None for one made by hand. ``named``:
+    the name was given (``deploy(name=…)``); a default name (``t3``) is replaced, at the tensor's first
+    launch, by the kernel parameter it is passed as (:func:`kernbench.runtime.api.name_by_parameters`).
 
     ``root``: for a view (``x.T``, ``x.reshape(...)``, a region of a region), the deployed tensor
     whose bytes ``array`` views; ``offset`` is then the address of ``array``'s first element, and
@@ -74,8 +76,10 @@ class HbmTensor:
         array: np.ndarray,
         deployed_by: object | None = None,
         root: HbmTensor | None = None,
-    ):
+        named: bool = True,
+    ) -> None:
         self.name = name
+        self.named = named
         self.memory = memory
         self.offset = offset
         self.array = array

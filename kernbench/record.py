@@ -1,13 +1,19 @@
 """The run record: what every command says about one run, in one shape.
 
-``kernbench run --json`` prints one; a ``kernbench sweep`` row is one
-flattened (:func:`flatten`) after the point's swept values; ``kernbench
-compare --json`` gives one per side (``a``, ``b``, read from a run or from a
-trace file alike) and their differences; the probe's JSON uses the same
-names for what it shares (``topology``, ``timing``, ``latency_ns``).
-:data:`FIELDS` is the one definition: each field with its type, unit and
-meaning; ``docs/output.md`` is written from it (:func:`markdown`) and the
-tests hold every output to it (:func:`problems`).
+:func:`record` is the one producer: ``kernbench run --json`` prints one
+(built by :meth:`RunResult.run_record <kernbench.runtime.api.RunResult.run_record>`,
+which sums the result's per-PE accounting); ``kernbench sweep --json`` gives
+one per point (lists left out, with its swept values as ``point``), its
+table and CSV rows that record flattened (:func:`flatten`) after the swept
+values; ``kernbench compare --json`` gives one per side (``a``, ``b``, read
+from a run or from a trace file alike,
+:meth:`RunSummary.as_json <kernbench.analysis.summary.RunSummary.as_json>`)
+and their differences; the probe's JSON uses the same names for what it
+shares (``topology``, ``timing``, ``latency_ns``). :data:`FIELDS` is the one
+definition: each field with its type, unit and meaning; ``docs/output.md``'s
+table (:func:`markdown`) and ``docs/run-record.schema.json``
+(:func:`json_schema`) are written from it, and the tests hold every output
+to the schema.
 
 Any other top-level key of a record is a figure of the kernel's own (its
 set-up's ``Prepared.summary``: ``cmds_per_tile``, ``model_ns``, …), a number
@@ -22,6 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMA = "kernbench.run/1"
+#: ``kernbench compare --json``'s object: ``{"schema", "a", "b", "delta"}``, each side a run record
+COMPARE_SCHEMA = "kernbench.compare/1"
+#: where the JSON Schema of every record lives (written from :func:`json_schema`; a test keeps it equal)
+SCHEMA_FILE = "docs/run-record.schema.json"
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,20 @@ FIELDS: tuple[Field, ...] = (
     Field("timing", "string", "", "the engine's mode: `fast` or `oracle` (the same result, at another cost)"),
     Field("variant", "string", "", 'the form the kernel ran in (gqa-decode: `primitive`, `opt3`, `opt2`), or ""'),
     Field("params", "object", "", "every option of the kernel by name, defaults filled in"),
+    Field(
+        "overrides",
+        "object|null",
+        "",
+        "the `--set` overrides the topology was resolved with, by key path as given (`sip.ucie.bw_gbps`) to the value as read; "
+        "`{}` when none; null when a trace did not keep them",
+    ),
+    Field(
+        "topology_digest",
+        "string|null",
+        "",
+        "SHA-256 (64 hex digits) of the resolved topology, `name` and `description` left out (kernbench.topology.digest): "
+        "equal digests, equal hardware parameters; null when a trace did not keep it",
+    ),
     Field("latency_ns", "number", "ns", "simulated time from the first command to the last one's completion"),
     Field("pes", "integer", "PEs", "PEs that ran a program"),
     Field("commands", "integer", "commands", "commands PE_CPUs dispatched, summed over PEs"),
@@ -86,7 +110,7 @@ FIELDS: tuple[Field, ...] = (
 )
 NAMES = tuple(f.name for f in FIELDS)
 #: what says which run it was rather than what it measured (a sweep row's swept values say it there)
-CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "variant", "params")
+CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "variant", "params", "overrides", "topology_digest")
 
 
 def _number(v: Any) -> bool:
@@ -101,6 +125,8 @@ def record(
     timing: str,
     variant: str,
     params: Mapping[str, Any],
+    overrides: Mapping[str, Any] | None,
+    topology_digest: str | None,
     latency_ns: float,
     pes: int,
     commands: int,
@@ -121,6 +147,8 @@ def record(
         "timing": timing,
         "variant": variant,
         "params": dict(params),
+        "overrides": dict(overrides) if overrides is not None else None,
+        "topology_digest": topology_digest,
         "latency_ns": round(latency_ns, 6),
         "pes": pes,
         "commands": commands,
@@ -157,6 +185,11 @@ def _flat(obj: Mapping[str, Any], prefix: str, top: bool = False) -> Iterator[tu
             yield name, value
 
 
+def without_lists(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with every list left out, at any depth (a sweep's record: the attribution's ``top`` and ``path`` go)."""
+    return {k: without_lists(v) if isinstance(v, Mapping) else v for k, v in obj.items() if not isinstance(v, (list, tuple))}
+
+
 def problems(rec: Mapping[str, Any]) -> list[str]:
     """Where ``rec`` departs from :data:`FIELDS` (every field present and of its type; figures scalar)."""
     found = [f"{name} is missing" for name in NAMES if name not in rec]
@@ -185,5 +218,104 @@ def figure_problems(figures: Any) -> list[str]:
 def markdown() -> str:
     """The fields as a Markdown table (docs/output.md's)."""
     lines = ["| field | type | unit | meaning |", "|---|---|---|---|"]
-    lines += [f"| `{f.name}` | {f.type} | {f.unit or '—'} | {f.meaning} |" for f in FIELDS]
+    lines += [f"| `{f.name}` | {f.type.replace('|', ' or ')} | {f.unit or '—'} | {f.meaning.replace('|', chr(92) + '|')} |" for f in FIELDS]
     return "\n".join(lines) + "\n"
+
+
+# --- the JSON Schema (docs/run-record.schema.json) ------------------------------------------
+
+_JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "object": "object", "null": "null"}
+_NUMBERS = {"type": "object", "additionalProperties": {"type": "number"}}
+_SCALAR = {"type": ["number", "string", "boolean", "null"]}
+#: what a field's object holds, where that is more than "an object"
+_OBJECTS: dict[str, dict[str, Any]] = {
+    "params": {"type": "object", "additionalProperties": _SCALAR},
+    "overrides": {"type": "object"},
+    "attribution": {
+        "type": "object",
+        "required": ["by_cause", "by_component_kind"],
+        "properties": {
+            "by_cause": _NUMBERS,
+            "by_component_kind": _NUMBERS,
+            "top": {"type": "array", "items": {"type": "object"}},
+            "path": {"type": "array", "items": {"type": "object"}},
+        },
+    },
+}
+
+
+def _field_schema(f: Field) -> dict[str, Any]:
+    kinds = [_JSON_TYPES[k] for k in f.type.split("|")]
+    if "object" in kinds:
+        body = dict(_OBJECTS.get(f.name, _NUMBERS if f.unit else {"type": "object"}))
+        if "null" in kinds:
+            return {"description": f.meaning, "anyOf": [body, {"type": "null"}]}
+        return {"description": f.meaning, **body}
+    out: dict[str, Any] = {"description": f.meaning, "type": kinds[0] if len(kinds) == 1 else kinds}
+    if f.name == "schema":
+        out["const"] = SCHEMA
+    if f.name == "topology_digest":
+        out["pattern"] = "^[0-9a-f]{64}$"
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of every record kernbench prints for scripts: ``run_record``
+    (``kernbench run --json``; a compare side adds ``side``), ``sweep_row`` (a point of ``sweep --json``
+    / ``--out FILE.json``: a run record with its swept values as ``point``, or a failed point), and
+    ``compare`` (``kernbench compare --json``). The document validates a run record at its root."""
+    fields = {"type": "object", "required": list(NAMES), "properties": {f.name: _field_schema(f) for f in FIELDS}}
+    point = {"type": "object", "description": "the point's swept values, by --grid key", "additionalProperties": _SCALAR}
+    figures = {"unevaluatedProperties": _SCALAR}  # (any other key: a figure of the kernel's own, a number or text)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://kernbench.invalid/run-record.schema.json",
+        "title": f"kernbench run record ({SCHEMA})",
+        "description": "Generated from kernbench.record.FIELDS (kernbench.record.json_schema()); docs/output.md explains it.",
+        "$ref": "#/$defs/run_record",
+        "$defs": {
+            "fields": fields,
+            "run_record": {"allOf": [{"$ref": "#/$defs/fields"}], **figures},
+            "sweep_row": {
+                "oneOf": [
+                    {"allOf": [{"$ref": "#/$defs/fields"}], "required": ["point"], "properties": {"point": point}, **figures},
+                    {
+                        "type": "object",
+                        "description": "a point that failed: its one-line error",
+                        "required": ["schema", "kernel", "point", "error"],
+                        "properties": {
+                            "schema": {"const": SCHEMA},
+                            "kernel": {"type": "string"},
+                            "point": point,
+                            "error": {"type": "string"},
+                        },
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+            "compare_side": {
+                "allOf": [{"$ref": "#/$defs/fields"}],
+                "required": ["side"],
+                "properties": {"side": {"type": "string", "description": "the side as written: a trace's path or the run"}},
+                **figures,
+            },
+            "compare": {
+                "type": "object",
+                "required": ["schema", "a", "b", "delta"],
+                "properties": {
+                    "schema": {"const": COMPARE_SCHEMA},
+                    "a": {"$ref": "#/$defs/compare_side"},
+                    "b": {"$ref": "#/$defs/compare_side"},
+                    "delta": {"type": "object", "description": "B − A of the numbers, under the record's names, with latency_pct"},
+                },
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def json_schema_text() -> str:
+    """:func:`json_schema` as the file holds it."""
+    import json
+
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"

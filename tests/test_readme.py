@@ -1,4 +1,6 @@
-"""README's promises: its two set-up commands, its example, its CI hook."""
+"""README's promises: its two set-up commands, its CI hook, its length; and what moved from it to the docs
+site holds there (the quickstart example, the limits in the code). The site's commands and their output:
+tests/test_docs_site.py."""
 
 from __future__ import annotations
 
@@ -8,11 +10,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 
 
-def test_readme_example_is_the_file_the_tests_run_and_it_runs(capsys):
+def test_readme_is_at_most_300_lines_and_links_the_site():
+    assert len(README.splitlines()) <= 300
+    for page in ("getting-started", "kernels", "tl", "timing", "debugger", "sweeps", "studies", "output", "errors"):
+        assert f"](docs/{page}.md)" in README, page
+
+
+def test_the_quickstart_on_the_site_is_the_file_the_tests_run_and_it_runs(capsys):
     example = (ROOT / "examples" / "quickstart.py").read_text().rstrip()
-    assert example in README
+    assert example in (DOCS / "getting-started.md").read_text()
     runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
     out = capsys.readouterr().out
     latency = float(re.match(r"([\d.]+) ns", out).group(1))
@@ -32,6 +41,8 @@ def test_the_debugger_capture_is_the_snapshot_and_says_how_to_get_there():
     assert f"```text\n{snapshot}\n```" in README
     intro = README[: README.index(snapshot)].rsplit("## The debugger", 1)[1]
     assert "`g 200`" in intro and "`2` (the Stalls panel)" in intro
+    page = (DOCS / "debugger.md").read_text()
+    assert f"```text\n{snapshot}\n```" in page and "`g 200`" in page.split(snapshot, 1)[0]
 
 
 def test_every_relative_link_resolves_and_there_is_a_license():
@@ -55,7 +66,7 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
     from kernbench.topology import compile, cube_paths, graph, yamldoc
     from kernbench_probes import dma
 
-    section = README.split("## Errors and limits", 1)[1].split("\n## ", 1)[0]
+    section = (DOCS / "errors.md").read_text()
     for status in (exit_codes.OK, exit_codes.CHECK_FAILED, exit_codes.BAD_INPUT, exit_codes.INTERRUPTED):
         assert f"| {status} |" in section
     for number in (
@@ -69,6 +80,7 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         f"| sweep cache entry | {cache.MAX_ENTRY_BYTES // 2**10} KiB,",
         f"integers below 2^{cache.MAX_INT.bit_length() - 1}",
         f"at most {cache.MAX_TEXT_CHARS:,} characters",
+        f"mappings of those at most {cache.MAX_DEPTH} deep",
         # the limits round 2 added (issue 20): route hops, the all-reduce payload, the study's bound
         f"| route | {graph.MAX_ROUTE_HOPS:,} hops",
         f"the route trees of the {cube_paths.SOURCES_KEPT} most recently used sources are kept",
@@ -84,51 +96,14 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         assert number in section, number
 
 
-def _in_order(shown: list[str], out: list[str]) -> None:
-    """Every shown line, in order, is a line of ``out``; "…" stands for lines left out."""
-    i = 0
-    for line in shown:
-        if line == "…":
-            continue
-        while i < len(out) and out[i] != line:
-            i += 1
-        assert i < len(out), f"not printed (or out of order): {line!r}"
-        i += 1
-
-
-def _why_blocks() -> list[tuple[str, list[str]]]:
-    section = README.split("\n## Why is it slow?\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```text\n\$ (kernbench .+?)\n(.*?)\n```", section, re.S)
-    assert len(blocks) == 2
-    return [(command, shown.splitlines()) for command, shown in blocks]
-
-
-def test_the_why_section_shows_what_explain_and_compare_print(capsys):
-    """README's --explain and compare blocks are real output, with "…" where lines were left out."""
-    import shlex
-
-    from kernbench import cli
-
-    for command, shown in _why_blocks():
-        capsys.readouterr()
-        assert cli.main(shlex.split(command)[1:]) == 0
-        out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
-        _in_order(shown, out)
-        assert sum(line != "…" for line in shown) > 40
-
-
-def test_the_topo_section_shows_what_topo_prints(capsys):
-    """README's `kernbench topo` blocks (list, show, --params, --yaml) are real output, "…" where lines were left out."""
-    import shlex
-
-    from kernbench import cli
-
-    section = README.split("\n### `kernbench topo` —", 1)[1].split("\n### ", 1)[0]
-    blocks = re.findall(r"```text\n\$ (kernbench topo .+?)\n(.*?)\n```", section, re.S)
-    assert [command.split()[2] for command, _ in blocks] == ["list", "show", "show", "show"]
-    assert any("--params" in c for c, _ in blocks) and any("--yaml" in c for c, _ in blocks)
-    for command, shown in blocks:
-        capsys.readouterr()
-        assert cli.main(shlex.split(command)[1:]) == 0, command
-        out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
-        _in_order(shown.splitlines(), out)
+def test_the_pages_that_took_the_readmes_command_blocks_still_show_them():
+    """The explain/compare and topo blocks moved to docs/explain.md and docs/topologies.md, where
+    tests/test_docs_site.py runs each and holds it to what it prints ("…" where lines were left out)."""
+    explain = (DOCS / "explain.md").read_text()
+    blocks = re.findall(r"```text\n\$ (kernbench .+?)\n(.*?)\n```", explain, re.S)
+    assert [c.split()[1] for c, _ in blocks] == ["run", "compare"] and all(
+        sum(line != "…" for line in b.splitlines()) > 40 for _, b in blocks
+    )
+    topo = re.findall(r"```text\n\$ (kernbench topo .+?)\n", (DOCS / "topologies.md").read_text())
+    assert [c.split()[2] for c in topo] == ["list", "show", "show", "show"]
+    assert any("--params" in c for c in topo) and any("--yaml" in c for c in topo)

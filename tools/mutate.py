@@ -56,8 +56,8 @@ from mutants import MUTANTS, Mutant  # noqa: E402
 #: catch is not caught by an independent check. Prefixes of pytest node ids.
 SELF_GENERATED = (
     "tests/cli/test_bench.py::test_shipped_goldens_match_exactly",
-    "tests/studies/test_studies.py::test_readme_all_reduce_rows_up_to_256KiB_are_the_simulators",
-    "tests/studies/test_studies.py::test_readme_gemm_rows_up_to_16_tiles_are_the_simulators",
+    "tests/studies/test_studies.py::test_page_all_reduce_rows_up_to_256KiB_are_the_simulators",
+    "tests/studies/test_studies.py::test_page_gemm_rows_up_to_16_tiles_are_the_simulators",
     "tests/kernels/test_gqa_decode.py::test_the_gqa_tables_are_what_the_program_prints",
     "tests/probes/test_probe_dma.py::test_rendered_table_snapshot",
     "tests/tui/test_tui_snapshots.py",

@@ -52,6 +52,9 @@ class RunSummary:
         extra = meta.extra if isinstance(meta.extra, dict) else {}
         params = extra.get("params")
         err = extra.get("max_abs_err")
+        overrides = extra.get("overrides")
+        digest = extra.get("topology_digest")
+        figures = extra.get("figures")
         return record(
             kernel=meta.kernel,
             kernel_file=extra.get("kernel_file") if isinstance(extra.get("kernel_file"), str) else None,
@@ -59,6 +62,8 @@ class RunSummary:
             timing=str(extra.get("timing") or ""),
             variant=meta.variant,
             params=params if isinstance(params, dict) else {},
+            overrides=overrides if isinstance(overrides, dict) else None,  # (a trace written before they were kept)
+            topology_digest=digest if isinstance(digest, str) else None,
             latency_ns=self.latency_ns,
             pes=self.pes,
             commands=self.commands,
@@ -67,7 +72,17 @@ class RunSummary:
             stall_ns_by_reason=self.stall_ns_by_reason,
             engine_busy_ns=self.engine_busy_ns,
             attribution=self.attribution.as_json() if self.attribution is not None else None,
+            figures=_figures(figures),
         )
+
+
+def _figures(figures: object) -> dict[str, object]:
+    """The kernel's figures a trace kept, those that still fit a run record (a hand-made trace may hold anything)."""
+    from kernbench.record import figure_problems
+
+    if not isinstance(figures, dict) or figure_problems(figures):
+        return {}
+    return dict(figures)
 
 
 def summarize(store: EventStore, name: str = "", latency_ns: float | None = None, metadata: TraceMetadata | None = None) -> RunSummary:

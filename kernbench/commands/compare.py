@@ -7,7 +7,7 @@ kernel and its ``kernbench run`` options: ``"gqa-decode --variant opt3"``,
 latency, commands, dispatch cycles, per-engine utilization, PE_CPU stalls,
 and the critical-path attribution; then B − A for each, the attribution
 delta by cause, by component kind, and the components that gained or lost
-the most. ``--json`` prints ``{"a": …, "b": …, "delta": …}``: each side a run
+the most. ``--json`` prints ``{"schema", "a", "b", "delta"}``: each side a run
 record (:mod:`kernbench.record`, with ``side``: the side as written), the
 delta B − A of its numbers under the same names.
 
@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
     p.add_argument("b", metavar="B", help="the other side, the same way")
-    p.add_argument("--json", action="store_true", help="print one JSON object {a, b, delta}")
+    p.add_argument("--json", action="store_true", help="print one JSON object {schema, a, b, delta}")
     return p
 
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs_apart(checked)
     a, b = load_sides(checked)
     if args.json:
-        print(to_json({"a": side_json(a), "b": side_json(b), "delta": delta(a, b)}, indent=2, sort_keys=False))
+        print(to_json(compare_json(a, b), indent=2, sort_keys=False))
     else:
         print(compare_text(a, b), end="")
     return 0
@@ -81,6 +81,13 @@ def _check_outputs_apart(checked: list[tuple[str, Side, Trace | argparse.Namespa
         elif isinstance(what, argparse.Namespace):
             outputs += [(f"compare {which} --{flag}", path) for flag in ("trace", "perfetto") if (path := getattr(what, flag))]
     check_outputs(outputs, inputs=inputs)
+
+
+def compare_json(a: RunSummary, b: RunSummary) -> dict[str, object]:
+    """``--json``'s object: the two sides as run records and B − A (``kernbench.compare/1``)."""
+    from kernbench.record import COMPARE_SCHEMA
+
+    return {"schema": COMPARE_SCHEMA, "a": side_json(a), "b": side_json(b), "delta": delta(a, b)}
 
 
 def side_json(s: RunSummary) -> dict[str, object]:
@@ -154,7 +161,7 @@ class SideTask:
 def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
     """Simulate one run side, events recorded, to its summary (saving its ``--trace``/``--perfetto``);
     a failure comes back as its message. Runs in a process of its own, or here."""
-    from kernbench.commands.run import _meta, limits_of, max_error, prepare, save_outputs
+    from kernbench.commands.run import _meta, figures_of, limits_of, prepare, report, save_outputs
 
     side = RunSide(task.argv)
     try:
@@ -163,7 +170,8 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
         result = rt.run(record=True, limits=limits_of(ns), progress=progress)
         if progress is not None:  # where it ended (a run shorter than one report made none)
             progress(result.latency_ns, result.total_commands)
-        meta = _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
+        data = report(spec, rt, prepared, result, params, overrides=ns.overrides)  # (its check and figures, as run --json's)
+        meta = _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data))
         store = result.store()
         if ns.trace or ns.perfetto:
             save_outputs(ns.trace, ns.perfetto, store, meta)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -339,27 +339,38 @@ def report(
     result: RunResult,
     params: registry.Params,
     attribution: Attribution | None = None,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The run record (:mod:`kernbench.record`) of a finished run: ``kernbench run --json``'s object."""
-    from kernbench.record import record
-
-    return record(
+    """The run record (:mod:`kernbench.record`) of a finished run: ``kernbench run --json``'s object
+    (``overrides``: the ``--set`` texts the topology was resolved with)."""
+    return result.run_record(
         kernel=spec.name,
         kernel_file=spec.source or None,
-        topology=rt.graph.name,
-        timing=rt.mode,
         variant=prepared.variant,
         params=params,
-        latency_ns=result.latency_ns,
-        pes=len(result.pes),
-        commands=result.total_commands,
-        dispatch_cycles=result.total_dispatch_cycles,
+        overrides=overrides_of(overrides),
         max_abs_err=max_error(spec, prepared),
-        stall_ns_by_reason=result.stall_ns_by_reason,
-        engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
-        attribution=attribution.as_json() if attribution is not None else None,
+        attribution=attribution,
         figures=_figures(spec, users_code(spec, "summary", lambda: prepared.summary(result))),
     )
+
+
+def figures_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The kernel's own figures in a run record: its keys that are not a record field."""
+    from kernbench.record import NAMES
+
+    return {k: v for k, v in data.items() if k not in NAMES}
+
+
+def overrides_of(texts: Sequence[str]) -> dict[str, Any]:
+    """``--set`` texts as the run record keeps them: key path as given → the value as read (the last one wins)."""
+    from kernbench.topology.spec import parse_override
+
+    out: dict[str, Any] = {}
+    for text in texts:
+        _parts, value = parse_override(text)
+        out[text.split("=", 1)[0].strip()] = value
+    return out
 
 
 def _figures(spec: registry.KernelSpec, figures: Any) -> dict[str, Any]:
@@ -402,7 +413,7 @@ def run(args: argparse.Namespace) -> int:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:
             try:
-                saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params), partial=True)
+                saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params, overrides=ns.overrides), partial=True)
                 kept = f"are in {', '.join(saved)}"
             except OutputPathError as not_saved:  # (a full disk: the run's own error still comes first)
                 kept = f"were not saved: {not_saved}"
@@ -413,10 +424,11 @@ def run(args: argparse.Namespace) -> int:
     if ns.explain:
         with working("attributing the latency along the critical path", show):
             attribution = result.explain()
-    data = report(spec, rt, prepared, result, params, attribution)
+    data = report(spec, rt, prepared, result, params, attribution, ns.overrides)
     if ns.trace or ns.perfetto:
+        meta = _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data))
         with working(f"writing {' and '.join(p for p in (ns.trace, ns.perfetto) if p)} ({len(result.events or []):,} events)", show):
-            _save(ns, result.store(), _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"]))
+            _save(ns, result.store(), meta)
     if ns.json:
         print(to_json(data, indent=2, sort_keys=False))
     else:
@@ -447,17 +459,29 @@ def _meta(
     end_ns: float | None = None,
     max_abs_err: float | None = None,
     partial: bool = True,
+    *,
+    overrides: Sequence[str] = (),
+    figures: Mapping[str, Any] | None = None,
 ) -> TraceMetadata:
-    """A trace's metadata: what ran, with the run record's context (so a trace reads back as the same record).
-    Without ``end_ns`` the run has not ended: a failed run's (``partial``), or one about to start."""
+    """A trace's metadata: what ran, with the run record's context and the kernel's figures (so a trace reads
+    back as the same record). Without ``end_ns`` the run has not ended: a failed run's (``partial``), or one about to start."""
     from kernbench.events.tracefile import TraceMetadata
+    from kernbench.topology.digest import topology_digest
 
-    extra: dict[str, Any] = {"params": params, "timing": rt.mode, "kernel_file": spec.source or None}
+    extra: dict[str, Any] = {
+        "params": params,
+        "timing": rt.mode,
+        "kernel_file": spec.source or None,
+        "overrides": overrides_of(overrides),
+        "topology_digest": topology_digest(rt.graph.spec),
+    }
     if end_ns is None:
         if partial:
             extra["partial"] = True
     else:
         extra["max_abs_err"] = max_abs_err
+        if figures:
+            extra["figures"] = dict(figures)
     return TraceMetadata(kernel=spec.name, topology=rt.graph.name, variant=prepared.variant, end_ns=end_ns or 0.0, extra=extra)
 
 
@@ -547,6 +571,6 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
+        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared), overrides=ns.overrides)
 
-    return fn, _meta(spec, rt, prepared, params, partial=False)
+    return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)

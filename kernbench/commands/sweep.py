@@ -4,8 +4,9 @@ Each point of the grid is one ``kernbench run`` (same checks, same result);
 the points run in worker processes (``--jobs``) or on a Dask cluster
 (``--scheduler``), and come back in grid order, the same whatever runs them.
 Finished points are kept in an on-disk cache, so a re-run simulates only new
-ones. Prints one row per point (``--json``: a JSON list), writes all metrics
-to ``--out`` (CSV or JSON), and ``--plot METRIC:KEY`` draws one metric
+ones. Prints one row per point (``--json``: a JSON list of the points' run
+records, each with its swept values as ``point``), writes them to ``--out``
+(CSV: the records flattened, one row per point; JSON: as ``--json``), and ``--plot METRIC:KEY`` draws one metric
 against one swept key in the terminal.
 """
 
@@ -45,7 +46,7 @@ from kernbench.sweep import plot as sweep_plot
 from kernbench.sweep import table as sweep_table
 from kernbench.sweep.executors import execute, usable_cpus
 from kernbench.sweep.grid import TOPOLOGY_KEY, Point, grid_points, input_files, parse_axes, show
-from kernbench.sweep.metrics import point_metrics
+from kernbench.sweep.metrics import point_record
 from kernbench.sweep.point import Outcome, Task, code_id, one_line
 from kernbench.topology.spec import source_file
 
@@ -163,10 +164,11 @@ def run(args: argparse.Namespace) -> int:
     points = grid_points(axes, _run_argv(ns, fixed))
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
     table = sweep_table.rows(points, outcomes)
+    records = sweep_table.records(spec.name, points, outcomes)
     if ns.out:
-        write_text_atomic(ns.out, sweep_table.render(table, ns.out))
+        write_text_atomic(ns.out, sweep_table.render(table, records, ns.out))
     if ns.json:
-        print(to_json(table, indent=2))
+        print(to_json(records, indent=2))
     else:
         print_table(spec.name, table, swept, plot[0] if plot else None)
     if plot:
@@ -244,7 +246,7 @@ def simulate_point(task: Task) -> Outcome:
     try:
         spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
         result = rt.run(record=ns.explain, limits=limits_of(ns))
-        metrics = point_metrics(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None))
+        metrics = point_record(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None, ns.overrides))
     except KernbenchError as exc:
         return Outcome(task.index, None, one_line(str(exc)), code_id())
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
@@ -288,7 +290,7 @@ def print_table(kernel: str, table: Sequence[dict[str, Any]], swept: Sequence[st
 
 def _cell(value: Any, key: str = "") -> str:
     if key == "max_abs_err" and isinstance(value, float):
-        # two digits: the last bits of a float32 product depend on the CPU's BLAS kernel (see README, "Numerics")
+        # two digits: the last bits of a float32 product depend on the CPU's BLAS kernel (docs/getting-started.md, "Numerics")
         return f"{value:.2g}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"

@@ -27,6 +27,7 @@ from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
 from kernbench.topology.compile import check_size, load_topology, pe_count
+from kernbench.topology.digest import topology_digest
 from kernbench.topology.graph import Graph, Route
 from kernbench.topology.params import SOURCES, Param, parameters
 from kernbench.topology.shape import GridShape
@@ -97,6 +98,7 @@ def show_data(graph: Graph, route_ends: tuple[str, str] | None = None) -> dict[s
         "flit_bytes": graph.flit_bytes,
         "nodes": {"total": len(graph.nodes), **dict(sorted(nodes.items()))},
         "edges": {"total": len(graph.edges), **dict(sorted(edges.items()))},
+        "topology_digest": topology_digest(spec),  # (what a run record on it says: docs/output.md)
     }
     if slices:
         a = slices[0].attrs
@@ -256,6 +258,7 @@ def _facts(graph: Graph) -> Table:
         link = next(e for e in graph.edges if e.src == sram[0].id)
         t.add_row("shared SRAM per CUBE", f"{sram[0].attrs['capacity_bytes'] // 2**20} MiB on a {_gbps(link.bw_gbps)} link")
     t.add_row("flit", f"{graph.flit_bytes} B")
+    t.add_row("topology digest", topology_digest(spec))
     return t
 
 

@@ -23,7 +23,7 @@ import math
 import numbers
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,7 @@ from kernbench.pe.requests import CommandLog, Request
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.topology.compile import load_topology
+from kernbench.topology.digest import topology_digest
 from kernbench.topology.graph import Graph
 from kernbench.topology.ids import local_slice, pe_key
 
@@ -83,6 +84,7 @@ class RunResult:
     timing: str = ""  # the engine's mode (fast or oracle)
     kernel: str = ""  # what ran: the launched kernels' names
     kernel_files: tuple[str, ...] = ()  # the source files of the launched kernels: a save may not overwrite one
+    topology_digest: str = ""  # kernbench.topology.digest of the topology it ran on
     _store: EventStore | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -144,6 +146,44 @@ class RunResult:
     @property
     def total_commands(self) -> int:
         return sum(self.commands.values())
+
+    def run_record(
+        self,
+        *,
+        kernel: str | None = None,
+        kernel_file: str | None = None,
+        variant: str = "",
+        params: Mapping[str, Any] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        max_abs_err: float | None = None,
+        attribution: Attribution | None = None,
+        figures: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """This run as a run record (:mod:`kernbench.record`, ``kernbench run --json``'s object): the
+        per-PE accounting summed over PEs under the record's names; what ran (the kernel, its options,
+        the ``--set`` overrides, its check's error, …) as given, the kernel defaulting to the launched
+        kernels' names and the overrides to none."""
+        from kernbench.record import record
+
+        return record(
+            kernel=self.kernel if kernel is None else kernel,
+            kernel_file=kernel_file,
+            topology=self.topology,
+            timing=self.timing,
+            variant=variant,
+            params=params or {},
+            overrides=overrides or {},
+            topology_digest=self.topology_digest or None,
+            latency_ns=self.latency_ns,
+            pes=len(self.pes),
+            commands=self.total_commands,
+            dispatch_cycles=self.total_dispatch_cycles,
+            max_abs_err=max_abs_err,
+            stall_ns_by_reason=self.stall_ns_by_reason,
+            engine_busy_ns={e: sum(b[e] for b in self.engine_busy_ns.values()) for e in ENGINES},
+            attribution=attribution.as_json() if attribution is not None else None,
+            figures=figures,
+        )
 
     def engine_util_pct(self) -> dict[str, float]:
         """Busy time of each engine kind over (latency × PEs), in percent."""
@@ -218,6 +258,10 @@ class Runtime:
     ) -> HbmTensor:
         """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``).
 
+        ``name`` is what traces, the debugger, ``--explain`` and errors call it; without one the
+        tensor is ``t1``, ``t2``, … until its first launch names it after the kernel parameter it
+        is passed as (``x``, ``xs[0]``, ``ws['q']``: :func:`name_by_parameters`).
+
         ``copy=False`` takes the array over as it is when it already is a
         C-contiguous array of the stored dtype (the caller must not change it
         afterwards): a large input is then held once, not twice.
@@ -235,7 +279,7 @@ class Runtime:
             arr = np.array(arr, order="C", copy=True)
         mem, off = self._place(arr.nbytes, pe, memory)
         self._names += 1
-        return HbmTensor(name or f"t{self._names}", mem, off, arr, deployed_by=self._token)
+        return HbmTensor(name or f"t{self._names}", mem, off, arr, deployed_by=self._token, named=name is not None)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
         """A zero-filled HBM tensor to write results into."""
@@ -269,6 +313,7 @@ class Runtime:
                     f"launch {where}: tensor {tensor.name} was deployed by another Runtime (its address means"
                     " nothing in this one's memories); deploy it with this Runtime"
                 )
+        name_by_parameters(kernel, tuple(args), kwargs)
         self._launches.append(Launch(kernel, ids, tuple(args), dict(kwargs)))
 
     @property
@@ -300,6 +345,7 @@ class Runtime:
         names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
         result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
         result.kernel_files = tuple(sorted({f for launch in launches if (f := _kernel_file(launch.kernel))}))
+        result.topology_digest = topology_digest(self.graph.spec)
         return result
 
     def replay(
@@ -320,6 +366,7 @@ class Runtime:
         limits = limits or RunLimits()
         replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
         replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
+        replayed.topology_digest = topology_digest(graph.spec)
         return replayed
 
 
@@ -336,6 +383,24 @@ def _tensors_in(obj: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str
     elif depth < 4 and isinstance(obj, dict):
         for key, item in obj.items():
             yield from _tensors_in(item, f"{where}[{key!r}]" if where else str(key), depth + 1)
+
+
+def name_by_parameters(kernel: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    """Name each tensor of a launch that was deployed without ``name=`` after the kernel parameter it is
+    passed as: ``x`` for ``kernel(x, …)``, ``xs[2]`` for the third item of a list passed as ``xs``,
+    ``ws['q']`` for a dict's item (as :func:`_tensors_in` finds them, in argument order). The first
+    launch that passes a tensor names it; a name given at deploy is kept. Arguments that do not bind
+    to the kernel's signature (the call would fail at run time, where it says so) are left as they are."""
+    while isinstance(kernel, functools.partial):  # its own arguments are the kernel's too: bind them by name
+        args, kwargs = (*kernel.args, *args), {**kernel.keywords, **kwargs}
+        kernel = kernel.func
+    try:
+        bound = inspect.signature(kernel).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # (ValueError: a callable without a signature)
+        return
+    for where, tensor in _tensors_in(dict(bound.arguments)):
+        if not tensor.named:
+            tensor.name, tensor.named = where, True
 
 
 def _check_kernel(kernel: Any) -> None:

@@ -12,8 +12,11 @@ Entries are ``<dir>/<key[:2]>/<key>.json``, written atomically
 (:func:`kernbench.outputs.write_text_atomic`). What is read back is not
 trusted: an entry must be a regular file (not a FIFO, a device or a
 symlink to one) of at most :data:`MAX_ENTRY_BYTES`, strict JSON (no
-``NaN``) of this format, for this key, its metrics a flat mapping of plain
-names to finite numbers or short plain text, with a SHA-256 of its key and
+``NaN``) of this format, for this key, its metrics the point's run record
+(:mod:`kernbench.record`, lists left out): a mapping of plain names to finite
+numbers or short plain text, and, under the fields the record declares
+objects, mappings of the same at most :data:`MAX_DEPTH` deep, with a
+SHA-256 of its key and
 metrics that matches (an edited figure is caught; this is an integrity
 check, not a signature). An entry that fails any of these is a miss: the
 point is simulated again, the entry rewritten, and :attr:`ResultCache.rejected`
@@ -40,14 +43,19 @@ from kernbench.errors import InputPathError, KernbenchError, OutputPathError
 from kernbench.inputs import meaning, read_regular, stat_or_none
 from kernbench.outputs import to_json, write_text_atomic
 from kernbench.printable import printable
+from kernbench.record import FIELDS
 
-FORMAT = 2  # v2: entries carry a digest of their key and metrics
+FORMAT = 3  # v2: entries carry a digest of their key and metrics; v3: the metrics are the point's run record (nested)
 #: an entry's size limit (a point's metrics are ~2 KB; with --explain ~4 KB)
 MAX_ENTRY_BYTES = 256 * 1024
 #: a metric's name and text value at most this long
 MAX_TEXT_CHARS = 1000
 #: a whole-number metric (a count, a byte size) is below this in magnitude
 MAX_INT = 2**63
+#: how deep a record's mappings nest (``attribution.by_cause.dispatch`` is 3)
+MAX_DEPTH = 4
+#: the run record's fields that hold an object: the only top-level names whose value may be a mapping
+OBJECT_FIELDS = frozenset(f.name for f in FIELDS if "object" in f.type.split("|"))
 
 
 def default_dir() -> Path:
@@ -181,14 +189,33 @@ def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | Non
     metrics = doc["metrics"]
     if not isinstance(metrics, dict):
         return None, "its metrics are not a mapping"
-    for name, value in metrics.items():
-        problem = _metric_problem(name, value)
-        if problem is not None:
-            shown = printable(name).encode("utf-8", "backslashreplace").decode()  # (a lone surrogate too)
-            return None, f"metric '{shown[:60]}': {problem}"
+    found = _mapping_problem(metrics, "", 1)
+    if found is not None:
+        name, problem = found
+        shown = printable(name).encode("utf-8", "backslashreplace").decode()  # (a lone surrogate too)
+        return None, f"metric '{shown[:60]}': {problem}"
     if doc["sha256"] != entry_digest(key, metrics):
         return None, "its checksum does not match its metrics (edited or damaged)"
     return metrics, None
+
+
+def _mapping_problem(metrics: Mapping[str, Any], prefix: str, depth: int) -> tuple[str, str] | None:
+    """The first (dotted name, problem) in a record's mapping, or None: every name plain, every value a
+    finite number, short plain text or — under a field the run record declares an object (``params``,
+    ``engine_busy_ns``, ``attribution``, …), at most :data:`MAX_DEPTH` deep — a mapping of the same."""
+    for name, value in metrics.items():
+        nests = depth > 1 or name in OBJECT_FIELDS  # (a figure of the kernel's own, or a number field, is no mapping)
+        if isinstance(value, dict) and nests and isinstance(name, str) and _is_plain(name):
+            if depth >= MAX_DEPTH:
+                return f"{prefix}{name}", f"nested more than {MAX_DEPTH} deep"
+            found = _mapping_problem(value, f"{prefix}{name}.", depth + 1)
+            if found is not None:
+                return found
+            continue
+        problem = _metric_problem(name, value)
+        if problem is not None:
+            return f"{prefix}{name}", problem
+    return None
 
 
 def _metric_problem(name: str, value: Any) -> str | None:

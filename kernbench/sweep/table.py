@@ -1,14 +1,18 @@
-"""A sweep's rows and their files: one row per point, in grid order, as CSV or JSON.
+"""A sweep's rows and their files: one per point, in grid order, as a table, CSV or JSON.
 
-A row is the point's swept values (one column per ``--grid`` key) followed by
-its metrics (:func:`~kernbench.sweep.metrics.point_metrics`: its run record
-flattened, under the record's names); a metric named like a swept key is
-suffixed ``_resolved`` (``--grid pes=…`` and the record's ``pes``:
-``pes_resolved``, the value the run used). A point that
-failed has ``latency_ns`` empty (JSON ``null``) and its one-line ``error``.
-CSV columns are every key met, in the order first met (a text cell that a
-spreadsheet would run as a formula starts with ``'``); JSON is a list of
-objects.
+JSON (``--json``, ``--out FILE.json``) is a list of the points' run records
+(:mod:`kernbench.record`, as ``kernbench run --json`` prints them, lists left
+out), each with ``point``: its swept values by ``--grid`` key. A point that
+failed is ``{"schema", "kernel", "point", "error"}``: its one-line error.
+
+The table, the plot and CSV read flat rows: the swept values (one column per
+``--grid`` key) followed by the record flattened
+(:func:`~kernbench.sweep.metrics.point_metrics`, under the record's names); a
+field named like a swept key is suffixed ``_resolved`` (``--grid pes=…`` and
+the record's ``pes``: ``pes_resolved``, the value the run used). A failed
+point's row has ``latency_ns`` empty and its ``error``. CSV columns are every
+key met, in the order first met (a text cell that a spreadsheet would run as
+a formula starts with ``'``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from typing import Any
 
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
+from kernbench.record import SCHEMA
 from kernbench.sweep.grid import Point
+from kernbench.sweep.metrics import point_metrics
 from kernbench.sweep.point import Outcome
 
 FORMATS = (".csv", ".json")
@@ -31,20 +37,38 @@ ZERO_WHEN_ABSENT = ("stall_ns_by_reason.", "attribution.by_cause.", "attribution
 
 
 def rows(points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """The flat rows of the points' outcomes (:func:`flat_rows` of their :func:`records`)."""
+    return flat_rows(records("", points, outcomes))
+
+
+def flat_rows(recs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sweep records (:func:`records`, or ``--json``'s list read back) as the table's flat rows."""
     out = []
-    for point, outcome in zip(points, outcomes, strict=True):
-        row: dict[str, Any] = dict(point.values)
-        if outcome.error is not None:
-            row.update(latency_ns=None, error=outcome.error)
+    for rec in recs:
+        row: dict[str, Any] = dict(rec["point"])
+        if "error" in rec:
+            row.update(latency_ns=None, error=rec["error"])
         else:
             swept = set(row)
-            row.update({f"{k}_resolved" if k in swept else k: v for k, v in (outcome.metrics or {}).items()})
+            measured = point_metrics({k: v for k, v in rec.items() if k != "point"})
+            row.update({f"{k}_resolved" if k in swept else k: v for k, v in measured.items()})
         out.append(row)
     spent = [c for c in columns(out) if c.startswith(ZERO_WHEN_ABSENT)]
     for row in out:
         if row.get("error") is None:
             for c in spent:
                 row.setdefault(c, 0.0)
+    return out
+
+
+def records(kernel: str, points: Sequence[Point], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Each point's run record with its swept values as ``point``; a failed point's error in its place."""
+    out: list[dict[str, Any]] = []
+    for point, outcome in zip(points, outcomes, strict=True):
+        if outcome.error is not None:
+            out.append({"schema": SCHEMA, "kernel": kernel, "point": dict(point.values), "error": outcome.error})
+        else:
+            out.append({**(outcome.metrics or {}), "point": dict(point.values)})
     return out
 
 
@@ -77,8 +101,8 @@ def _text_cell(value: Any) -> Any:
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
-def to_json_text(table: Sequence[dict[str, Any]]) -> str:
-    return to_json(list(table), indent=2) + "\n"
+def to_json_text(records: Sequence[dict[str, Any]]) -> str:
+    return to_json(list(records), indent=2) + "\n"
 
 
 def check_format(path: str) -> str:
@@ -89,5 +113,6 @@ def check_format(path: str) -> str:
     return suffix
 
 
-def render(table: Sequence[dict[str, Any]], path: str) -> str:
-    return to_csv(table) if check_format(path) == ".csv" else to_json_text(table)
+def render(table: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], path: str) -> str:
+    """``--out``'s text: the flat rows as CSV, or the records as JSON."""
+    return to_csv(table) if check_format(path) == ".csv" else to_json_text(records)

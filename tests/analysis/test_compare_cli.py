@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from schema_check import check
 
 from kernbench.cli import main
 from kernbench.record import problems
@@ -26,6 +27,7 @@ def test_a_run_against_itself_moves_nothing(capsys):
     )
     assert d["attribution"]["by_component"] == [] and all(v == 0.0 for v in d["engine_util_pct"].values())
     assert doc["a"] == doc["b"] and not problems(doc["a"])  # each side is a run record
+    check(doc, "compare")  # the JSON Schema's compare: {schema, a, b, delta}, each side a run record
 
 
 def test_the_deltas_are_b_minus_a_and_the_attribution_delta_sums_to_the_latency_delta(capsys):

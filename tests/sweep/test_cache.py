@@ -117,3 +117,21 @@ def test_the_timing_mode_is_passed_on_and_cached_apart(capsys, tmp_path, own_cac
     status, oracle, _ = sweep_json([*GEMM, "--grid", "k=128", "--jobs", "1", "--timing", "oracle"], capsys, tmp_path, "oracle.json")
     assert status == 0 and len(list(own_cache.rglob("*.json"))) == 2
     assert abs(oracle[0]["latency_ns"] - fast[0]["latency_ns"]) <= 0.002 * fast[0]["latency_ns"]
+
+
+def test_an_entry_is_the_points_record_nested_at_most_max_depth_deep(tmp_path):
+    from kernbench.sweep.cache import MAX_DEPTH, ResultCache
+
+    cache, key = ResultCache(tmp_path / "c"), "ab" + "0" * 62
+    rec = {"latency_ns": 1.5, "params": {"k": 128}, "attribution": {"by_cause": {"dispatch": 1.5}}}
+    cache.put(key, rec)
+    assert cache.get(key) == rec and not cache.rejected
+    deep: dict = {"x": 1}
+    for level in range(MAX_DEPTH - 1):
+        deep = {f"d{level}": deep}
+    cache.put(key, {"attribution": deep})
+    assert cache.get(key) is None and cache.rejected[-1][1].endswith(f"nested more than {MAX_DEPTH} deep")
+    cache.put(key, {"attribution": {"path": [1, 2]}})  # a record's lists are left out before it is cached
+    assert cache.get(key) is None and "attribution.path': a list, not a number or text" in cache.rejected[-1][1]
+    cache.put(key, {"latency_ns": {"ns": 1.0}})  # a number field, or a kernel's figure, holds no mapping
+    assert cache.get(key) is None and cache.rejected[-1][1] == "metric 'latency_ns': a dict, not a number or text"

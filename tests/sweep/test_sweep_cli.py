@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+from schema_check import check
 from sweep_harness import GEMM, GQA, sweep, sweep_json
 
 from kernbench import cli
@@ -73,8 +74,11 @@ def test_the_terminal_table_and_json_on_stdout(capsys):
     assert out.splitlines()[0].startswith("gemm-primitive · 2 point(s)")
     assert "latency ns" in out and "dispatch cycles" in out
     status, out, _ = sweep([*GEMM, "--grid", "k=128,256", "--json"], capsys)
-    rows = json.loads(out)
-    assert [r["k"] for r in rows] == [128, 256] and all(r["latency_ns"] > 0 for r in rows)
+    records = json.loads(out)  # run records, as `kernbench run --json` prints them, each with its point
+    for rec in records:
+        check(rec, "sweep_row")
+    assert [r["point"] for r in records] == [{"k": 128}, {"k": 256}] and all(r["latency_ns"] > 0 for r in records)
+    assert [r["params"]["k"] for r in records] == [128, 256] and records[0]["kernel"] == "gemm-primitive"
 
 
 def test_a_topology_value_and_the_topology_itself_can_be_swept(capsys, tmp_path):
