@@ -58,7 +58,7 @@ def largest(dtype: DTypeLike) -> float:
         return float(np.iinfo(d).max)
     if d.kind == "b":
         return 1.0
-    return float(ml_dtypes.finfo(d).max)
+    return float(ml_dtypes.finfo(d).max)  # type: ignore[no-untyped-call]
 
 
 def check_storable(array: np.ndarray, what: str) -> None:

@@ -102,7 +102,7 @@ def _unary(fn: Callable[[F32], F32]) -> Callable[[ArrayLike], F32]:
 
 def _sigmoid(x: F32) -> F32:
     # 1 / (1 + e^-x) without overflow for large |x|
-    return np.float32(0.5) * (np.tanh(np.float32(0.5) * x) + np.float32(1.0))
+    return _f32(np.float32(0.5) * (np.tanh(np.float32(0.5) * x) + np.float32(1.0)))
 
 
 GELU_C = np.float32(np.sqrt(2.0 / np.pi))
@@ -110,7 +110,7 @@ GELU_C = np.float32(np.sqrt(2.0 / np.pi))
 
 def _gelu(x: F32) -> F32:
     """The tanh form: 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))."""
-    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(GELU_C * (x + np.float32(0.044715) * x * x * x)))
+    return _f32(np.float32(0.5) * x * (np.float32(1.0) + np.tanh(GELU_C * (x + np.float32(0.044715) * x * x * x))))
 
 
 def _pow(x: ArrayLike, p: float = 1.0) -> F32:
@@ -124,8 +124,7 @@ def _clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> F32:
 
 def _rowmean(x: ArrayLike) -> F32:
     f = _f32(x)
-    r: F32 = np.add.reduce(f, axis=-1, keepdims=True) / np.float32(f.shape[-1])
-    return r
+    return _f32(np.add.reduce(f, axis=-1, keepdims=True) / np.float32(f.shape[-1]))
 
 
 def _where(mask: ArrayLike, a: ArrayLike, b: ArrayLike) -> F32:
@@ -188,7 +187,7 @@ OP_KINDS: dict[str, OpKind] = {
         OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",), "sum over all elements (shape ()), or along axis kept as size 1", "rows"),
         # unary, transcendental rate
         OpKind("sqrt", "math", ("x",), _unary(np.sqrt), doc="√x, elementwise (NaN below 0)", rate=T),
-        OpKind("rsqrt", "math", ("x",), _unary(lambda x: np.float32(1.0) / np.sqrt(x)), doc="1 / √x, elementwise", rate=T),
+        OpKind("rsqrt", "math", ("x",), _unary(lambda x: _f32(np.float32(1.0) / np.sqrt(x))), doc="1 / √x, elementwise", rate=T),
         OpKind("reciprocal", "math", ("x",), _unary(lambda x: np.float32(1.0) / x), doc="1 / x, elementwise", rate=T),
         OpKind("log", "math", ("x",), _unary(np.log), doc="natural log of x, elementwise (−inf at 0, NaN below)", rate=T),
         OpKind("pow", "math", ("x",), _pow, ("p",), "x ** p, p a scalar (two passes: a log and an exp)", rate=T, passes=2),
@@ -196,7 +195,9 @@ OP_KINDS: dict[str, OpKind] = {
         OpKind(
             "sigmoid", "math", ("x",), _unary(_sigmoid), doc="1 / (1 + e ** −x) (two passes: an exp and a reciprocal)", rate=T, passes=2
         ),
-        OpKind("silu", "math", ("x",), _unary(lambda x: x * _sigmoid(x)), doc="x · sigmoid(x) (two passes, as sigmoid)", rate=T, passes=2),
+        OpKind(
+            "silu", "math", ("x",), _unary(lambda x: _f32(x * _sigmoid(x))), doc="x · sigmoid(x) (two passes, as sigmoid)", rate=T, passes=2
+        ),
         OpKind("gelu", "math", ("x",), _unary(_gelu), doc="0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))), the tanh form", rate=T),
         OpKind("sin", "math", ("x",), _unary(np.sin), doc="sin x (radians), elementwise", rate=T),
         OpKind("cos", "math", ("x",), _unary(np.cos), doc="cos x (radians), elementwise", rate=T),

@@ -45,7 +45,7 @@ def math_op(
     inputs: tuple[TensorHandle, ...],
     extra: dict[str, Any] | None = None,
     *,
-    dtype: DTypeLike = None,
+    dtype: DTypeLike | None = None,
     shape: tuple[int, ...] | None = None,
 ) -> TensorHandle:
     """One PE_MATH op of ``kind`` on ``inputs``: numerics now (float32), narrowed to ``dtype``
