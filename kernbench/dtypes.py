@@ -71,14 +71,17 @@ def check_storable(array: np.ndarray, what: str) -> None:
         )
 
 
-def narrow(values: NDArray[Any], dtype: DTypeLike, what: str) -> NDArray[Any]:
+HINT = "scale the values first, or use tl.cast(x, dtype, saturate=True)"
+
+
+def narrow(values: NDArray[Any], dtype: DTypeLike, what: str, hint: str = HINT) -> NDArray[Any]:
     """``values`` as ``dtype``, refusing a finite value it cannot hold (see the module docstring)."""
     d = np.dtype(dtype)
     src = np.asarray(values)
     if src.dtype == d:
         return src
     if d.kind in "iub":
-        return _to_int(src, d, what)
+        return _to_int(src, d, what, hint)
     with np.errstate(over="ignore", invalid="ignore"):
         out = src.astype(d)
     if d.kind == "f" and d.itemsize >= 4:
@@ -87,7 +90,7 @@ def narrow(values: NDArray[Any], dtype: DTypeLike, what: str) -> NDArray[Any]:
         return out
     bad = ~np.isfinite(out) & (np.isfinite(src) if d not in NO_INF else ~np.isnan(src))
     if bad.any():
-        _raise(src, bad, d, what)
+        _raise(src, bad, d, what, hint)
     return out
 
 
@@ -97,21 +100,21 @@ def saturate(values: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
     return np.clip(np.asarray(values, dtype=np.float32), -m, m)
 
 
-def _to_int(src: NDArray[Any], d: np.dtype, what: str) -> NDArray[Any]:
+def _to_int(src: NDArray[Any], d: np.dtype, what: str, hint: str) -> NDArray[Any]:
     if src.dtype.kind in "iub":
         lo, hi = (0, 1) if d.kind == "b" else (np.iinfo(d).min, np.iinfo(d).max)
         if src.size and (src.min() < lo or src.max() > hi):
-            _raise(src, (src < lo) | (src > hi), d, what)
+            _raise(src, (src < lo) | (src > hi), d, what, hint)
         return src.astype(d)
     f = np.asarray(src, dtype=np.float64)
     lo_f, hi_f = (0.0, 1.0) if d.kind == "b" else (float(np.iinfo(d).min), float(np.iinfo(d).max))
     bad = ~np.isfinite(f) | (f < lo_f) | (f > hi_f)
     if bad.any():
-        _raise(src, bad, d, what)
+        _raise(src, bad, d, what, hint)
     return f.astype(d)
 
 
-def _raise(src: NDArray[Any], bad: NDArray[np.bool_], d: np.dtype, what: str) -> None:
+def _raise(src: NDArray[Any], bad: NDArray[np.bool_], d: np.dtype, what: str, hint: str) -> None:
     at = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
     v = src[at] if at else src[()]
@@ -125,5 +128,5 @@ def _raise(src: NDArray[Any], bad: NDArray[np.bool_], d: np.dtype, what: str) ->
     )
     raise NarrowingOverflowError(
         f"{what}: value {float(v)!r} at index {at} does not fit {d.name}{extra}, {span}"
-        f" ({n} element{'s' if n != 1 else ''} out of range); scale the values first, or use tl.cast(x, dtype, saturate=True)"
+        f" ({n} element{'s' if n != 1 else ''} out of range); {hint}"
     )
