@@ -15,8 +15,8 @@ sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, gelu, sin, cos, pow), each
 element taking :attr:`OpKind.passes` trips through it (pow: a log and an exp;
 sigmoid and silu: an exp and a reciprocal; the plain multiply-adds around them
 overlap in the plain lanes and are not charged apart). ``div`` stays plain
-(the vector lanes divide). ``exp`` is plain or transcendental as
-:data:`EXP_RATE` says (docs/extending.md, "Transcendental rate").
+(the vector lanes divide). Why these, and the default rate: docs/extending.md,
+"Transcendental rate".
 """
 
 from __future__ import annotations
@@ -147,9 +147,6 @@ def _cast(x: ArrayLike, dtype: str | None = None, saturate: bool = False) -> F32
     return f
 
 
-#: whether ``exp`` runs at the transcendental rate (see the module docstring)
-EXP_RATE = "plain"
-
 T = "transcendental"
 
 
@@ -177,7 +174,7 @@ OP_KINDS: dict[str, OpKind] = {
             "mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)", steps="rows"
         ),
         OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)", steps="rows"),
-        OpKind("exp", "math", ("x",), _unary(np.exp), doc="e ** x, elementwise", rate=EXP_RATE),
+        OpKind("exp", "math", ("x",), _unary(np.exp), doc="e ** x, elementwise", rate=T),
         OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",), "x × factor (default 1.0)"),
         OpKind("copy", "math", ("x",), _f32, doc="x unchanged (on PE_MATH; tl.copy goes through PE_FETCH_STORE only)"),
         OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)", steps="rows"),
