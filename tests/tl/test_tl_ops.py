@@ -315,3 +315,21 @@ def test_explain_names_the_transcendental_share_and_the_attribution_sums_to_the_
     elems = 64 * 128
     assert at.by_cause["math (transcendental)"] == pytest.approx((a["math_pipeline_cycles"] + elems / 8) / a["clock_freq_ghz"], abs=EPS)
     assert at.by_cause["math"] == pytest.approx((a["math_pipeline_cycles"] + elems / 64) / a["clock_freq_ghz"], abs=EPS)
+
+
+def test_a_kernel_of_the_new_ops_gives_the_same_event_stream_run_after_run(graph):
+    def once():
+        rt = Runtime(graph)
+        tx = rt.deploy(np.random.default_rng(8).standard_normal((32, 64)), dtype=tl.bfloat16, name="x")
+
+        def kern(x):
+            t = tl.load(x)
+            g = tl.gelu(tl.where(tl.causal_mask(0, 0, (32, 64)), t, tl.neg(t)))
+            tl.store(
+                x, tl.cast(tl.add_bcast(g, tl.rsqrt(tl.add(tl.rowmean(tl.mul(g, g)), tl.full((1, 1), 1.0, tl.bfloat16)))), tl.bfloat16)
+            )
+
+        r = run1(rt, kern, tx)
+        return r.latency_ns, [(e.t_ns, e.kind, e.component, e.end_ns, e.label, e.value) for e in r.events], tx.array.tobytes()
+
+    assert once() == once()
