@@ -255,6 +255,35 @@ def test_where_selects_elementwise_and_keeps_the_dtype_of_its_values(rt):
     assert held["w"].dtype == np.float16
     np.testing.assert_array_equal(held["w"].numpy(), expected)
     assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(3) == 39
+    a = a_of(rt)
+    mask_span, where_span = busy(r, "math")
+    assert mask_span.label == "causal_mask"
+    assert where_span.label == "where"
+    assert where_span.end_ns - where_span.t_ns == pytest.approx(
+        (a["math_pipeline_cycles"] + ceil(16 * 32 / 64)) / a["clock_freq_ghz"], abs=EPS
+    )
+    fetch = [e for e in busy(r, "fs") if e.label == "fetch where"]
+    assert fetch[0].end_ns - fetch[0].t_ns == pytest.approx(
+        (16 * 32 * 1 + 16 * 32 * 2 + 2) / a["tcm_bw_gbps"], abs=EPS
+    )  # mask, s, the (1, 1)
+
+
+@pytest.mark.parametrize("dtype, itemsize", [(tl.float8_e5m2, 1), (tl.bfloat16, 2), (np.float32, 4)], ids=["fp8", "bf16", "f32"])
+def test_cast_is_a_plain_pass_and_stores_the_target_itemsize(rt, dtype, itemsize):
+    a = a_of(rt)
+    tx = rt.deploy(np.random.default_rng(9).standard_normal((10, 30)), name="x")
+    held = {}
+
+    def kern(x):
+        held["c"] = tl.cast(tl.wait(tl.load(x)), dtype)
+
+    r = run1(rt, kern, tx)
+    np.testing.assert_array_equal(held["c"].numpy(), tx.array.astype(np.float32).astype(dtype))
+    (m,) = busy(r, "math")
+    assert m.end_ns - m.t_ns == pytest.approx((a["math_pipeline_cycles"] + ceil(300 / 64)) / a["clock_freq_ghz"], abs=EPS)
+    (store,) = [e for e in busy(r, "fs") if e.label.startswith("store")]
+    assert store.end_ns - store.t_ns == pytest.approx(300 * itemsize / a["tcm_bw_gbps"], abs=EPS)
+    assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(1, 2 * ENUM) == 25
 
 
 @pytest.mark.parametrize("q_offset, k_offset", [(0, 0), (5, 0), (0, 7), (100, 96)])
