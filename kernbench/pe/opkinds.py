@@ -200,7 +200,7 @@ OP_KINDS: dict[str, OpKind] = {
         OpKind("cos", "math", ("x",), _unary(np.cos), doc="cos x (radians), elementwise", rate=T),
         # unary and binary, plain rate
         OpKind("neg", "math", ("x",), _unary(np.negative), doc="−x, elementwise"),
-        OpKind("abs", "math", ("x",), _unary(np.abs), doc="|x|, elementwise"),
+        OpKind("abs", "math", ("x",), _unary(np.abs), doc="the absolute value of x, elementwise"),
         OpKind("minimum", "math", ("a", "b"), _binary(np.minimum), doc="the smaller of a and b, elementwise"),
         OpKind("clamp", "math", ("x",), _clamp, ("lo", "hi"), "x clipped to [lo, hi] (scalars)"),
         # broadcasts: a (rows, 1) column streamed with its rows; a (1, cols) row read once and held
