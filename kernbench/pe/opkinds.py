@@ -32,6 +32,9 @@ from kernbench.dtypes import largest
 
 F32 = NDArray[np.float32]
 
+RATES = ("plain", "transcendental")  # PE_MATH's two rates (the module docstring)
+STEPS = ("k", "elements", "rows")  # the axes a composite streams along (kernbench.pe.steps)
+
 
 @dataclass(frozen=True, slots=True)
 class OpKind:
@@ -45,6 +48,11 @@ class OpKind:
     rate: str = "plain"  # PE_MATH's rate for it: "plain" (math_elems_per_cycle) or "transcendental"
     passes: int = 1  # trips through its rate's pipe per element (PE_MATH time of E elements: math(passes · E))
     shaped: bool = False  # its numerics take the result's shape (``shape=``): a kind with no operand to take it from
+
+    def __post_init__(self) -> None:
+        # a typo in the table would otherwise time a kind silently at the plain rate or stream it wrong
+        if self.rate not in RATES or self.steps not in STEPS or self.passes < 1 or self.engine not in ("gemm", "math"):
+            raise ValueError(f"op kind {self.name!r}: engine, steps, rate or passes out of range ({self})")
 
     def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any], shape: tuple[int, ...] | None = None) -> F32:
         """The numerics, in float32; ``shape``: the result's, for a :attr:`shaped` kind."""

@@ -362,3 +362,12 @@ def test_a_kernel_of_the_new_ops_gives_the_same_event_stream_run_after_run(graph
         return r.latency_ns, [(e.t_ns, e.kind, e.component, e.end_ns, e.label, e.value) for e in r.events], tx.array.tobytes()
 
     assert once() == once()
+
+
+def test_an_op_kind_with_a_rate_or_axis_the_engines_do_not_know_is_refused_when_the_table_is_built():
+    from kernbench.pe.opkinds import OpKind
+
+    with pytest.raises(ValueError, match="out of range"):
+        OpKind("expp", "math", ("x",), np.exp, rate="transcendentl")
+    with pytest.raises(ValueError, match="out of range"):
+        OpKind("rowz", "math", ("x",), np.exp, steps="row")
