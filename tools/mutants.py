@@ -492,8 +492,8 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.pe.math-floor",
         PE,
-        "math.ceil(elems / self._math_lanes)",
-        "math.floor(elems / self._math_lanes)",
+        "math.ceil(elems / lanes)",
+        "math.floor(elems / lanes)",
         "PE_MATH's partial last vector is free",
     ),
     M(
