@@ -39,7 +39,7 @@ NOT_RUN_PAGES = {
 }
 #: text blocks that are not commands, by their first line: the test that holds each to what the program prints
 NOT_RUN = {
-    " gqa-decode │ cube1 │ opt2 │ t=200ns / 1.223µs │ ■ done ⏸ paused │ Δt=10ns │ 1,360 ev │ kernbench": "tests/test_readme.py (the debugger's capture is the snapshot)",
+    " gqa-decode │ cube1 │ opt2 │ t=200ns / 1.271µs │ ■ done ⏸ paused │ Δt=10ns │ 1,360 ev │ kernbench": "tests/test_readme.py (the debugger's capture is the snapshot)",
     "2×3: mesh2x3 vs torus2x3, 6 PEs, 4KiB … 64MiB": "tests/studies/test_studies.py (all-reduce rows)",
     "mesh2x3 vs torus2x3, PE 0 of each CUBE (6 PEs), float16, 64 KiB messages": "tests/collectives/test_collective_models.py (the other collectives' table)",
     "4×4: paper vs paper_torus, 16 PEs, 4KiB … 16MiB": "tests/studies/test_studies.py (4×4 rows at 4 KiB)",
