@@ -73,7 +73,7 @@ FIELDS: tuple[Field, ...] = (
         "engine_busy_ns",
         "object",
         "ns",
-        "per engine (`cpu`, `sched`, `dma.rd`, `dma.wr`, `fs`, `gemm`, `math`, `ipcq`): busy time summed over PEs",
+        "per engine (`cpu`, `sched`, `dma.rd`, `dma.wr`, `fetch`, `store`, `gemm`, `math`, `ipcq`): busy time summed over PEs",
     ),
     Field("engine_util_pct", "object", "%", "per engine: busy time over latency × PEs"),
     Field(

@@ -23,20 +23,11 @@ from typing import Any
 import numpy as np
 
 from kernbench.events.store import EventStore
-from kernbench.events.types import Event, EventKind
+from kernbench.events.types import ENGINE_TABLE, Event, EventKind
 from kernbench.topology.ids import pe_of
 
 #: cause of an engine span by the lane it is on
-LANE_CAUSE = {
-    "cpu": "dispatch",
-    "sched": "scheduler hand-off",
-    "fs": "fetch/store",
-    "gemm": "gemm",
-    "math": "math",
-    "dma.rd": "dma read",
-    "dma.wr": "dma write",
-    "ipcq": "ipcq",
-}
+LANE_CAUSE = {e.lane: e.cause for e in ENGINE_TABLE}
 #: cause of a TRANSIT part by its label
 TRANSIT_CAUSE = {
     "overhead": "node overhead",
@@ -46,16 +37,7 @@ TRANSIT_CAUSE = {
     "drain": "hbm channel drain",
 }
 #: component kind of a PE lane
-LANE_KIND = {
-    "cpu": "PE_CPU",
-    "sched": "PE_SCHEDULER",
-    "fs": "PE_FETCH_STORE",
-    "gemm": "PE_GEMM",
-    "math": "PE_MATH",
-    "dma.rd": "PE_DMA",
-    "dma.wr": "PE_DMA",
-    "ipcq": "PE_IPCQ",
-}
+LANE_KIND = {e.lane: e.block for e in ENGINE_TABLE}
 _ON_PATH = (EventKind.DISPATCH, EventKind.CPU_WORK, EventKind.ENGINE_BUSY)
 TOLERANCE_NS = 1e-6  # a span must start within this of its pred's end
 

@@ -71,8 +71,8 @@ class ProcessingElement:
         self.dma_node = f"{pe_id}.dma"
         self.ipcq_node = f"{pe_id}.ipcq"
         self.sched = Lane(f"{pe_id}.sched", bus)
-        self.fetch = Lane(f"{pe_id}.fs", bus)
-        self.store = Lane(f"{pe_id}.fs", bus)
+        self.fetch = Lane(f"{pe_id}.fetch", bus)
+        self.store = Lane(f"{pe_id}.store", bus)
         self.gemm = Lane(f"{pe_id}.gemm", bus)
         self.math = Lane(f"{pe_id}.math", bus)
         self.rd = Channel(f"{pe_id}.dma.rd", env, bus)
@@ -128,7 +128,8 @@ class ProcessingElement:
             "sched": self.sched.busy_ns,
             "dma.rd": self.rd.busy_ns,
             "dma.wr": self.wr.busy_ns,
-            "fs": self.fetch.busy_ns + self.store.busy_ns,
+            "fetch": self.fetch.busy_ns,
+            "store": self.store.busy_ns,
             "gemm": self.gemm.busy_ns,
             "math": self.math.busy_ns,
             "ipcq": self.ipcq.busy_ns,

@@ -85,9 +85,9 @@ def test_a_gemm_pays_dispatch_scheduler_fetch_engine_and_store_in_closed_form(rt
     r = run1(rt, kern, rt.deploy(rng_array((m, k), 1)), rt.deploy(rng_array((k, n), 2)))
     (d,) = [e for e in dispatches(r) if e.label == "GemmCmd"]
     assert d.end_ns - d.t_ns == pytest.approx(single_op_dispatch_ns(a, GEMM_CMD_BYTES), abs=EPS)
-    (f,) = spans(r, "fs", "fetch")
+    (f,) = spans(r, "fetch", "fetch")
     (g,) = spans(r, "gemm")
-    (s,) = spans(r, "fs", "store")
+    (s,) = spans(r, "store", "store")
     assert f.t_ns == pytest.approx(d.end_ns + a["sched_overhead_ns"], abs=EPS)
     assert f.end_ns - f.t_ns == pytest.approx((m * k + k * n) * 2 / a["tcm_bw_gbps"], abs=EPS)
     assert g.t_ns == pytest.approx(f.end_ns, abs=EPS)
@@ -111,8 +111,8 @@ def test_a_math_op_pays_its_pipeline_and_every_started_vector(rt):
     assert d.end_ns - d.t_ns == pytest.approx(single_op_dispatch_ns(a, MATH1_CMD_BYTES), abs=EPS)
     (mth,) = spans(r, "math")
     assert mth.end_ns - mth.t_ns == pytest.approx(math_ns(a, 300), abs=EPS)
-    (f,) = spans(r, "fs", "fetch")
-    (s,) = spans(r, "fs", "store")
+    (f,) = spans(r, "fetch", "fetch")
+    (s,) = spans(r, "store", "store")
     assert f.end_ns - f.t_ns == pytest.approx(300 * 2 / a["tcm_bw_gbps"], abs=EPS)
     assert (mth.t_ns, s.t_ns) == pytest.approx((f.end_ns, mth.end_ns), abs=EPS)
     assert s.end_ns - s.t_ns == pytest.approx(held["out"].nbytes / a["tcm_bw_gbps"], abs=EPS)
@@ -139,8 +139,8 @@ def test_a_full_scheduler_queue_stalls_until_the_oldest_command_completes(rt):
 
     r = run1(rt, kern, rt.deploy(rng_array((m, m), 1)), rt.deploy(rng_array((m, m), 2)))
     ds = [e for e in dispatches(r) if e.label == "GemmCmd"]
-    gs, ss = spans(r, "gemm"), spans(r, "fs", "store")
-    fs = spans(r, "fs", "fetch")
+    gs, ss = spans(r, "gemm"), spans(r, "store", "store")
+    fs = spans(r, "fetch", "fetch")
     assert len(ds) == len(gs) == depth + extra
     # dispatches run back to back until the queue is full
     dur = single_op_dispatch_ns(a, GEMM_CMD_BYTES)
@@ -180,7 +180,7 @@ def test_dma_channels_hold_one_transfer_each_and_a_write_waits_for_its_data(rt):
     r = run1(rt, kern, x, y, out)
     rd = spans(r, "dma.rd")
     (wr,) = spans(r, "dma.wr")
-    (st,) = spans(r, "fs", "store")
+    (st,) = spans(r, "store", "store")
     read = ref.read_ns(g, f"{PE0}.dma", "sip0.cube0.hbm.slice0", [0], n * n * 2)
     assert [e.end_ns - e.t_ns for e in rd] == pytest.approx([read, read], abs=1e-6)
     assert rd[1].t_ns == pytest.approx(rd[0].end_ns, abs=EPS)  # one read channel
@@ -208,11 +208,11 @@ def test_a_composite_streams_tiles_at_most_two_ahead_of_fetch(rt):
     streamed = M * N * 4
     tiles = ceil(streamed / a["composite_tile_bytes"])  # 256000 B / 32 KiB: 7.8 -> 8
     reads = [e for e in spans(r, "dma.rd") if e.label.startswith("tile")]
-    fetches = spans(r, "fs", "fetch add")
+    fetches = spans(r, "fetch", "fetch add")
     maths = spans(r, "math")
-    stores = spans(r, "fs", "store add")
+    stores = spans(r, "store", "store add")
     assert len(reads) == len(fetches) == len(maths) == len(stores) == tiles
-    (p_stored,) = spans(r, "fs", "store gemm")
+    (p_stored,) = spans(r, "store", "store gemm")
     assert fetches[0].t_ns == pytest.approx(p_stored.end_ns, abs=EPS)  # FETCH waits for its TCM input
     for i in range(1, tiles):
         free = fetches[i - 2].end_ns if i >= 2 else 0.0  # the buffer tile i reuses
