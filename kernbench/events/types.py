@@ -51,6 +51,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One engine lane of a PE: its component suffix, the name people read, the hardware
