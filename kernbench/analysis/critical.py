@@ -35,6 +35,7 @@ TRANSIT_CAUSE = {
     "propagation": "propagation",
     "queueing": "queueing",
     "drain": "hbm channel drain",
+    "tcm port": "tcm port",
 }
 #: component kind of a PE lane
 LANE_KIND = {e.lane: e.block for e in ENGINE_TABLE}

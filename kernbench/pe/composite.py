@@ -49,6 +49,7 @@ from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
 from kernbench.sim.clock import NORMAL, URGENT, call_at
+from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -72,9 +73,9 @@ class StepPlan:
     """One step on the engines: FETCH of its operands' pieces, the ops with work in it,
     STORE of the results final after it (``stores``: whether it stores at all)."""
 
-    fetch_ns: float
+    fetch_bytes: int
     stages: tuple[Stage, ...]
-    store_ns: float
+    store_bytes: int
     stores: bool
 
 
@@ -146,7 +147,7 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
             if work:
                 engine = op_kind(op.kind).engine
                 stages.append(Stage(engine, pe.gemm_ns(work) if engine == "gemm" else pe.math_ns(work), op.kind))
-        steps.append(StepPlan(fetch / pe.tcm_bw_gbps, tuple(stages), store / pe.tcm_bw_gbps, bool(store) or i == n - 1))
+        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
@@ -300,7 +301,21 @@ class CompositeRun:
 
         def landed(e: simpy.Event) -> None:
             result = cast("TransferResult", e.value)  # (SimPy types event values as Optional[Any])
-            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, result.parts)
+            now = self.env.now
+            port = pe.tcm_write
+            begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
+            port.hold(begin, end, -1)
+            parts = result.parts
+            if end > now:
+                if self.traced:
+                    parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+                call_at(self.env, end, NORMAL, finish, parts, begin)
+            else:
+                finish(parts, begin)
+
+        def finish(parts: tuple[Part, ...], begin: float) -> None:
+            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, parts)
+            pe.tcm_write.name(begin, self.rd_pred)
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
@@ -353,7 +368,7 @@ class CompositeRun:
                 return
             corr = self.corr
             step = self.steps[i]
-            _, t = pe.fetch.reserve(env.now, step.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
+            _, t = pe.tcm_read.with_lane(pe.fetch, env.now, step.fetch_bytes, f"fetch {self.label}", corr, self.feed_pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             lanes = {"gemm": pe.gemm, "math": pe.math}
@@ -362,7 +377,7 @@ class CompositeRun:
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
             if step.stores:
-                _, t = pe.store.reserve(t, step.store_ns, f"store {self.label}", corr, pred=lane_seq)
+                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, f"store {self.label}", corr, lane_seq, env.now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))
@@ -415,8 +430,16 @@ class CompositeRun:
                 pred = pe.wr.last
         start = env.now
         assert r.region is not None  # an HBM output's
+        port = pe.tcm_read  # the result leaves TCM through its port
+        begin, read, go = port.leaving(start, piece.nbytes, pe.dma_link_gbps)
+        port.hold(begin, read, -1)
+        front: tuple[Part, ...] = ()
+        if go > start:
+            yield env.timeout(go - start)
+            front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
-        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, result.parts)
+        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
+        port.name(begin, seq)
         self.write_ends.append((env.now, seq))
         mine.succeed(env.now)
 

@@ -15,6 +15,7 @@ from kernbench.pe.composite import Plan
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scheduler import Ready, Scheduler
+from kernbench.pe.tcm import TcmPort
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
 
@@ -62,6 +63,10 @@ class ProcessingElement:
         self.sched_overhead_ns = attrs["sched_overhead_ns"]
         self.queue_depth: int = attrs["sched_queue_depth"]
         self.tcm_bw_gbps = attrs["tcm_bw_gbps"]
+        # TCM's ports (pe/tcm.py): FETCH and DMA writes read it, STORE and DMA reads write it
+        self.tcm_read = TcmPort(self.tcm_bw_gbps)
+        self.tcm_write = self.tcm_read if attrs.get("tcm_port_shared", False) else TcmPort(self.tcm_bw_gbps)
+        self.tcm_node = f"{pe_id}.tcm"
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
         self._gemm_flops_per_ns: float = attrs["gemm_tflops"] * 1e3
@@ -69,6 +74,8 @@ class ProcessingElement:
         self._math_lanes: float = attrs["math_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
         self.dma_node = f"{pe_id}.dma"
+        # the DMA's own port onto the NoC: the rate a write's flits leave at
+        self.dma_link_gbps = min(e.bw_gbps for e in graph.edges_from(self.dma_node) if e.kind == "pe_port")
         self.ipcq_node = f"{pe_id}.ipcq"
         self.sched = Lane(f"{pe_id}.sched", bus)
         self.fetch = Lane(f"{pe_id}.fetch", bus)

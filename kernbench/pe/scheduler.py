@@ -46,6 +46,7 @@ from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, fired_at
 from kernbench.pe.work import op_work
 from kernbench.sim.network import TransferResult
+from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -205,9 +206,10 @@ class Scheduler:
         self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
     ) -> tuple[float, int]:
         pe = self.pe
-        _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr, pred=pred)
+        now = self.env.now
+        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
-        _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr, pred=lane.last)
+        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
         return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
@@ -239,8 +241,9 @@ class Scheduler:
         pe = self.pe
 
         def body(t: float, pred: int) -> tuple[float, int]:
-            _, t = pe.fetch.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pred)
-            _, t = pe.store.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pe.fetch.last)
+            now = self.env.now
+            _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
+            _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
 
         return self._after_inputs((cmd.src,), arrive, corr, (cmd.dst,), body)
@@ -257,13 +260,16 @@ class Scheduler:
         corr: int,
         size: int,
         then: Callable[[int], None] | None = None,
+        tcm: str = "",
     ) -> simpy.Event:
         """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
 
         It starts once the command has arrived, its input handles are ready
         and the channel's previous transfer is done; ``then(seq)`` runs when
-        it completes (``seq``: its span). Returns the completion event (its
-        value: the time).
+        it completes (``seq``: its span). ``tcm``: ``"in"`` (a DMA into TCM)
+        or ``"out"`` (out of it) takes its turn on the TCM port
+        (:mod:`kernbench.pe.tcm`). Returns the completion event (its value:
+        the time).
         """
         env = self.env
         pe = self.pe
@@ -287,8 +293,25 @@ class Scheduler:
             if env.now > t0:  # the channel's previous transfer held it
                 pred = channel.last
             start = env.now
+            front: tuple[Part, ...] = ()
+            if tcm == "out":
+                begin, read, go = pe.tcm_read.leaving(start, size, pe.dma_link_gbps)
+                pe.tcm_read.hold(begin, read, -1)
+                if go > start:
+                    yield env.timeout(go - start)
+                    front = (Part(start, go, pe.tcm_node, "tcm port"),)
             result: TransferResult = yield transfer()
-            seq = channel.record(start, env.now, label, corr, size, pred, result.parts)
+            parts = front + result.parts
+            if tcm == "in":
+                landed = env.now
+                begin, end = pe.tcm_write.landing(start, landed, size, landed)
+                pe.tcm_write.hold(begin, end, -1)
+                if end > landed:
+                    yield env.timeout(end - landed)
+                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
+            seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
+            if tcm:
+                (pe.tcm_write if tcm == "in" else pe.tcm_read).name(begin, seq)
             self._done(corr, seq)
             if then is not None:
                 then(seq)
@@ -308,6 +331,7 @@ class Scheduler:
             corr,
             cmd.size_bytes,
             then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
+            tcm="in",
         )
         pe.ready[cmd.dst.id] = done
         pe.load_corr[cmd.dst.id] = corr
@@ -323,6 +347,7 @@ class Scheduler:
             "dma_write",
             corr,
             cmd.size_bytes,
+            tcm="out",
         )
 
     # --- IPCQ -------------------------------------------------------------

@@ -79,7 +79,10 @@ PE_ATTRS = Section(
         "math_pipeline_cycles": Field(float, 4.0, _cycles, "PE_MATH fixed latency per op"),
         "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op"),
         "tcm_bytes": Field(int, 16 * 2**20, between(1, 2**40), "TCM capacity"),
-        "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM read/write bandwidth (FETCH/STORE)"),
+        "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM bandwidth of each port: FETCH/STORE and every DMA into or out of TCM"),
+        "tcm_port_shared": Field(
+            bool, False, help="one TCM port for reads and writes (false: one port each way, each tcm_bw_gbps; assumed)"
+        ),
         "scratch_bytes": Field(int, 2**20, between(1, 2**40), "kernel scratch in TCM"),
         "cpu_overhead_ns": Field(float, 2.0, _ns, "PE_CPU per-command node overhead"),
         "sched_overhead_ns": Field(float, 1.0, _ns, "PE_SCHEDULER per-command overhead"),
