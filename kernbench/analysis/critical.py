@@ -27,7 +27,7 @@ from kernbench.events.types import ENGINE_TABLE, Event, EventKind
 from kernbench.topology.ids import pe_of
 
 #: cause of an engine span by the lane it is on
-LANE_CAUSE = {e.lane: e.cause for e in ENGINE_TABLE}
+LANE_CAUSE = {e.lane: e.cause for e in ENGINE_TABLE} | {"tcm": "tcm port"}  # (a DMA reading TCM's port)
 #: cause of a TRANSIT part by its label
 TRANSIT_CAUSE = {
     "overhead": "node overhead",
@@ -38,7 +38,7 @@ TRANSIT_CAUSE = {
     "tcm port": "tcm port",
 }
 #: component kind of a PE lane
-LANE_KIND = {e.lane: e.block for e in ENGINE_TABLE}
+LANE_KIND = {e.lane: e.block for e in ENGINE_TABLE} | {"tcm": "PE_TCM"}
 _ON_PATH = (EventKind.DISPATCH, EventKind.CPU_WORK, EventKind.ENGINE_BUSY)
 TOLERANCE_NS = 1e-6  # a span must start within this of its pred's end
 

@@ -37,6 +37,7 @@ command's inputs; a write for its STORE or the write channel.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -48,6 +49,7 @@ from kernbench.pe.commands import CompositeCmd, OpSpec
 from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
+from kernbench.pe.work import GemmDims
 from kernbench.sim.clock import NORMAL, URGENT, call_at
 from kernbench.sim.transit import Part
 
@@ -146,12 +148,20 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
             work = st.work[i]
             if work:
                 engine = op_kind(op.kind).engine
-                stages.append(Stage(engine, pe.gemm_ns(work) if engine == "gemm" else pe.math_ns(work), op.kind))
+                stages.append(Stage(engine, _gemm_ns(pe, op, work) if engine == "gemm" else pe.math_ns(work), op.kind))
         steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
     return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
+
+
+def _gemm_ns(pe: ProcessingElement, op: OpSpec, flops: float) -> float:
+    """A GEMM op's step of ``flops`` on PE_GEMM: its K-slice through the R×C array."""
+    refs = list(op.operands.values())
+    d = GemmDims.of([r.shape for r in refs], op.extra)
+    a, b = refs[0], refs[1]
+    return pe.gemm_ns(d.m, d.n, flops / (2.0 * d.m * d.n), a.nbytes // max(1, math.prod(a.shape)), b.nbytes // max(1, math.prod(b.shape)))
 
 
 class CompositeRun:
@@ -304,18 +314,18 @@ class CompositeRun:
             now = self.env.now
             port = pe.tcm_write
             begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
-            port.hold(begin, end, -1)
             parts = result.parts
+            if end > now and self.traced:
+                parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+            # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
+            self.rd_pred = pe.rd.record(start, end, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, parts)
+            port.hold(begin, end, self.rd_pred)
             if end > now:
-                if self.traced:
-                    parts += (Part(now, end, pe.tcm_node, "tcm port"),)
-                call_at(self.env, end, NORMAL, finish, parts, begin)
+                call_at(self.env, end, NORMAL, finish)
             else:
-                finish(parts, begin)
+                finish()
 
-        def finish(parts: tuple[Part, ...], begin: float) -> None:
-            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, parts)
-            pe.tcm_write.name(begin, self.rd_pred)
+        def finish() -> None:
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
@@ -430,16 +440,13 @@ class CompositeRun:
                 pred = pe.wr.last
         start = env.now
         assert r.region is not None  # an HBM output's
-        port = pe.tcm_read  # the result leaves TCM through its port
-        begin, read, go = port.leaving(start, piece.nbytes, pe.dma_link_gbps)
-        port.hold(begin, read, -1)
+        go = pe.tcm_leaving(start, piece.nbytes, pred, self.corr)  # the result leaves TCM through its port
         front: tuple[Part, ...] = ()
         if go > start:
             yield env.timeout(go - start)
             front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
         seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
-        port.name(begin, seq)
         self.write_ends.append((env.now, seq))
         mine.succeed(env.now)
 

@@ -16,6 +16,7 @@ from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scheduler import Ready, Scheduler
 from kernbench.pe.tcm import TcmPort
+from kernbench.pe.work import GemmArray
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
 
@@ -29,7 +30,7 @@ class KernelHooks(Protocol):
 
 
 #: Composite plans by the engine timing they were made for, then by composite shape.
-PlanCaches = dict[tuple[float, ...], dict[tuple[object, ...], Plan]]
+PlanCaches = dict[tuple[object, ...], dict[tuple[object, ...], Plan]]
 
 
 class ProcessingElement:
@@ -69,8 +70,7 @@ class ProcessingElement:
         self.tcm_node = f"{pe_id}.tcm"
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
-        self._gemm_flops_per_ns: float = attrs["gemm_tflops"] * 1e3
-        self._gemm_fixed_ns: float = attrs["gemm_pipeline_cycles"] / self.clock_ghz
+        self.gemm_array = GemmArray.from_attrs(attrs)
         self._math_lanes: float = attrs["math_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
         self.dma_node = f"{pe_id}.dma"
@@ -95,8 +95,7 @@ class ProcessingElement:
         timing = (
             self.composite_tile_bytes,
             self.tcm_bw_gbps,
-            self._gemm_fixed_ns,
-            self._gemm_flops_per_ns,
+            self.gemm_array,
             self._math_fixed_cycles,
             self._math_lanes,
             self.clock_ghz,
@@ -109,11 +108,27 @@ class ProcessingElement:
 
     # --- service times (the engines' own parameters) ----------------------
 
-    def gemm_ns(self, flops: float) -> float:
-        return self._gemm_fixed_ns + flops / self._gemm_flops_per_ns
+    def gemm_ns(self, m: int, n: int, k: float, a_itemsize: int = 2, b_itemsize: int = 2) -> float:
+        """PE_GEMM's time for ``m × k`` by ``k × n`` (:class:`~kernbench.pe.work.GemmArray`)."""
+        g = self.gemm_array
+        return g.ns(m, n, k, g.peak_ratio(a_itemsize, b_itemsize))
 
     def math_ns(self, elems: float) -> float:
         return (self._math_fixed_cycles + math.ceil(elems / self._math_lanes)) / self.clock_ghz
+
+    def tcm_leaving(self, start: float, nbytes: int, pred: int, corr: int) -> float:
+        """A DMA out of TCM whose channel is free at ``start`` reads its bytes on the read port
+        (a span of the port's own, ``…peP.tcm``, in recorded runs); when its first flit may leave."""
+        port = self.tcm_read
+        begin, read, go = port.leaving(start, nbytes, self.dma_link_gbps)
+        seq = -1
+        if self.bus.active and read > begin:
+            _, blocker = port.fit(start, read - begin, start) if begin > start else (begin, pred)
+            seq = self.bus.emit(
+                begin, EventKind.ENGINE_BUSY, self.tcm_node, end_ns=read, corr_id=corr, label="dma out", value=nbytes, pred=blocker
+            )
+        port.hold(begin, read, seq)
+        return go
 
     # --- hooks the scheduler calls ----------------------------------------
 

@@ -24,6 +24,7 @@ event whose value is that time once it fires.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,11 @@ if TYPE_CHECKING:
 Ready = float | simpy.Event
 Refs = Sequence[HandleRef | None]  # a command's input handles (None: an absent one)
 Stage = Callable[[float, int], tuple[float, int]]  # (earliest start, pred) -> (end, its span)
+
+
+def _itemsize(r: HandleRef) -> int:
+    """Bytes per element of a handle (its dtype's: what sets PE_GEMM's rate)."""
+    return r.nbytes // max(1, math.prod(r.shape))
 
 
 def ready_time(r: Ready) -> float | None:
@@ -214,7 +220,7 @@ class Scheduler:
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)
+        service = pe.gemm_ns(cmd.m, cmd.n, cmd.k, _itemsize(cmd.a), _itemsize(cmd.b))
         in_bytes = cmd.a.nbytes + cmd.b.nbytes
         return self._after_inputs(
             (cmd.a, cmd.b),
@@ -295,8 +301,7 @@ class Scheduler:
             start = env.now
             front: tuple[Part, ...] = ()
             if tcm == "out":
-                begin, read, go = pe.tcm_read.leaving(start, size, pe.dma_link_gbps)
-                pe.tcm_read.hold(begin, read, -1)
+                go = pe.tcm_leaving(start, size, pred, corr)
                 if go > start:
                     yield env.timeout(go - start)
                     front = (Part(start, go, pe.tcm_node, "tcm port"),)
@@ -305,13 +310,15 @@ class Scheduler:
             if tcm == "in":
                 landed = env.now
                 begin, end = pe.tcm_write.landing(start, landed, size, landed)
-                pe.tcm_write.hold(begin, end, -1)
+                if end > landed:
+                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
+                # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
+                seq = channel.record(start, end, label, corr, size, pred, parts if traced else ())
+                pe.tcm_write.hold(begin, end, seq)
                 if end > landed:
                     yield env.timeout(end - landed)
-                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
-            seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
-            if tcm:
-                (pe.tcm_write if tcm == "in" else pe.tcm_read).name(begin, seq)
+            else:
+                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
             self._done(corr, seq)
             if then is not None:
                 then(seq)

@@ -76,12 +76,6 @@ class TcmPort:
         self._seqs.insert(i, seq)
         self.busy_ns += end - start
 
-    def name(self, start: float, seq: int) -> None:
-        """The span held from ``start`` is ``seq`` (a DMA's, known once it is recorded)."""
-        i = bisect.bisect_left(self._starts, start)
-        if i < len(self._starts) and self._starts[i] == start:
-            self._seqs[i] = seq
-
     def _forget(self, before: float) -> None:
         ends = self._ends
         k = 0

@@ -77,7 +77,13 @@ PE_ATTRS = Section(
         "gemm_tflops": Field(float, 8.0, between(1e-3, 1e6), "PE_GEMM peak, f16"),
         "math_elems_per_cycle": Field(float, 64.0, between(1e-3, 1e6), "PE_MATH vector lanes"),
         "math_pipeline_cycles": Field(float, 4.0, _cycles, "PE_MATH fixed latency per op"),
-        "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op"),
+        "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op (the array's pipeline fill)"),
+        "gemm_array_rows": Field(int, 64, between(1, 2**16), "R: PE_GEMM array rows, along m (assumed: 64×64 at 1 GHz is 8.2 TFLOP/s)"),
+        "gemm_array_cols": Field(int, 64, between(1, 2**16), "C: PE_GEMM array columns, along n (assumed)"),
+        "gemm_fp8_peak_ratio": Field(float, 2.0, between(1e-3, 1e3), "fp8 GEMM peak over gemm_tflops (assumed: H100-class 2x)"),
+        "gemm_f32_peak_ratio": Field(
+            float, 0.5, between(1e-3, 1e3), "GEMM peak with an f32 operand over gemm_tflops (assumed: H100-class TF32 0.5x)"
+        ),
         "tcm_bytes": Field(int, 16 * 2**20, between(1, 2**40), "TCM capacity"),
         "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM bandwidth of each port: FETCH/STORE and every DMA into or out of TCM"),
         "tcm_port_shared": Field(

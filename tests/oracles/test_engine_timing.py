@@ -7,7 +7,8 @@ number the simulator printed.
 * PE_SCHEDULER: its overhead, then FETCH ``in_bytes / tcm_bw`` → engine →
   STORE ``out_bytes / tcm_bw``, each an in-order lane (FETCH and STORE are
   separate lanes);
-* GEMM ``gemm_pipeline_cycles / clock + 2·m·k·n / (gemm_tflops · 1e3)``;
+* GEMM on an R×C array: ``gemm_pipeline_cycles / clock + ⌈m/R⌉·⌈n/C⌉·k · 2·R·C / (gemm_tflops · 1e3)``
+  (f16 operands);
   MATH ``(math_pipeline_cycles + ceil(elems / math_elems_per_cycle)) / clock``;
 * ``tl.cycles(n)``: ``n / clock``;
 * DMA read and write channels hold one transfer at a time, each taking what
@@ -56,7 +57,8 @@ def single_op_dispatch_ns(a, logical_bytes: int) -> float:
 
 
 def gemm_ns(a, m: int, k: int, n: float) -> float:
-    return a["gemm_pipeline_cycles"] / a["clock_freq_ghz"] + 2.0 * m * k * n / (a["gemm_tflops"] * 1e3)
+    r, c = a["gemm_array_rows"], a["gemm_array_cols"]
+    return a["gemm_pipeline_cycles"] / a["clock_freq_ghz"] + ceil(m / r) * ceil(n / c) * k * 2.0 * r * c / (a["gemm_tflops"] * 1e3)
 
 
 def math_ns(a, elems: float) -> float:
@@ -241,4 +243,4 @@ def test_a_composite_gemm_splits_its_flops_over_the_tiles(rt, transpose):
     gs = spans(r, "gemm")
     assert len(gs) == tiles == 3
     for g in gs:
-        assert g.end_ns - g.t_ns == pytest.approx(gemm_ns(a, m, k, n / tiles), abs=EPS)
+        assert g.end_ns - g.t_ns == pytest.approx(gemm_ns(a, m, k / tiles, n), abs=EPS)
