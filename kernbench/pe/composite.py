@@ -8,8 +8,8 @@ redispatch:
   ``tl.ref`` operand the step consumes — the region it reads, at its real
   addresses — on the PE's read channel. It needs only HBM, so it starts
   when the command arrives, while the stages that read TCM inputs wait for
-  them; it runs at most :data:`TILE_BUFFERS` steps ahead of FETCH (a step's
-  buffer is free once FETCH has read it).
+  them; it runs at most ``composite_buffers`` steps (2: double buffering)
+  ahead of FETCH (a step's buffer is free once FETCH has read it).
 * **FETCH → engines → STORE** (:meth:`CompositeRun._feed_tile`) once the
   command's TCM inputs are ready and the step's data is in: one in-order
   reservation per lane, each op with work in the step on its engine (GEMM or
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
     from kernbench.pe.scheduler import Scheduler
     from kernbench.sim.network import TransferResult
-
-TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +167,7 @@ class CompositeRun:
 
     __slots__ = (
         "arrive",
+        "buffers",
         "cause",
         "corr",
         "done",
@@ -191,6 +190,7 @@ class CompositeRun:
         "tile_read",
         "tile_seq",
         "traced",
+        "used",
         "waits",
         "write_ends",
         "writes",
@@ -250,10 +250,14 @@ class CompositeRun:
         pe.async_stages += 1
         reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
-        # A step's FETCH frees its buffer for the read TILE_BUFFERS steps later
-        # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
+        # A step's FETCH frees its buffer for the read `buffers` steps later
+        # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
-        self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if reading else []
+        self.buffers = pe.composite_buffers
+        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading else []
+        # when each step's ops are done with its fetched operands, and the span that ends then:
+        # a FETCH waits for the engines to free the buffer `buffers` steps back
+        self.used: list[tuple[float, int]] = []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
         call_at(env, env.now, URGENT, self._start)
@@ -275,15 +279,15 @@ class CompositeRun:
     def _read_tile(self, i: int) -> None:
         if i == self.n_tiles:
             return
-        if i >= TILE_BUFFERS:
-            free = self.fetched[i - TILE_BUFFERS]  # the buffer this step reuses
+        if i >= self.buffers:
+            free = self.fetched[i - self.buffers]  # the buffer this step reuses
             if not free.processed:
                 free.callbacks.append(lambda _e: self._buffer_free(i))
                 return
         self._read_operand(i, 0)
 
     def _buffer_free(self, i: int) -> None:
-        self.rd_pred = self.fetch_seq[i - TILE_BUFFERS]
+        self.rd_pred = self.fetch_seq[i - self.buffers]
         self._read_operand(i, 0)
 
     def _read_operand(self, i: int, j: int) -> None:
@@ -378,7 +382,12 @@ class CompositeRun:
                 return
             corr = self.corr
             step = self.steps[i]
-            _, t = pe.tcm_read.with_lane(pe.fetch, env.now, step.fetch_bytes, f"fetch {self.label}", corr, self.feed_pred, env.now)
+            earliest, pred = env.now, self.feed_pred
+            if i >= self.buffers:  # the engines still hold the operands of the step `buffers` back
+                used, by = self.used[i - self.buffers]
+                if used > earliest:
+                    earliest, pred = used, by
+            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, f"fetch {self.label}", corr, pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             lanes = {"gemm": pe.gemm, "math": pe.math}
@@ -386,6 +395,7 @@ class CompositeRun:
                 lane = lanes[st.engine]
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
+            self.used.append((t, lane_seq))
             if step.stores:
                 _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, f"store {self.label}", corr, lane_seq, env.now)
                 lane_seq = pe.store.last

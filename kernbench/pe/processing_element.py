@@ -70,6 +70,7 @@ class ProcessingElement:
         self.tcm_node = f"{pe_id}.tcm"
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
+        self.composite_buffers: int = attrs.get("composite_buffers", 2)
         self.gemm_array = GemmArray.from_attrs(attrs)
         self._math_lanes: float = attrs["math_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]

@@ -763,14 +763,15 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
           steps and ops.
         - Engines: sched, then N steps, N = ceil(bytes of the largest ``tl.ref`` tensor
           streamed along its op's axis / ``composite_tile_bytes``), at least 1, at most the
-          axis's length. Each op streams along one axis, cut into N near-equal slices: a
+          axis's length; a gemm with a K-step-major A (``extra["a_kstep_major"]``) streams
+          whole ``tk`` blocks, as many a step as fit in ``composite_tile_bytes`` (at least one). Each op streams along one axis, cut into N near-equal slices: a
           gemm its K (step s reads A's columns ``[k0, k1)`` — in a row-major A one run per
           row, a row pitch apart — and B's rows ``[k0, k1)``), an elementwise op its
           elements, a row op or reduction its rows; a tensor without the axis (a
           broadcast operand, a gemm's C, a reduction's result) is read whole at the first
           step and stored and written whole after the last. Per step: a DMA read of every
-          ``tl.ref`` operand's piece at its real addresses (at most 2 steps ahead of the
-          fetch); fetch(bytes of the step's operand pieces); each op with work in the step,
+          ``tl.ref`` operand's piece at its real addresses (at most ``composite_buffers``,
+          2, steps ahead of the fetch, and the fetch at most that many ahead of the engines); fetch(bytes of the step's operand pieces); each op with work in the step,
           in order, on its engine, gemm(m, n, k1 − k0) (the R×C array: ``fill + ⌈m/R⌉·⌈n/C⌉·(k1 − k0)``
           passes; an m = 8 step of 128 K against n = 128 is 270.1 ns at f16) or math(its elements or
           rows' share of E, the op kinds table); store(bytes of the results final after

@@ -97,6 +97,9 @@ PE_ATTRS = Section(
         "composite_tile_bytes": Field(
             int, 32768, between(1, 2**30), "bytes of a streamed tl.ref operand per composite tile (>= flit_bytes)"
         ),
+        "composite_buffers": Field(
+            int, 2, between(1, 64), "steps a composite's DMA_READ and FETCH may run ahead of the engines (assumed: double buffering)"
+        ),
         "pe_cost_model": PE_COST_MODEL,
     }
 )
