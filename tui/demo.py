@@ -171,9 +171,7 @@ class _Demo:
 
     def run(self) -> TraceMetadata:
         pes = [f"sip0.cube{i // 8}.pe{i % 8}" for i in range(self.p.n_pes)]
-        self.engines = {
-            f"{pe}.{e}": simpy.Resource(self.env, capacity=1) for pe in pes for e in ENGINES if e not in ("cpu", "sched")
-        }
+        self.engines = {f"{pe}.{e}": simpy.Resource(self.env, capacity=1) for pe in pes for e in ENGINES if e not in ("cpu", "sched")}
         for pe in pes:
             self.env.process(self.cpu(pe, pe.rsplit(".", 1)[0]))
         if self.p.pace_s_per_us > 0:

@@ -95,7 +95,9 @@ def test_one_gemm_is_its_dispatch_handoff_fetch_engine_and_store(cube1):
     attrs = rt.graph.node(f"{PE0}.cpu").attrs
     tcm = attrs["tcm_bw_gbps"]
     r, c = attrs["gemm_array_rows"], attrs["gemm_array_cols"]  # N = 32 fills half the 64 columns: one pass per K
-    gemm = attrs["gemm_pipeline_cycles"] / attrs["clock_freq_ghz"] + -(-M // r) * -(-N // c) * K * 2.0 * r * c / (attrs["gemm_tflops"] * 1e3)
+    gemm = attrs["gemm_pipeline_cycles"] / attrs["clock_freq_ghz"] + -(-M // r) * -(-N // c) * K * 2.0 * r * c / (
+        attrs["gemm_tflops"] * 1e3
+    )
     assert a.by_cause["gemm"] == pytest.approx(gemm, abs=1e-9)
     assert a.by_cause["fetch"] == pytest.approx((M * K * 2 + K * N * 2) / tcm, abs=1e-9)
     assert a.by_cause["store"] == pytest.approx(M * N * 4 / tcm, abs=1e-9)
