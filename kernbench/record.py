@@ -55,6 +55,7 @@ FIELDS: tuple[Field, ...] = (
     Field("kernel_file", "string|null", "", "the file that declares the kernel (an absolute path); null for a shipped kernel"),
     Field("topology", "string", "", "the topology's name as compiled (after `--set`)"),
     Field("timing", "string", "", "the engine's mode: `fast` or `oracle` (the same result, at another cost)"),
+    Field("fidelity", "string", "", "the model's level: `paper` (default), `credit` or `full` (docs/fidelity.md)"),
     Field("variant", "string", "", 'the form the kernel ran in (gqa-decode: `primitive`, `opt3`, `opt2`), or ""'),
     Field("params", "object", "", "every option of the kernel by name, defaults filled in"),
     Field("latency_ns", "number", "ns", "simulated time from the first command to the last one's completion"),
@@ -86,7 +87,7 @@ FIELDS: tuple[Field, ...] = (
 )
 NAMES = tuple(f.name for f in FIELDS)
 #: what says which run it was rather than what it measured (a sweep row's swept values say it there)
-CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "variant", "params")
+CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "fidelity", "variant", "params")
 
 
 def _number(v: Any) -> bool:
@@ -110,6 +111,7 @@ def record(
     engine_busy_ns: Mapping[str, float],
     attribution: Mapping[str, Any] | None = None,
     figures: Mapping[str, Any] | None = None,
+    fidelity: str = "paper",
 ) -> dict[str, Any]:
     """A run record, its numbers rounded as every output shows them (ns to 1e-6, percents to 1e-3)."""
     span = latency_ns * pes
@@ -119,6 +121,7 @@ def record(
         "kernel_file": kernel_file,
         "topology": topology,
         "timing": timing,
+        "fidelity": fidelity,
         "variant": variant,
         "params": dict(params),
         "latency_ns": round(latency_ns, 6),

@@ -94,6 +94,15 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)",
         ),
     ),
+    (
+        "--fidelity",
+        dict(
+            choices=("paper", "credit", "full"),
+            default="paper",
+            help="paper: the paper's model (default); credit: + credit flow control, backpressure, round-robin links; "
+            "full: + HBM banks, row buffers, refresh (both flit by flit; docs/fidelity.md)",
+        ),
+    ),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
     ("--perfetto", dict(metavar="FILE", help="export Chrome/Perfetto trace JSON")),
     (
@@ -259,7 +268,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     from kernbench.topology.compile import compile_spec
 
     spec, ns, params, topology = _checked(kernel, argv)
-    rt = Runtime(compile_spec(topology), mode=ns.timing)  # the document checked above: read once
+    rt = Runtime(compile_spec(topology), mode=ns.timing, fidelity=ns.fidelity)  # the document checked above: read once
     return spec, ns, rt, set_up(spec, rt, params), params
 
 
@@ -339,6 +348,7 @@ def report(
         kernel_file=spec.source or None,
         topology=rt.graph.name,
         timing=rt.mode,
+        fidelity=rt.fidelity,
         variant=prepared.variant,
         params=params,
         latency_ns=result.latency_ns,

@@ -41,6 +41,7 @@ from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
+from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.topology.compile import load_topology
@@ -159,9 +160,13 @@ class Runtime:
         topology: str | Path | Graph | None = None,
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
+        fidelity: str = "paper",
     ) -> None:
+        """``fidelity``: the model's level (``paper``, ``credit``, ``full``: docs/fidelity.md);
+        above ``paper`` transfers run flit by flit whatever ``mode`` says."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
+        self.fidelity = check_fidelity(fidelity)
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=pe_key))
@@ -289,7 +294,7 @@ class Runtime:
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
         names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
-        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names, self.fidelity)
         result.kernel_files = tuple(sorted({f for launch in launches if (f := _kernel_file(launch.kernel))}))
         return result
 
@@ -309,7 +314,16 @@ class Runtime:
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed = _simulate(
+            graph,
+            self.mode,
+            _replayed_programs(result.command_logs, limits),
+            record,
+            bus,
+            limits,
+            kernel=result.kernel,
+            fidelity=self.fidelity,
+        )
         replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
         return replayed
 
@@ -438,6 +452,7 @@ def _simulate(
     limits: RunLimits,
     progress: Callable[[float, int], None] | None = None,
     kernel: str = "",
+    fidelity: str = "paper",
 ) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
@@ -445,7 +460,7 @@ def _simulate(
         env = simpy.Environment()
         bus = bus if bus is not None else Bus()
         recorder = Recorder(bus) if record else None
-        network = Network(env, graph, bus, mode)
+        network = Network(env, graph, bus, mode, fidelity=fidelity)
         fabric = IpcqFabric()
         pes = _place(programs, env, graph, network, bus, fabric)
         cpus: dict[str, PeCpu] = {}

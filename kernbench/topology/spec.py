@@ -111,6 +111,9 @@ TOPOLOGY_SCHEMA = Section(
         "name": Field(str),
         "description": Field(str, ""),
         "flit_bytes": Field(int, 256, between(1, 2**20), "NoC flit size"),
+        "credit_buffer_flits": Field(
+            int, 16, between(1, 2**16), "a link's receive buffer in flits at --fidelity credit/full, at least its round trip (assumed)"
+        ),
         "system": {
             "sips": Field(int, 1, _count),
             "sip_ring": Section({**_link(), "overhead_ns": Field(float, 0.0, _ns)}, optional=True),
@@ -165,6 +168,13 @@ TOPOLOGY_SCHEMA = Section(
                 "channels_per_slice": Field(int, 8, between(1, 1024)),
                 "channel_bw_gbps": Field(float, 32.0, _gbps),
                 "burst_bytes": Field(int, 256, between(1, 2**20)),
+                # --fidelity full only (kernbench/sim/fidelity.py): HBM3-class bank timing, assumed
+                "banks_per_channel": Field(int, 16, between(1, 1024), "banks per pseudo-channel (--fidelity full; assumed, HBM3)"),
+                "row_bytes": Field(int, 1024, between(1, 2**20), "row buffer (page) per bank (--fidelity full; assumed, HBM3 1 KB)"),
+                "trcd_ns": Field(float, 14.0, _ns, "activate to column command (--fidelity full; assumed, HBM3-class)"),
+                "trp_ns": Field(float, 14.0, _ns, "precharge (--fidelity full; assumed, HBM3-class)"),
+                "trefi_ns": Field(float, 3900.0, between(1, MAX_NS), "refresh interval (--fidelity full; assumed, HBM3-class 3.9 us)"),
+                "trfc_ns": Field(float, 350.0, _ns, "refresh cycle, the channel blocked (--fidelity full; assumed, HBM3-class)"),
             },
             "sram": Section(
                 {
