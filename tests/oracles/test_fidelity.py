@@ -165,8 +165,10 @@ def test_a_burst_in_a_refresh_window_waits_it_out_and_activates():
     b.serve(0, 0, 0.0)
     # channel 0 refreshes [3900, 4250): a hit on its open row at 3950 waits, reopens the row
     assert b.serve(0, 8, 3950.0) == (4250.0 + 14, 4272.0)
-    # channel 4 is staggered by 4 x 3900 / 8 = 1950 ns: its window is [5850, 6200)
-    assert b.serve(4, 4, 5860.0) == (6200.0 + 14, 6222.0)
+    # every channel refreshes in the same windows: channel 4's first burst at 7,850 is in [7800, 8150)
+    assert b.serve(4, 4, 7850.0) == (8150.0 + 14, 8172.0)
+    # and a burst that would run into the next window goes after it: 11,695 + 8 > 11,700
+    assert b.serve(4, 12, 11695.0) == (11700.0 + 350 + 14, 12072.0)
 
 
 def test_an_idle_32_kib_read_at_full_pays_one_activate_over_the_papers_141_ns(cube1):
