@@ -27,11 +27,22 @@ TIE_NS = 1e-6
 def questions(quick: bool) -> list[tuple[str, list[Candidate]]]:
     qs: list[tuple[str, list[Candidate]]] = []
     if not quick:
-        qs.append(("gqa-decode variants (paper, default shape)", [(v, "gqa-decode", "paper", dict(variant=v)) for v in ("primitive", "opt3", "opt2")]))
+        qs.append(
+            (
+                "gqa-decode variants (paper, default shape)",
+                [(v, "gqa-decode", "paper", dict(variant=v)) for v in ("primitive", "opt3", "opt2")],
+            )
+        )
     qs += [
-        ("gqa-decode variants (cube1, bench shape)", [(v, "gqa-decode", "cube1", dict(GQA_SMALL, variant=v)) for v in ("primitive", "opt3", "opt2")]),
+        (
+            "gqa-decode variants (cube1, bench shape)",
+            [(v, "gqa-decode", "cube1", dict(GQA_SMALL, variant=v)) for v in ("primitive", "opt3", "opt2")],
+        ),
         ("gqa-decode K layout (cube1, opt2)", [(lay, "gqa-decode", "cube1", dict(GQA_SMALL, layout=lay)) for lay in ("tiled", "naive")]),
-        ("gemm: primitive vs composite (defaults)", [("gemm-primitive", "gemm-primitive", "", {}), ("gemm-composite", "gemm-composite", "", {})]),
+        (
+            "gemm: primitive vs composite (defaults)",
+            [("gemm-primitive", "gemm-primitive", "", {}), ("gemm-composite", "gemm-composite", "", {})],
+        ),
         (
             "gemm-tiled F4 shape (cube1, 1 PE)",
             [
@@ -117,7 +128,9 @@ def main(quick: bool) -> None:
                 f"| {title} | {name} | {v['paper']:,.1f} | {v['credit']:,.1f} | {v['full']:,.1f} | {v['full'] / v['paper']:.3f} |"
             )
         print(f"done: {title}", file=sys.stderr, flush=True)
-    print("| question | paper: fastest (ns) | credit: fastest (ns) | full: fastest (ns) | verdict | max credit/paper − 1 | max full/paper − 1 |")
+    print(
+        "| question | paper: fastest (ns) | credit: fastest (ns) | full: fastest (ns) | verdict | max credit/paper − 1 | max full/paper − 1 |"
+    )
     print("|---|---|---|---|---|---:|---:|")
     print("\n".join(verdicts))
     print()

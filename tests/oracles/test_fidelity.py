@@ -208,3 +208,15 @@ def test_a_kernel_runs_at_every_level_with_the_same_numerics():
 def test_an_unknown_level_is_one_clear_error():
     with pytest.raises(ValueError, match="fidelity must be one of paper, credit, full"):
         Runtime("cube1", fidelity="exact")
+
+
+@pytest.mark.parametrize("variant", ["opt2", "opt3"])
+def test_gqa_decode_at_credit_and_full_stays_within_0_9_to_5_times_paper(variant):
+    spec = registry.get("gqa-decode")
+    lat = {}
+    for f in ("paper", "credit", "full"):
+        rt = Runtime("cube1", fidelity=f)
+        spec.prepare(rt, dict(spec.defaults(), variant=variant, context=512, heads=16, kv_heads=2))
+        lat[f] = rt.run().latency_ns
+    for f in ("credit", "full"):
+        assert 0.9 <= lat[f] / lat["paper"] <= 5.0
