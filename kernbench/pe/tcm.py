@@ -56,8 +56,12 @@ class TcmPort:
         the span that ends there (``-1`` when it starts at ``earliest``)."""
         if service > self.longest_ns:
             self.longest_ns = service
-        self._forget(now - self.longest_ns)
-        starts, ends = self._starts, self._ends
+        ends = self._ends
+        if len(ends) > 32:  # (every access starts at or after now - the longest one)
+            self._forget(now - self.longest_ns)
+        if not ends or earliest >= ends[-1]:  # after everything held: the common case
+            return earliest, -1
+        starts = self._starts
         t, seq = earliest, -1
         i = bisect.bisect_right(ends, t)  # the first span ending after t
         while i < len(starts) and starts[i] < t + service:
@@ -70,11 +74,17 @@ class TcmPort:
         """The port is held ``[start, end)`` (a gap :meth:`fit` found)."""
         if end <= start:
             return
-        i = bisect.bisect_left(self._starts, start)
-        self._starts.insert(i, start)
+        starts = self._starts
+        self.busy_ns += end - start
+        if not starts or start >= starts[-1]:
+            starts.append(start)
+            self._ends.append(end)
+            self._seqs.append(seq)
+            return
+        i = bisect.bisect_left(starts, start)
+        starts.insert(i, start)
         self._ends.insert(i, end)
         self._seqs.insert(i, seq)
-        self.busy_ns += end - start
 
     def _forget(self, before: float) -> None:
         ends = self._ends
@@ -89,11 +99,20 @@ class TcmPort:
         service = nbytes / self.bw_gbps
         free = lane.free_ns
         t = earliest if earliest > free else free
-        at, by = self.fit(t, service, now)
-        if at > t:  # the port held it up
-            earliest, pred = at, by
+        ends = self._ends
+        if ends and (t < ends[-1] or len(ends) > 32):  # else the port is free from t on (fit's common case, inlined)
+            at, by = self.fit(t, service, now)
+            if at > t:  # the port held it up
+                earliest, pred = at, by
         start, end = lane.reserve(earliest, service, label, corr, pred=pred)
-        self.hold(start, end, lane.last)
+        starts = self._starts
+        if end > start and (not starts or start >= starts[-1]):  # hold's common case, inlined
+            starts.append(start)
+            ends.append(end)
+            self._seqs.append(lane.last)
+            self.busy_ns += end - start
+        else:
+            self.hold(start, end, lane.last)
         return start, end
 
     def landing(self, start: float, landed: float, nbytes: int, now: float) -> tuple[float, float]:
