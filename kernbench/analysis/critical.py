@@ -270,6 +270,8 @@ def component_kind(component: str) -> str:
     last = component.rsplit(".", 1)[-1]
     if (last.startswith("pc") or last.startswith("ch")) and last[2:].isdigit():
         return "hbm channel"
+    if last == "tcm" and pe_of(component) is not None:  # a DMA's turn on the TCM port
+        return LANE_KIND["tcm"]
     return "node"
 
 
