@@ -65,6 +65,7 @@ FIELDS: tuple[Field, ...] = (
     Field("kernel_file", "string|null", "", "the file that declares the kernel (an absolute path); null for a shipped kernel"),
     Field("topology", "string", "", "the topology's name as compiled (after `--set`)"),
     Field("timing", "string", "", "the engine's mode: `fast` or `oracle` (the same result, at another cost)"),
+    Field("fidelity", "string", "", "the model's level: `paper` (default), `credit` or `full` (docs/fidelity.md)"),
     Field("variant", "string", "", 'the form the kernel ran in (gqa-decode: `primitive`, `opt3`, `opt2`), or ""'),
     Field("params", "object", "", "every option of the kernel by name, defaults filled in"),
     Field(
@@ -97,7 +98,7 @@ FIELDS: tuple[Field, ...] = (
         "engine_busy_ns",
         "object",
         "ns",
-        "per engine (`cpu`, `sched`, `dma.rd`, `dma.wr`, `fs`, `gemm`, `math`, `ipcq`): busy time summed over PEs",
+        "per engine (`cpu`, `sched`, `dma.rd`, `dma.wr`, `fetch`, `store`, `gemm`, `math`, `ipcq`): busy time summed over PEs",
     ),
     Field("engine_util_pct", "object", "%", "per engine: busy time over latency × PEs"),
     Field(
@@ -110,7 +111,7 @@ FIELDS: tuple[Field, ...] = (
 )
 NAMES = tuple(f.name for f in FIELDS)
 #: what says which run it was rather than what it measured (a sweep row's swept values say it there)
-CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "variant", "params", "overrides", "topology_digest")
+CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "fidelity", "variant", "params", "overrides", "topology_digest")
 
 
 def _number(v: Any) -> bool:
@@ -136,6 +137,7 @@ def record(
     engine_busy_ns: Mapping[str, float],
     attribution: Mapping[str, Any] | None = None,
     figures: Mapping[str, Any] | None = None,
+    fidelity: str = "paper",
 ) -> dict[str, Any]:
     """A run record, its numbers rounded as every output shows them (ns to 1e-6, percents to 1e-3)."""
     span = latency_ns * pes
@@ -145,6 +147,7 @@ def record(
         "kernel_file": kernel_file,
         "topology": topology,
         "timing": timing,
+        "fidelity": fidelity,
         "variant": variant,
         "params": dict(params),
         "overrides": dict(overrides) if overrides is not None else None,

@@ -199,7 +199,9 @@ def test_every_block_is_run_or_held_by_a_named_test():
             elif lang == "":
                 assert "\n" in text, (page, first)  # a diagram (a folder tree, a formula), not code
             else:
-                assert any(first.startswith(held) for held in NOT_RUN), f"{page.relative_to(DOCS)}: block {i} ({lang}) {first!r} is neither run nor held by a test"
+                assert any(first.startswith(held) for held in NOT_RUN), (
+                    f"{page.relative_to(DOCS)}: block {i} ({lang}) {first!r} is neither run nor held by a test"
+                )
 
 
 def test_the_site_builds_strictly(tmp_path):

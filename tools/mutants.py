@@ -407,10 +407,10 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "pe.scheduler.gemm-flops-halved",
-        SCHED,
-        "service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)",
-        "service = pe.gemm_ns(cmd.m * cmd.k * cmd.n)",
-        "a GEMM is m·k·n FLOPs, not 2·m·k·n",
+        WORK,
+        "return self.fill_ns + passes * k * self.cycle_ns / ratio",
+        "return self.fill_ns + passes * k * self.cycle_ns / ratio / 2",
+        "a GEMM is m·k·n FLOPs, not 2·m·k·n (retargeted: PE_GEMM's R×C array passes, issue 27)",
     ),
     M(
         "pe.scheduler.fetch-skips-b",
@@ -443,15 +443,15 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.composite.three-tile-buffers",
         COMP,
-        "TILE_BUFFERS = 2",
-        "TILE_BUFFERS = 3",
-        "three tile buffers instead of two (issue 12 survivor)",
+        "self.buffers = pe.composite_buffers",
+        "self.buffers = pe.composite_buffers + 1",
+        "three tile buffers instead of two (issue 12 survivor; retargeted: pe.attrs.composite_buffers, issue 27)",
     ),
     M(
         "pe.composite.tiles-floor",
         STEPS,
-        "return max(1, min(-(-big // tile_bytes), longest))",
-        "return max(1, min(big // tile_bytes, longest))",
+        "need = max(need, -(-big // tile_bytes))",
+        "need = max(need, big // tile_bytes)",
         "a partial last step is not a step",
     ),
     M(
@@ -485,7 +485,7 @@ MUTANTS: list[Mutant] = [
     M(
         "pe.pe.fetch-store-one-lane",
         PE,
-        'self.store = Lane(f"{pe_id}.fs", bus)',
+        'self.store = Lane(f"{pe_id}.store", bus)',
         "self.store = self.fetch",
         "FETCH and STORE share one in-order lane",
     ),
@@ -522,9 +522,9 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "pe.pe.gemm-no-pipeline",
-        PE,
-        "return self._gemm_fixed_ns + flops / self._gemm_flops_per_ns",
-        "return flops / self._gemm_flops_per_ns",
+        WORK,
+        "return self.fill_ns + passes * k * self.cycle_ns / ratio",
+        "return passes * k * self.cycle_ns / ratio",
         "PE_GEMM's pipeline fill not charged",
     ),
     M(
@@ -821,5 +821,30 @@ MUTANTS: list[Mutant] = [
         "",
         "the handler raises but does not remember the signal",
         ("tests/hardening/test_dropped_interrupts.py",),
+    ),
+    # issue 27: the TCM port, the fidelity ladder's components
+    M(
+        "pe.tcm.landing-never-waits",
+        "kernbench/pe/tcm.py",
+        "        begin, _ = self.fit(t if t > start else start, service, now)\n        return begin, begin + service",
+        "        begin, _ = self.fit(t if t > start else start, service, now)\n        return begin, landed",
+        "a DMA into TCM never waits for the port",
+        ("tests/oracles/test_tcm_port.py",),
+    ),
+    M(
+        "sim.fidelity.links-first-port-always",
+        "kernbench/sim/fidelity.py",
+        "port = next((p for p in ports if p > last), ports[0])",
+        "port = ports[0]",
+        "a credit link always serves its lowest input port: no round-robin",
+        ("tests/oracles/test_fidelity.py",),
+    ),
+    M(
+        "sim.fidelity.open-row-is-a-miss",
+        "kernbench/sim/fidelity.py",
+        "        if open_row == row:\n",
+        "        if False:\n",
+        "a burst to the open row pays precharge and activate",
+        ("tests/oracles/test_fidelity.py",),
     ),
 ]

@@ -25,7 +25,7 @@ from simpy.events import ProcessGenerator
 
 from kernbench.events.bus import Bus
 from kernbench.events.tracefile import TraceMetadata
-from kernbench.events.types import Event, EventKind, StallReason
+from kernbench.events.types import ENGINES, Event, EventKind, StallReason
 
 FLIT_BYTES = 256
 SCHED_QUEUE_SLOTS = 2
@@ -124,11 +124,11 @@ class _Demo:
         t0 = env.now
         yield env.timeout(4.0)
         self.span(EventKind.ENGINE_BUSY, f"{pe}.sched", t0, "composite", self.p.tile_bytes)
-        yield from self.engine_op(f"{pe}.fs", "fetch", 6.0 + rng.random() * 4, self.p.tile_bytes)
+        yield from self.engine_op(f"{pe}.fetch", "fetch", 6.0 + rng.random() * 4, self.p.tile_bytes)
         yield from self.engine_op(f"{pe}.gemm", "dot", 40.0 + rng.random() * 30, 2 * self.p.tile_bytes)
         if k % 3 == 2:
             yield from self.engine_op(f"{pe}.math", "softmax", 15.0 + rng.random() * 10, self.p.tile_bytes)
-        yield from self.engine_op(f"{pe}.fs", "store", 5.0, self.p.tile_bytes)
+        yield from self.engine_op(f"{pe}.store", "store", 5.0, self.p.tile_bytes)
         slot.release(slot_req)
         yield from self.transfer(pe, cube, str(k % 2), self.p.tile_bytes // 2, True, self.new_corr())
 
@@ -171,9 +171,7 @@ class _Demo:
 
     def run(self) -> TraceMetadata:
         pes = [f"sip0.cube{i // 8}.pe{i % 8}" for i in range(self.p.n_pes)]
-        self.engines = {
-            f"{pe}.{e}": simpy.Resource(self.env, capacity=1) for pe in pes for e in ("dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
-        }
+        self.engines = {f"{pe}.{e}": simpy.Resource(self.env, capacity=1) for pe in pes for e in ENGINES if e not in ("cpu", "sched")}
         for pe in pes:
             self.env.process(self.cpu(pe, pe.rsplit(".", 1)[0]))
         if self.p.pace_s_per_us > 0:

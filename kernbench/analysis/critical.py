@@ -23,21 +23,12 @@ from typing import Any
 import numpy as np
 
 from kernbench.events.store import EventStore
-from kernbench.events.types import Event, EventKind
+from kernbench.events.types import ENGINE_TABLE, Event, EventKind
 from kernbench.pe.opkinds import OP_KINDS
 from kernbench.topology.ids import pe_of
 
 #: cause of an engine span by the lane it is on
-LANE_CAUSE = {
-    "cpu": "dispatch",
-    "sched": "scheduler hand-off",
-    "fs": "fetch/store",
-    "gemm": "gemm",
-    "math": "math",
-    "dma.rd": "dma read",
-    "dma.wr": "dma write",
-    "ipcq": "ipcq",
-}
+LANE_CAUSE = {e.lane: e.cause for e in ENGINE_TABLE} | {"tcm": "tcm port"}  # (a DMA reading TCM's port)
 #: cause of a PE_MATH span whose op kind runs at the transcendental rate (its label is the kind)
 TRANSCENDENTAL_CAUSE = "math (transcendental)"
 TRANSCENDENTAL_KINDS = frozenset(k.name for k in OP_KINDS.values() if k.rate == "transcendental")
@@ -48,18 +39,10 @@ TRANSIT_CAUSE = {
     "propagation": "propagation",
     "queueing": "queueing",
     "drain": "hbm channel drain",
+    "tcm port": "tcm port",
 }
 #: component kind of a PE lane
-LANE_KIND = {
-    "cpu": "PE_CPU",
-    "sched": "PE_SCHEDULER",
-    "fs": "PE_FETCH_STORE",
-    "gemm": "PE_GEMM",
-    "math": "PE_MATH",
-    "dma.rd": "PE_DMA",
-    "dma.wr": "PE_DMA",
-    "ipcq": "PE_IPCQ",
-}
+LANE_KIND = {e.lane: e.block for e in ENGINE_TABLE} | {"tcm": "PE_TCM"}
 _ON_PATH = (EventKind.DISPATCH, EventKind.CPU_WORK, EventKind.ENGINE_BUSY)
 TOLERANCE_NS = 1e-6  # a span must start within this of its pred's end
 
@@ -293,6 +276,8 @@ def component_kind(component: str) -> str:
     last = component.rsplit(".", 1)[-1]
     if (last.startswith("pc") or last.startswith("ch")) and last[2:].isdigit():
         return "hbm channel"
+    if last == "tcm" and pe_of(component) is not None:  # a DMA's turn on the TCM port
+        return LANE_KIND["tcm"]
     return "node"
 
 

@@ -30,6 +30,7 @@ from rich.table import Table
 
 from kernbench.analysis.summary import RunSummary, summarize
 from kernbench.cliargs import description
+from kernbench.commands import fidelity_check
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
 from kernbench.outputs import to_json
@@ -50,6 +51,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("a", metavar="A", help='a .kbtrace file, or "KERNEL [options]" as for kernbench run')
     p.add_argument("b", metavar="B", help="the other side, the same way")
     p.add_argument("--json", action="store_true", help="print one JSON object {schema, a, b, delta}")
+    p.add_argument(
+        "--check-fidelity",
+        action="store_true",
+        help="rerun both sides at every level of the model (paper, credit, full) and say whether the winner holds",
+    )
     return p
 
 
@@ -62,12 +68,32 @@ def run(args: argparse.Namespace) -> int:
         except SideError as exc:
             raise KernbenchError(f"compare {which}: {exc}") from None
     _check_outputs_apart(checked)
+    if args.check_fidelity:
+        for which, side, _ in checked:
+            if isinstance(side, TraceSide):
+                raise KernbenchError(f"compare {which}: --check-fidelity reruns each side: give a run, not a trace ({side.text})")
     a, b = load_sides(checked)
+    levels = _fidelity_levels(checked, a, b) if args.check_fidelity else None
     if args.json:
-        print(to_json(compare_json(a, b), indent=2, sort_keys=False))
+        out = compare_json(a, b)
+        if levels is not None:
+            out["fidelity_check"] = fidelity_check.compare_json(levels)
+        print(to_json(out, indent=2, sort_keys=False))
     else:
         print(compare_text(a, b), end="")
+        if levels is not None:
+            print(fidelity_check.compare_text(levels), end="")
     return 0
+
+
+def _fidelity_levels(
+    checked: list[tuple[str, Side, Trace | argparse.Namespace]], a: RunSummary, b: RunSummary
+) -> list[fidelity_check.LevelCompare]:
+    """Both run sides at every level; the level they ran at is not run again."""
+    (_, sa, na), (_, sb, nb) = checked
+    assert isinstance(sa, RunSide) and isinstance(sb, RunSide) and isinstance(na, argparse.Namespace) and isinstance(nb, argparse.Namespace)
+    known = {na.fidelity: (a.latency_ns, b.latency_ns)} if na.fidelity == nb.fidelity else {}
+    return fidelity_check.compare_levels((sa.kernel, sa.options), (sb.kernel, sb.options), known)
 
 
 def _check_outputs_apart(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> None:

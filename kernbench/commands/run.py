@@ -31,7 +31,7 @@ from kernbench.cliargs import OptionParser, description
 from kernbench.errors import KernbenchError, OutputPathError
 from kernbench.events.bus import Bus
 from kernbench.events.store import EventStore
-from kernbench.events.types import ENGINES
+from kernbench.events.types import ENGINE_TABLE, ENGINES
 from kernbench.kernels import registry
 from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
@@ -42,16 +42,7 @@ if TYPE_CHECKING:
     from kernbench.analysis.critical import Attribution
     from kernbench.events.tracefile import TraceMetadata
 
-ENGINE_NAMES = {
-    "cpu": "PE_CPU",
-    "sched": "PE_SCHED",
-    "dma.rd": "DMA read",
-    "dma.wr": "DMA write",
-    "fs": "FETCH/STORE",
-    "gemm": "GEMM",
-    "math": "MATH",
-    "ipcq": "IPCQ",
-}
+ENGINE_NAMES = {e.lane: e.title for e in ENGINE_TABLE}
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -101,6 +92,15 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             choices=("fast", "oracle"),
             default="fast",
             help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)",
+        ),
+    ),
+    (
+        "--fidelity",
+        dict(
+            choices=("paper", "credit", "full"),
+            default="paper",
+            help="paper: the paper's model (default); credit: + credit flow control, backpressure, round-robin links; "
+            "full: + HBM banks, row buffers, refresh (both flit by flit; docs/fidelity.md)",
         ),
     ),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
@@ -268,7 +268,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     from kernbench.topology.compile import compile_spec
 
     spec, ns, params, topology = _checked(kernel, argv)
-    rt = Runtime(compile_spec(topology), mode=ns.timing)  # the document checked above: read once
+    rt = Runtime(compile_spec(topology), mode=ns.timing, fidelity=ns.fidelity)  # the document checked above: read once
     return spec, ns, rt, set_up(spec, rt, params), params
 
 

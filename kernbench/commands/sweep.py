@@ -13,6 +13,7 @@ against one swept key in the terminal.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from rich import box
 from rich.table import Table
 
 from kernbench.cliargs import OptionParser
+from kernbench.commands import fidelity_check
 from kernbench.commands.run import (
     COMMON_OPTIONS,
     _Console,
@@ -41,6 +43,7 @@ from kernbench.kernels import registry
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
 from kernbench.printable import printable
 from kernbench.progress import stderr_is_terminal, sweep_progress
+from kernbench.sim.fidelity import FIDELITIES
 from kernbench.sweep import cache as result_cache
 from kernbench.sweep import plot as sweep_plot
 from kernbench.sweep import table as sweep_table
@@ -66,11 +69,11 @@ latency_ns and an `error` column, its error is printed on stderr as `error: poin
 Ctrl-C stops the workers and writes nothing (points already finished stay cached).
 
 Results are cached in $XDG_CACHE_HOME/kernbench/sweep (~/.cache/kernbench/sweep),
-keyed by kernel, options, the resolved topology, --timing, --explain and the kernbench version
+keyed by kernel, options, the resolved topology, --timing, --fidelity, --explain and the kernbench version
 and source; --no-cache runs every point, --cache-dir puts the cache elsewhere.
 """
 
-_KEEP = {"--topology", "--set", "--timing", "--explain", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
+_KEEP = {"--topology", "--set", "--timing", "--fidelity", "--explain", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
 
 
 def _jobs(text: str) -> int:
@@ -107,6 +110,14 @@ SWEEP_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             default=None,
             metavar="METRIC:KEY",
             help="draw METRIC (latency_ns, …) against the swept KEY, one line per value of the other keys",
+        ),
+    ),
+    (
+        "--check-fidelity",
+        dict(
+            action="store_true",
+            help="rerun every point at the other levels of the model (paper, credit, full): per-level latencies, "
+            "and whether the best point holds",
         ),
     ),
     ("--no-cache", dict(action="store_true", help="simulate every point (and do not store the results)")),
@@ -165,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
     table = sweep_table.rows(points, outcomes)
     records = sweep_table.records(spec.name, points, outcomes)
+    verdict = _check_fidelity(spec, ns, points, outcomes, cache, table) if ns.check_fidelity else None
     if ns.out:
         write_text_atomic(ns.out, sweep_table.render(table, records, ns.out))
     if ns.json:
@@ -174,7 +186,50 @@ def run(args: argparse.Namespace) -> int:
     if plot:
         print()
         print(sweep_plot.render(table, *plot, swept, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    if verdict is not None and not ns.json:
+        print()
+        print(verdict)
     return _report_failures(points, outcomes, cache)
+
+
+def _check_fidelity(
+    spec: registry.KernelSpec,
+    ns: argparse.Namespace,
+    points: Sequence[Point],
+    outcomes: Sequence[Outcome],
+    cache: result_cache.ResultCache,
+    table: list[dict[str, Any]],
+) -> str:
+    """Every point again at the other levels: each row gets ``latency_ns_<level>`` for every level
+    and ``best_at`` (the levels at which it is the best point); returns the per-level table and verdict."""
+    latencies: dict[str, list[float | None]] = {}
+    for level in FIDELITIES:
+        if level == ns.fidelity:
+            got: Sequence[Outcome] = outcomes
+        else:
+            again = [dataclasses.replace(p, argv=(*p.argv, "--fidelity", level)) for p in points]
+            got = run_points(spec, again, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
+        latencies[level] = [o.metrics["latency_ns"] if o.metrics is not None else None for o in got]
+    best = fidelity_check.best_points(latencies)
+    for i, row in enumerate(table):
+        for level in FIDELITIES:
+            row[f"latency_ns_{level}"] = latencies[level][i]
+        row["best_at"] = [level for level in FIDELITIES if best[level] == i]
+    names = [p.label() for p in points]
+    lines = ["fidelity check (--check-fidelity): every point at every level of the model", ""]
+    width = max(len(n) for n in names)
+    lines.append(f"{'point':<{width}}" + "".join(f"{level + ' ns':>16}" for level in FIDELITIES))
+    for i, n in enumerate(names):
+        cells = "".join(f"{_ns(latencies[level][i]) + (' *' if best[level] == i else '  '):>16}" for level in FIDELITIES)
+        lines.append(f"{n:<{width}}{cells}")
+    lines.append(f"{'':<{width}}  (* the best point at that level)")
+    lines.append("")
+    lines.append(fidelity_check.sweep_verdict(best, names)[1])
+    return "\n".join(lines)
+
+
+def _ns(v: float | None) -> str:
+    return "—" if v is None else f"{v:,.1f}"
 
 
 def _parse(args: argparse.Namespace) -> tuple[registry.KernelSpec, argparse.Namespace, dict[str, Any]]:
@@ -268,7 +323,7 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
         check_size(topologies[where])
     topology = topologies[where]
     spec.validate(params, pe_count(topology), given)
-    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest)
+    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest, fidelity=ns.fidelity)
 
 
 _SHOWN = (("latency_ns", "latency ns"), ("commands", "commands"), ("dispatch_cycles", "dispatch cycles"), ("max_abs_err", "max |err|"))

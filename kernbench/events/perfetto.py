@@ -22,9 +22,10 @@ Two rules keep a trace processor from dropping anything:
   ``ts`` is written in microseconds, the format's unit, with at most three
   decimals (``displayTimeUnit`` is ns).
 * **One track per concurrent operation**: spans of a component that overlap
-  (a FETCH while a STORE runs on the FETCH/STORE lane, two transfers sharing
-  a link, a stall and its lazy-load wait) go to separate threads of that
-  component (``fs``, ``fs #2``, …), each holding spans that never overlap.
+  (two transfers sharing a link, a stall and its lazy-load wait) go to
+  separate threads of that component (``r0->r1``, ``r0->r1 #2``, …), each
+  holding spans that never overlap. FETCH and STORE are engines of their own
+  (``fetch``, ``store``), each a track.
 """
 
 from __future__ import annotations

@@ -51,8 +51,35 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One engine lane of a PE: its component suffix, the name people read, the hardware
+    block it belongs to, and what time spent on it is called on a critical path."""
+
+    lane: str  # component ``sipS.cubeC.peP.<lane>``
+    title: str  # `kernbench run`'s engine table, `--explain`
+    block: str  # the PE block (paper Fig. pe-arch) the lane is part of
+    cause: str  # a critical-path step on it is charged to this cause
+
+
+#: The PE's engine lanes, in display order: the one definition (record, --explain,
+#: the debugger's lanes and Perfetto's tracks all read it). FETCH and STORE are two
+#: lanes of the one PE_FETCH_STORE block: each reads or writes TCM on its own port.
+ENGINE_TABLE: tuple[Engine, ...] = (
+    Engine("cpu", "PE_CPU", "PE_CPU", "dispatch"),
+    Engine("sched", "PE_SCHED", "PE_SCHEDULER", "scheduler hand-off"),
+    Engine("dma.rd", "DMA read", "PE_DMA", "dma read"),
+    Engine("dma.wr", "DMA write", "PE_DMA", "dma write"),
+    Engine("fetch", "FETCH", "PE_FETCH_STORE", "fetch"),
+    Engine("store", "STORE", "PE_FETCH_STORE", "store"),
+    Engine("gemm", "GEMM", "PE_GEMM", "gemm"),
+    Engine("math", "MATH", "PE_MATH", "math"),
+    Engine("ipcq", "IPCQ", "PE_IPCQ", "ipcq"),
+)
 #: Engine lanes of one PE (components ``sipS.cubeC.peP.<engine>``), in display order.
-ENGINES: tuple[str, ...] = ("cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math", "ipcq")
+ENGINES: tuple[str, ...] = tuple(e.lane for e in ENGINE_TABLE)
+ENGINE_BY_LANE: dict[str, Engine] = {e.lane: e for e in ENGINE_TABLE}
 
 
 class EventKind(enum.IntEnum):

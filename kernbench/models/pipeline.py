@@ -27,7 +27,7 @@ Stage times (every one a topology parameter or a sum of them):
          A composite's K-step of a row-major A is a column block: tile_m runs a row pitch
          apart, all on one channel when the pitch is a multiple of channels × burst.
     FETCH, STORE  S / tcm_bw_gbps
-    GEMM  gemm_pipeline_cycles / clock + flops / (gemm_tflops · 10³)
+    GEMM  gemm_pipeline_cycles / clock + ⌈m/R⌉·⌈n/C⌉·k · 2·R·C / (gemm_tflops · 10³)
     MATH  (math_pipeline_cycles + ⌈elements / math_elems_per_cycle⌉) / clock
     issue  (FIXED + logical_bytes · R) / clock + cpu_overhead + sched_overhead   (ADR-0064)
 
@@ -60,6 +60,7 @@ import numpy as np
 from kernbench.handles import HandleRef, HbmTensor
 from kernbench.pe.commands import CompositeCmd, DmaReadCmd, DmaWriteCmd, GemmCmd, IpcqSendCmd, MathCmd, OpSpec, PeCommand
 from kernbench.pe.cost import DispatchCostModel
+from kernbench.pe.work import GemmArray
 from kernbench.topology.graph import Graph
 from kernbench.topology.ids import local_slice, pe_key
 
@@ -121,8 +122,7 @@ class Engines:
     """A PE's service-time parameters, read from the topology."""
 
     clock_ghz: float
-    gemm_flops_per_ns: float
-    gemm_fixed_ns: float
+    gemm: GemmArray
     math_lanes: float
     math_fixed_cycles: float
     tcm_gbps: float
@@ -136,8 +136,7 @@ class Engines:
         a = graph.node(f"{pe}.cpu").attrs
         return cls(
             a["clock_freq_ghz"],
-            a["gemm_tflops"] * 1e3,
-            a["gemm_pipeline_cycles"] / a["clock_freq_ghz"],
+            GemmArray.from_attrs(a),
             a["math_elems_per_cycle"],
             a["math_pipeline_cycles"],
             a["tcm_bw_gbps"],
@@ -147,8 +146,9 @@ class Engines:
             DispatchCostModel.from_attrs(a),
         )
 
-    def gemm_ns(self, flops: float) -> float:
-        return self.gemm_fixed_ns + flops / self.gemm_flops_per_ns
+    def gemm_ns(self, m: int, n: int, k: float) -> float:
+        """An f16 GEMM tile on the R×C array (kernbench.pe.work.GemmArray)."""
+        return self.gemm.ns(m, n, k)
 
     def math_ns(self, elements: float) -> float:
         return (self.math_fixed_cycles + math.ceil(elements / self.math_lanes)) / self.clock_ghz
@@ -247,7 +247,7 @@ def primitive_model(graph: Graph, t: Tiling) -> PipelineModel:
         Stage("DMA read A block", "dma.rd", dma_ns(graph, pe, mem, a)),
         Stage("DMA read B block", "dma.rd", dma_ns(graph, pe, mem, b)),
         Stage("FETCH A, B", "fetch", e.tcm_ns(a + b)),
-        Stage("GEMM", "gemm", e.gemm_ns(2.0 * t.tile_m * t.tile_n * t.tile_k)),
+        Stage("GEMM", "gemm", e.gemm_ns(t.tile_m, t.tile_n, t.tile_k)),
         Stage("STORE partial", "store", e.tcm_ns(c32)),
         Stage("FETCH sum, partial", "fetch", e.tcm_ns(2 * c32), chain=False),
         Stage("MATH add", "math", e.math_ns(t.tile_m * t.tile_n), chain=False),
@@ -291,7 +291,7 @@ def composite_model(graph: Graph, t: Tiling) -> PipelineModel:
         Stage("DMA read A step", "dma.rd", read_ns(graph, pe, mem, starts, run)),
         Stage("DMA read B step", "dma.rd", dma_ns(graph, pe, mem, 2 * ks * t.tile_n)),
         Stage("FETCH", "fetch", e.tcm_ns((a + b) / n)),
-        Stage("GEMM", "gemm", e.gemm_ns(2.0 * t.tile_m * t.tile_n * ks)),
+        Stage("GEMM", "gemm", e.gemm_ns(t.tile_m, t.tile_n, ks)),
     ]
     extra: dict[str, int | bool] = {"m": 1, "k": 1, "n": 1}
     if t.layout == "tiled":

@@ -8,8 +8,8 @@ redispatch:
   ``tl.ref`` operand the step consumes — the region it reads, at its real
   addresses — on the PE's read channel. It needs only HBM, so it starts
   when the command arrives, while the stages that read TCM inputs wait for
-  them; it runs at most :data:`TILE_BUFFERS` steps ahead of FETCH (a step's
-  buffer is free once FETCH has read it).
+  them; it runs at most ``composite_buffers`` steps (2: double buffering)
+  ahead of FETCH (a step's buffer is free once FETCH has read it).
 * **FETCH → engines → STORE** (:meth:`CompositeRun._feed_tile`) once the
   command's TCM inputs are ready and the step's data is in: one in-order
   reservation per lane, each op with work in the step on its engine (GEMM or
@@ -37,6 +37,7 @@ command's inputs; a write for its STORE or the write channel.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -48,14 +49,14 @@ from kernbench.pe.commands import CompositeCmd, OpSpec
 from kernbench.pe.lane import fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
+from kernbench.pe.work import GemmDims
 from kernbench.sim.clock import NORMAL, URGENT, call_at
+from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
     from kernbench.pe.scheduler import Scheduler
     from kernbench.sim.network import TransferResult
-
-TILE_BUFFERS = 2  # tiles DMA_READ may run ahead of FETCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +73,9 @@ class StepPlan:
     """One step on the engines: FETCH of its operands' pieces, the ops with work in it,
     STORE of the results final after it (``stores``: whether it stores at all)."""
 
-    fetch_ns: float
+    fetch_bytes: int
     stages: tuple[Stage, ...]
-    store_ns: float
+    store_bytes: int
     stores: bool
 
 
@@ -145,12 +146,22 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
             work = st.work[i]
             if work:
                 k = op_kind(op.kind)
-                stages.append(Stage(k.engine, pe.gemm_ns(work) if k.engine == "gemm" else pe.math_ns(work * k.passes, k.rate), op.kind))
-        steps.append(StepPlan(fetch / pe.tcm_bw_gbps, tuple(stages), store / pe.tcm_bw_gbps, bool(store) or i == n - 1))
+                stages.append(
+                    Stage(k.engine, _gemm_ns(pe, op, work) if k.engine == "gemm" else pe.math_ns(work * k.passes, k.rate), op.kind)
+                )
+        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
     return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
+
+
+def _gemm_ns(pe: ProcessingElement, op: OpSpec, flops: float) -> float:
+    """A GEMM op's step of ``flops`` on PE_GEMM: its K-slice through the R×C array."""
+    refs = list(op.operands.values())
+    d = GemmDims.of([r.shape for r in refs], op.extra)
+    a, b = refs[0], refs[1]
+    return pe.gemm_ns(d.m, d.n, flops / (2.0 * d.m * d.n), a.nbytes // max(1, math.prod(a.shape)), b.nbytes // max(1, math.prod(b.shape)))
 
 
 class CompositeRun:
@@ -158,6 +169,7 @@ class CompositeRun:
 
     __slots__ = (
         "arrive",
+        "buffers",
         "cause",
         "corr",
         "done",
@@ -180,6 +192,7 @@ class CompositeRun:
         "tile_read",
         "tile_seq",
         "traced",
+        "used",
         "waits",
         "write_ends",
         "writes",
@@ -239,10 +252,14 @@ class CompositeRun:
         pe.async_stages += 1
         reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
-        # A step's FETCH frees its buffer for the read TILE_BUFFERS steps later
-        # (_read_tile): only those reads wait on it, so the last TILE_BUFFERS
+        # A step's FETCH frees its buffer for the read `buffers` steps later
+        # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
-        self.fetched = [env.event() for _ in range(n - TILE_BUFFERS)] if reading else []
+        self.buffers = pe.composite_buffers
+        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading else []
+        # when each step's ops are done with its fetched operands, and the span that ends then:
+        # a FETCH waits for the engines to free the buffer `buffers` steps back
+        self.used: list[tuple[float, int]] = []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
         call_at(env, env.now, URGENT, self._start)
@@ -264,15 +281,15 @@ class CompositeRun:
     def _read_tile(self, i: int) -> None:
         if i == self.n_tiles:
             return
-        if i >= TILE_BUFFERS:
-            free = self.fetched[i - TILE_BUFFERS]  # the buffer this step reuses
+        if i >= self.buffers:
+            free = self.fetched[i - self.buffers]  # the buffer this step reuses
             if not free.processed:
                 free.callbacks.append(lambda _e: self._buffer_free(i))
                 return
         self._read_operand(i, 0)
 
     def _buffer_free(self, i: int) -> None:
-        self.rd_pred = self.fetch_seq[i - TILE_BUFFERS]
+        self.rd_pred = self.fetch_seq[i - self.buffers]
         self._read_operand(i, 0)
 
     def _read_operand(self, i: int, j: int) -> None:
@@ -300,7 +317,21 @@ class CompositeRun:
 
         def landed(e: simpy.Event) -> None:
             result = cast("TransferResult", e.value)  # (SimPy types event values as Optional[Any])
-            self.rd_pred = pe.rd.record(start, self.env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, result.parts)
+            now = self.env.now
+            port = pe.tcm_write
+            begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
+            parts = result.parts
+            if end > now and self.traced:
+                parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+            # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
+            self.rd_pred = pe.rd.record(start, end, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, parts)
+            port.hold(begin, end, self.rd_pred)
+            if end > now:
+                call_at(self.env, end, NORMAL, finish)
+            else:
+                finish()
+
+        def finish() -> None:
             mine.succeed(self.env.now)
             self._read_operand(i, j + 1)
 
@@ -353,7 +384,12 @@ class CompositeRun:
                 return
             corr = self.corr
             step = self.steps[i]
-            _, t = pe.fetch.reserve(env.now, step.fetch_ns, f"fetch {self.label}", corr, pred=self.feed_pred)
+            earliest, pred = env.now, self.feed_pred
+            if i >= self.buffers:  # the engines still hold the operands of the step `buffers` back
+                used, by = self.used[i - self.buffers]
+                if used > earliest:
+                    earliest, pred = used, by
+            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, f"fetch {self.label}", corr, pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             lanes = {"gemm": pe.gemm, "math": pe.math}
@@ -361,8 +397,9 @@ class CompositeRun:
                 lane = lanes[st.engine]
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
+            self.used.append((t, lane_seq))
             if step.stores:
-                _, t = pe.store.reserve(t, step.store_ns, f"store {self.label}", corr, pred=lane_seq)
+                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, f"store {self.label}", corr, lane_seq, env.now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))
@@ -415,8 +452,13 @@ class CompositeRun:
                 pred = pe.wr.last
         start = env.now
         assert r.region is not None  # an HBM output's
+        go = pe.tcm_leaving(start, piece.nbytes, pred, self.corr)  # the result leaves TCM through its port
+        front: tuple[Part, ...] = ()
+        if go > start:
+            yield env.timeout(go - start)
+            front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
-        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, result.parts)
+        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
         self.write_ends.append((env.now, seq))
         mine.succeed(env.now)
 

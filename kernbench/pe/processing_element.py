@@ -16,6 +16,8 @@ from kernbench.pe.composite import Plan
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scheduler import Ready, Scheduler
+from kernbench.pe.tcm import TcmPort
+from kernbench.pe.work import GemmArray
 from kernbench.sim.network import Network
 from kernbench.topology.graph import Graph
 
@@ -31,7 +33,7 @@ class KernelHooks(Protocol):
 
 
 #: Composite plans by the engine timing they were made for, then by composite shape.
-PlanCaches = dict[tuple[float, ...], dict[tuple[object, ...], Plan]]
+PlanCaches = dict[tuple[object, ...], dict[tuple[object, ...], Plan]]
 
 
 class ProcessingElement:
@@ -65,18 +67,24 @@ class ProcessingElement:
         self.sched_overhead_ns = attrs["sched_overhead_ns"]
         self.queue_depth: int = attrs["sched_queue_depth"]
         self.tcm_bw_gbps = attrs["tcm_bw_gbps"]
+        # TCM's ports (pe/tcm.py): FETCH and DMA writes read it, STORE and DMA reads write it
+        self.tcm_read = TcmPort(self.tcm_bw_gbps)
+        self.tcm_write = self.tcm_read if attrs.get("tcm_port_shared", False) else TcmPort(self.tcm_bw_gbps)
+        self.tcm_node = f"{pe_id}.tcm"
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
-        self._gemm_flops_per_ns: float = attrs["gemm_tflops"] * 1e3
-        self._gemm_fixed_ns: float = attrs["gemm_pipeline_cycles"] / self.clock_ghz
+        self.composite_buffers: int = attrs.get("composite_buffers", 2)
+        self.gemm_array = GemmArray.from_attrs(attrs)
         self._math_lanes: float = attrs["math_elems_per_cycle"]
         self._math_transcendental_lanes: float = attrs["math_transcendental_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
         self.dma_node = f"{pe_id}.dma"
+        # the DMA's own port onto the NoC: the rate a write's flits leave at
+        self.dma_link_gbps = min(e.bw_gbps for e in graph.edges_from(self.dma_node) if e.kind == "pe_port")
         self.ipcq_node = f"{pe_id}.ipcq"
         self.sched = Lane(f"{pe_id}.sched", bus)
-        self.fetch = Lane(f"{pe_id}.fs", bus)
-        self.store = Lane(f"{pe_id}.fs", bus)
+        self.fetch = Lane(f"{pe_id}.fetch", bus)
+        self.store = Lane(f"{pe_id}.store", bus)
         self.gemm = Lane(f"{pe_id}.gemm", bus)
         self.math = Lane(f"{pe_id}.math", bus)
         self.rd = Channel(f"{pe_id}.dma.rd", env, bus)
@@ -92,8 +100,7 @@ class ProcessingElement:
         timing = (
             self.composite_tile_bytes,
             self.tcm_bw_gbps,
-            self._gemm_fixed_ns,
-            self._gemm_flops_per_ns,
+            self.gemm_array,
             self._math_fixed_cycles,
             self._math_lanes,
             self._math_transcendental_lanes,
@@ -107,13 +114,29 @@ class ProcessingElement:
 
     # --- service times (the engines' own parameters) ----------------------
 
-    def gemm_ns(self, flops: float) -> float:
-        return self._gemm_fixed_ns + flops / self._gemm_flops_per_ns
+    def gemm_ns(self, m: int, n: int, k: float, a_itemsize: int = 2, b_itemsize: int = 2) -> float:
+        """PE_GEMM's time for ``m × k`` by ``k × n`` (:class:`~kernbench.pe.work.GemmArray`)."""
+        g = self.gemm_array
+        return g.ns(m, n, k, g.peak_ratio(a_itemsize, b_itemsize))
 
     def math_ns(self, elems: float, rate: str = "plain") -> float:
         """PE_MATH's time for ``elems`` elements of an op kind of ``rate`` (``OpKind.rate``)."""
         lanes = self._math_transcendental_lanes if rate == "transcendental" else self._math_lanes
         return (self._math_fixed_cycles + math.ceil(elems / lanes)) / self.clock_ghz
+
+    def tcm_leaving(self, start: float, nbytes: int, pred: int, corr: int) -> float:
+        """A DMA out of TCM whose channel is free at ``start`` reads its bytes on the read port
+        (a span of the port's own, ``…peP.tcm``, in recorded runs); when its first flit may leave."""
+        port = self.tcm_read
+        begin, read, go = port.leaving(start, nbytes, self.dma_link_gbps)
+        seq = -1
+        if self.bus.active and read > begin:
+            _, blocker = port.fit(start, read - begin, start) if begin > start else (begin, pred)
+            seq = self.bus.emit(
+                begin, EventKind.ENGINE_BUSY, self.tcm_node, end_ns=read, corr_id=corr, label="dma out", value=nbytes, pred=blocker
+            )
+        port.hold(begin, read, seq)
+        return go
 
     # --- hooks the scheduler calls ----------------------------------------
 
@@ -135,7 +158,8 @@ class ProcessingElement:
             "sched": self.sched.busy_ns,
             "dma.rd": self.rd.busy_ns,
             "dma.wr": self.wr.busy_ns,
-            "fs": self.fetch.busy_ns + self.store.busy_ns,
+            "fetch": self.fetch.busy_ns,
+            "store": self.store.busy_ns,
             "gemm": self.gemm.busy_ns,
             "math": self.math.busy_ns,
             "ipcq": self.ipcq.busy_ns,

@@ -24,6 +24,7 @@ event whose value is that time once it fires.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
 from kernbench.sim.network import TransferResult
 from kernbench.sim.region import Region
+from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -58,6 +60,11 @@ if TYPE_CHECKING:
 Ready = float | simpy.Event
 Refs = Sequence[HandleRef | None]  # a command's input handles (None: an absent one)
 Stage = Callable[[float, int], tuple[float, int]]  # (earliest start, pred) -> (end, its span)
+
+
+def _itemsize(r: HandleRef) -> int:
+    """Bytes per element of a handle (its dtype's: what sets PE_GEMM's rate)."""
+    return r.nbytes // max(1, math.prod(r.shape))
 
 
 def ready_time(r: Ready) -> float | None:
@@ -213,14 +220,15 @@ class Scheduler:
         self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
     ) -> tuple[float, int]:
         pe = self.pe
-        _, t = pe.fetch.reserve(earliest, in_bytes / pe.tcm_bw_gbps, f"fetch {label}", corr, pred=pred)
+        now = self.env.now
+        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
-        _, t = pe.store.reserve(t, out_bytes / pe.tcm_bw_gbps, f"store {label}", corr, pred=lane.last)
+        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
         return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        service = pe.gemm_ns(2.0 * cmd.m * cmd.k * cmd.n)
+        service = pe.gemm_ns(cmd.m, cmd.n, cmd.k, _itemsize(cmd.a), _itemsize(cmd.b))
         in_bytes = cmd.a.nbytes + cmd.b.nbytes
         return self._after_inputs(
             (cmd.a, cmd.b),
@@ -248,8 +256,9 @@ class Scheduler:
         pe = self.pe
 
         def body(t: float, pred: int) -> tuple[float, int]:
-            _, t = pe.fetch.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pred)
-            _, t = pe.store.reserve(t, cmd.size_bytes / pe.tcm_bw_gbps, "copy", corr, pred=pe.fetch.last)
+            now = self.env.now
+            _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
+            _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
 
         return self._after_inputs((cmd.src,), arrive, corr, (cmd.dst,), body)
@@ -283,13 +292,16 @@ class Scheduler:
         corr: int,
         size: int,
         then: Callable[[int], None] | None = None,
+        tcm: str = "",
     ) -> simpy.Event:
         """Queue a transfer on a capacity-one channel (DMA read/write, IPCQ).
 
         It starts once the command has arrived, its input handles are ready
         and the channel's previous transfer is done; ``then(seq)`` runs when
-        it completes (``seq``: its span). Returns the completion event (its
-        value: the time).
+        it completes (``seq``: its span). ``tcm``: ``"in"`` (a DMA into TCM)
+        or ``"out"`` (out of it) takes its turn on the TCM port
+        (:mod:`kernbench.pe.tcm`). Returns the completion event (its value:
+        the time).
         """
         env = self.env
         pe = self.pe
@@ -313,8 +325,26 @@ class Scheduler:
             if env.now > t0:  # the channel's previous transfer held it
                 pred = channel.last
             start = env.now
+            front: tuple[Part, ...] = ()
+            if tcm == "out":
+                go = pe.tcm_leaving(start, size, pred, corr)
+                if go > start:
+                    yield env.timeout(go - start)
+                    front = (Part(start, go, pe.tcm_node, "tcm port"),)
             result: TransferResult = yield transfer()
-            seq = channel.record(start, env.now, label, corr, size, pred, result.parts)
+            parts = front + result.parts
+            if tcm == "in":
+                landed = env.now
+                begin, end = pe.tcm_write.landing(start, landed, size, landed)
+                if end > landed:
+                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
+                # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
+                seq = channel.record(start, end, label, corr, size, pred, parts if traced else ())
+                pe.tcm_write.hold(begin, end, seq)
+                if end > landed:
+                    yield env.timeout(end - landed)
+            else:
+                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
             self._done(corr, seq)
             if then is not None:
                 then(seq)
@@ -334,6 +364,7 @@ class Scheduler:
             corr,
             cmd.size_bytes,
             then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
+            tcm="in",
         )
         pe.ready[cmd.dst.id] = done
         pe.load_corr[cmd.dst.id] = corr
@@ -349,6 +380,7 @@ class Scheduler:
             "dma_write",
             corr,
             cmd.size_bytes,
+            tcm="out",
         )
 
     def _rows(self, cmd: GatherCmd | ScatterCmd, arrive: float, corr: int, inputs: Refs, landed: HandleRef | None) -> simpy.Event:
@@ -357,9 +389,9 @@ class Scheduler:
         transfer is done."""
         pe = self.pe
         if landed is not None:
-            memory, channel, label, move = cmd.src.memory, pe.rd, "gather", pe.network.read
+            memory, channel, label, move, tcm = cmd.src.memory, pe.rd, "gather", pe.network.read, "in"
         else:
-            memory, channel, label, move = cmd.dst.memory, pe.wr, "scatter", pe.network.write
+            memory, channel, label, move, tcm = cmd.dst.memory, pe.wr, "scatter", pe.network.write, "out"
         last = len(cmd.rows) - 1
         done: simpy.Event | None = None
         for i, row in enumerate(cmd.rows):
@@ -371,7 +403,9 @@ class Scheduler:
                 assert landed is not None
                 pe.load_landed(landed, corr, cmd.size_bytes, seq)
 
-            done = self._on_channel(channel, inputs, arrive, transfer, label, corr, row.nbytes, then if landed and i == last else None)
+            done = self._on_channel(
+                channel, inputs, arrive, transfer, label, corr, row.nbytes, then if landed and i == last else None, tcm=tcm
+            )
         assert done is not None  # (a gather or scatter names at least one row)
         return done
 

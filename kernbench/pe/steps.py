@@ -6,7 +6,8 @@ Contract. PE_SCHEDULER streams a composite in ``n`` steps
 slices (``L·s // n`` … ``L·(s + 1) // n``):
 
 ``"k"`` (GEMM)
-    step ``s`` is a slice ``[k0, k1)`` of the inner dimension. It reads that
+    step ``s`` is a slice ``[k0, k1)`` of the inner dimension (of a K-step-major
+    A, whole blocks: the ``k / tk`` blocks cut into ``n`` near-equal runs). It reads that
     slice of A — a column block of a row-major ``(m, k)`` A, one run per row
     a row pitch apart; the blocks of a K-step-major A, stored as ``(k / tk,
     m, tk)`` (``extra["a_kstep_major"]``) — and of B, a block of rows (of
@@ -155,6 +156,8 @@ def op_steps(op: OpSpec, n: int) -> OpSteps:
 
     if rule == "k":
         d = GemmDims.of([r.shape for r in refs], op.extra)
+        if d.kstep_major:  # whole blocks of a K-step-major A: a step never splits one
+            cuts = [(d.tk * lo, d.tk * hi) for lo, hi in slices(d.k // d.tk, n)]
         a, b = refs[0], refs[1]
         ia, ib = a.nbytes // (d.m * d.k), b.nbytes // (d.k * d.n)
         pieces = [
@@ -187,15 +190,27 @@ def op_steps(op: OpSpec, n: int) -> OpSteps:
 def step_count(ops: tuple[OpSpec, ...], tile_bytes: int) -> int:
     """Steps of a composite: enough that no streamed piece — an HBM operand's or an HBM
     result's, along its op's axis — is much over ``tile_bytes``; no more than the
-    longest axis has positions."""
-    big, longest = 0, 1
+    longest axis has positions. A GEMM with a K-step-major A streams whole blocks of
+    ``tk`` (:func:`op_steps` cuts at block edges): as many per step as fit in
+    ``tile_bytes`` (at least one), so its steps hold whole blocks."""
+    need, longest = 1, 1
     for op in ops:
         length = axis_length(op)
-        longest = max(longest, length)
         rule = op_kind(op.kind).steps
         refs = list(op.operands.values())
         tensors = refs[:2] if rule == "k" else [*refs, *([op.out] if op.out is not None else [])]
+        big = 0
         for r in tensors:
             if r.space == "hbm" and (rule == "k" or _along(r, rule, length, 0, length) is not None):
                 big = max(big, r.nbytes)
-    return max(1, min(-(-big // tile_bytes), longest))
+        d = GemmDims.of([r.shape for r in refs], op.extra) if rule == "k" else None
+        if d is not None and d.kstep_major:
+            blocks = d.k // d.tk
+            longest = max(longest, blocks)
+            if big:
+                per_step = max(1, tile_bytes // -(-big // blocks))  # whole blocks in a tile
+                need = max(need, -(-blocks // per_step))
+            continue
+        longest = max(longest, length)
+        need = max(need, -(-big // tile_bytes))
+    return max(1, min(need, longest))

@@ -1,10 +1,13 @@
-"""How much work an op is: FLOPs of a GEMM, elements through PE_MATH.
+"""How much work an op is: FLOPs of a GEMM, elements through PE_MATH; and how long
+PE_GEMM, an R×C array, takes for a GEMM of a given shape and dtype.
 
-The one definition the scheduler's service times use.
+The one definition the scheduler's service times (and the analytic model) use.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,3 +61,50 @@ def _size(shape: tuple[int, ...]) -> int:
     for s in shape:
         n *= s
     return n
+
+
+@dataclass(frozen=True, slots=True)
+class GemmArray:
+    """PE_GEMM as an ``rows × cols`` array (``docs/timing.md``, "PE_GEMM").
+
+    A GEMM ``m × k`` by ``k × n`` takes ``⌈m / R⌉ · ⌈n / C⌉ · k`` array cycles plus the
+    pipeline fill. The array cycle is what keeps the paper's peak at full tiles:
+    ``2 · R · C`` FLOPs per cycle at ``gemm_tflops`` (f16/bf16) is
+    ``2·R·C / (gemm_tflops · 1000)`` ns, scaled by the dtype's peak ratio
+    (:meth:`peak_ratio`).
+    """
+
+    rows: int
+    cols: int
+    fill_ns: float
+    cycle_ns: float  # one pass of the array at the f16 peak
+    fp8_ratio: float
+    f32_ratio: float
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> GemmArray:
+        r, c = attrs.get("gemm_array_rows", 64), attrs.get("gemm_array_cols", 64)
+        return cls(
+            r,
+            c,
+            attrs["gemm_pipeline_cycles"] / attrs["clock_freq_ghz"],
+            2.0 * r * c / (attrs["gemm_tflops"] * 1e3),
+            attrs.get("gemm_fp8_peak_ratio", 2.0),
+            attrs.get("gemm_f32_peak_ratio", 0.5),
+        )
+
+    def peak_ratio(self, a_itemsize: int, b_itemsize: int) -> float:
+        """The widest operand sets the rate: an f32 one the f32 ratio; fp8 only when both are
+        (1-byte); f16 and bf16 the peak itself."""
+        widest = max(a_itemsize, b_itemsize)
+        if widest >= 4:
+            return self.f32_ratio
+        if widest <= 1:
+            return self.fp8_ratio
+        return 1.0
+
+    def ns(self, m: int, n: int, k: float, ratio: float = 1.0) -> float:
+        """PE_GEMM's time for ``m × k`` by ``k × n`` at the dtype's ``ratio`` (``k`` may be a
+        composite step's slice)."""
+        passes = math.ceil(m / self.rows) * math.ceil(n / self.cols)
+        return self.fill_ns + passes * k * self.cycle_ns / ratio

@@ -42,6 +42,7 @@ from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
+from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.topology.compile import load_topology
@@ -83,6 +84,7 @@ class RunResult:
     stall_ns_by_reason: dict[str, float] = field(default_factory=dict)  # PE_CPU stalled, summed over PEs, by reason
     topology: str = ""  # the topology's name
     timing: str = ""  # the engine's mode (fast or oracle)
+    fidelity: str = "paper"  # the model's level (paper, credit, full)
     kernel: str = ""  # what ran: the launched kernels' names
     kernel_files: tuple[str, ...] = ()  # the source files of the launched kernels: a save may not overwrite one
     topology_digest: str = ""  # kernbench.topology.digest of the topology it ran on
@@ -171,6 +173,7 @@ class RunResult:
             kernel_file=kernel_file,
             topology=self.topology,
             timing=self.timing,
+            fidelity=self.fidelity,
             variant=variant,
             params=params or {},
             overrides=overrides or {},
@@ -200,9 +203,13 @@ class Runtime:
         topology: str | Path | Graph | None = None,
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
+        fidelity: str = "paper",
     ) -> None:
+        """``fidelity``: the model's level (``paper``, ``credit``, ``full``: docs/fidelity.md);
+        above ``paper`` transfers run flit by flit whatever ``mode`` says."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
+        self.fidelity = check_fidelity(fidelity)
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=pe_key))
@@ -353,9 +360,10 @@ class Runtime:
         launches, self._launches = self._launches, []
         limits = limits or RunLimits()
         names = "+".join(dict.fromkeys(getattr(_unwrap(launch.kernel), "__name__", "kernel") for launch in launches))
-        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names)
+        result = _simulate(self.graph, self.mode, _live_programs(launches, limits), record, bus, limits, progress, names, self.fidelity)
         result.kernel_files = tuple(sorted({f for launch in launches if (f := _kernel_file(launch.kernel))}))
         result.topology_digest = topology_digest(self.graph.spec)
+        result.fidelity = self.fidelity
         return result
 
     def replay(
@@ -374,9 +382,19 @@ class Runtime:
         """
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        replayed = _simulate(graph, self.mode, _replayed_programs(result.command_logs, limits), record, bus, limits, kernel=result.kernel)
+        replayed = _simulate(
+            graph,
+            self.mode,
+            _replayed_programs(result.command_logs, limits),
+            record,
+            bus,
+            limits,
+            kernel=result.kernel,
+            fidelity=self.fidelity,
+        )
         replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
         replayed.topology_digest = topology_digest(graph.spec)
+        replayed.fidelity = self.fidelity
         return replayed
 
 
@@ -523,6 +541,7 @@ def _simulate(
     limits: RunLimits,
     progress: Callable[[float, int], None] | None = None,
     kernel: str = "",
+    fidelity: str = "paper",
 ) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
@@ -530,7 +549,7 @@ def _simulate(
         env = simpy.Environment()
         bus = bus if bus is not None else Bus()
         recorder = Recorder(bus) if record else None
-        network = Network(env, graph, bus, mode)
+        network = Network(env, graph, bus, mode, fidelity=fidelity)
         fabric = IpcqFabric()
         pes = _place(programs, env, graph, network, bus, fabric)
         cpus: dict[str, PeCpu] = {}

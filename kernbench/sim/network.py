@@ -28,6 +28,7 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.sim.fast import FastEngine
+from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.hbm import ChannelArray
 from kernbench.sim.oracle import OracleEngine
 from kernbench.sim.region import Region
@@ -61,11 +62,23 @@ class TransferResult:
 class Network:
     """The transfer primitives of one simulation's graph (see the module docstring)."""
 
-    def __init__(self, env: simpy.Environment, graph: Graph, bus: Bus | None = None, mode: Mode = "fast", explain: bool | None = None):
+    def __init__(
+        self,
+        env: simpy.Environment,
+        graph: Graph,
+        bus: Bus | None = None,
+        mode: Mode = "fast",
+        explain: bool | None = None,
+        fidelity: str = "paper",
+    ):
         """``explain``: say where each transfer's time went (:attr:`TransferResult.parts`);
-        by default when events are recorded."""
+        by default when events are recorded. ``fidelity`` (:mod:`kernbench.sim.fidelity`):
+        above ``paper`` the flit-by-flit engine runs with that level's components."""
         if mode not in MODES:
             raise ValueError(f"mode must be 'fast' or 'oracle', got {mode!r}")
+        self.fidelity = check_fidelity(fidelity)
+        if self.fidelity != "paper":
+            mode = "oracle"
         self.env = env
         self.graph = graph
         self.bus = bus if bus is not None else Bus()

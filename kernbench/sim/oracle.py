@@ -18,6 +18,7 @@ import simpy
 
 from kernbench.events.types import EventKind
 from kernbench.sim.clock import FINISH, call_at, priority
+from kernbench.sim.fidelity import BankedChannels, BankTiming, CreditLinks
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS
 from kernbench.sim.transfer import Transfer, TransferEngine
@@ -35,10 +36,27 @@ class OracleState:
     """The flit-level FIFOs of one network: when each is free, and (recorded runs) who it
     served when."""
 
-    def __init__(self) -> None:
+    def __init__(self, links: CreditLinks | None = None, banked: bool = False) -> None:
         self.free: dict[object, float] = {}
         self.corr_of: dict[int, int] = {}
         self.logs: dict[object, FifoLog] = {}  # per FIFO, who it served when (recorded runs)
+        # the fidelity ladder's components (kernbench.sim.fidelity): credit links, banked HBM
+        self.links = links
+        self.banked = banked
+        self.banks: dict[str, BankedChannels | None] = {}
+
+    def held(self, key: object, start: float, end: float, seq: int, log: bool) -> float:
+        """A server (a banked HBM channel) that decided itself when a flit's service runs: ``[start, end]``."""
+        self.free[key] = end
+        if log:
+            self.log(key, start, end, seq)
+        return end
+
+    def log(self, key: object, start: float, end: float, seq: int) -> None:
+        fl = self.logs.get(key)
+        if fl is None:
+            fl = self.logs[key] = FifoLog()
+        fl.add(start, end, seq, self.corr_of.get(seq, -1))
 
     def shares(self, key: object, x: float, y: float, seq: int) -> tuple[tuple[int, float], ...]:
         log = self.logs.get(key)
@@ -66,7 +84,9 @@ class OracleEngine(TransferEngine):
 
     def __init__(self, net: Network) -> None:
         super().__init__(net)
-        self.state = OracleState()
+        fidelity = net.fidelity
+        links = CreditLinks(net.env, net.graph) if fidelity in ("credit", "full") else None
+        self.state = OracleState(links, banked=fidelity == "full")
 
     def start(
         self,
@@ -87,7 +107,21 @@ class OracleEngine(TransferEngine):
 class OracleTransfer(Transfer):
     """A transfer flit by flit: every flit's step through every FIFO is an action."""
 
-    __slots__ = ("ack_route", "at", "crit", "ctl_at", "end", "left", "mem_done", "mem_r", "orc", "per_burst_ch", "route", "served")
+    __slots__ = (
+        "ack_route",
+        "at",
+        "burst_ids",
+        "crit",
+        "ctl_at",
+        "end",
+        "left",
+        "mem_done",
+        "mem_r",
+        "orc",
+        "per_burst_ch",
+        "route",
+        "served",
+    )
 
     def begin(self, orc: OracleState) -> None:
         now = self.env.now
@@ -107,6 +141,7 @@ class OracleTransfer(Transfer):
         if self.mem is not None:
             ids = self.region.bursts(self.mem.burst_bytes)
             self.per_burst_ch = [int(i) % self.mem.channels for i in ids]
+            self.burst_ids = [int(i) for i in ids] if orc.banked else []
         if self.op == "read":
             req = self.there
             self.route = self.back
@@ -138,33 +173,67 @@ class OracleTransfer(Transfer):
 
     def _control_hop(self, route: Route, h: int, then: Callable[[], None]) -> None:
         hop = route.hops[h]
-        d = self.orc.serve(hop.edge.index, self.env.now, 0.0, self.seq, data=False)
+        now = self.env.now
+        links = self.orc.links
+        if links is not None:  # in the link's queues, its turn round-robin
+            port = route.hops[h - 1].edge.index if h > 0 else -1
+            links.enqueue(hop.edge.index, port, lambda d: self._control_sent(route, h, then, now, d), data=False)
+            return
+        self._control_sent(route, h, then, now, self.orc.serve(hop.edge.index, now, 0.0, self.seq, data=False))
+
+    def _control_sent(self, route: Route, h: int, then: Callable[[], None], arrived: float, d: float) -> None:
+        hop = route.hops[h]
         if self.net.explain:
-            self.ctl_at.append((self.env.now, d))
+            self.ctl_at.append((arrived, d))
         self._control(route, h + 1, d + hop.prop_ns + hop.next_overhead_ns, then)
 
     def _mem_read(self) -> None:
         now = self.env.now
         mem = self.memory_end()[0]
-        orc = self.orc
         explain = self.net.explain
         self.mem_r = now
         for k, c in enumerate(self.per_burst_ch):
             key = (mem.node_id, c)
-            d = orc.serve(key, now, mem.burst_ns, self.seq, data=True, log=explain)
+            d = self._burst(key, k, c, now, explain)
             if explain:
                 self.at[(k, -1)] = (now, d)
             if self.net.bus.active:
                 self.served.append((EventKind.CHANNEL_BUSY, mem.channel_name(c), d - mem.burst_ns, d))
             self._at(d, self._fprio(k), self._flit, k, 0)
 
+    def _burst(self, key: tuple[str, int], k: int, c: int, t: float, explain: bool) -> float:
+        """Burst ``k`` of the transfer on channel ``c`` of its memory, from ``t``: when it is served."""
+        orc = self.orc
+        mem = self.memory_end()[0]
+        if not orc.banked:
+            return orc.serve(key, t, mem.burst_ns, self.seq, data=True, log=explain)
+        if mem.node_id not in orc.banks:
+            timing = BankTiming.of(self.net.graph.node(mem.node_id).attrs)
+            orc.banks[mem.node_id] = BankedChannels(timing, mem.channels, mem.burst_bytes, mem.burst_ns) if timing else None
+        banks = orc.banks[mem.node_id]
+        if banks is None:  # SRAM: a FIFO, as at paper
+            return orc.serve(key, t, mem.burst_ns, self.seq, data=True, log=explain)
+        start, end = banks.serve(c, self.burst_ids[k], t)
+        return orc.held(key, start, end, self.seq, explain)
+
     def _flit(self, k: int, h: int) -> None:
         hop = self.route.hops[h]
         now = self.env.now
-        explain = self.net.explain
-        d = self.orc.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True, log=explain)
-        if explain:
-            self.at[(k, h)] = (now, d)
+        links = self.orc.links
+        if links is not None:  # credit flow control: the link sends it when it may
+            port = self.route.hops[h - 1].edge.index if h > 0 else -1
+            links.enqueue(hop.edge.index, port, lambda d: self._sent(k, h, now, d))
+            return
+        d = self.orc.serve(hop.edge.index, now, hop.flit_ns, self.seq, data=True, log=self.net.explain)
+        self._sent(k, h, now, d)
+
+    def _sent(self, k: int, h: int, arrived: float, d: float) -> None:
+        """Flit ``k``, at hop ``h`` since ``arrived``, is through the link at ``d``: on to the next hop."""
+        hop = self.route.hops[h]
+        if self.net.explain:
+            self.at[(k, h)] = (arrived, d)
+            if self.orc.links is not None:
+                self.orc.log(hop.edge.index, d - hop.flit_ns, d, self.seq)
         if self.net.bus.active:
             self.served.append((EventKind.EDGE_BUSY, hop.edge.id, d - hop.flit_ns, d))
         t = d + hop.prop_ns + hop.next_overhead_ns
@@ -174,6 +243,9 @@ class OracleTransfer(Transfer):
         if self.op == "write":
             self._at(t, self._fprio(k), self._write_burst, k)
             return
+        links = self.orc.links
+        if links is not None:  # taken by its destination: the last link's credit is back
+            links.credit_at(t, hop.edge.index)
         self._arrived(t, k)
 
     def _arrived(self, t: float, k: int) -> None:
@@ -188,7 +260,10 @@ class OracleTransfer(Transfer):
         mem = self.memory_end()[0]
         c = self.per_burst_ch[k]
         explain = self.net.explain
-        d = self.orc.serve((mem.node_id, c), self.env.now, mem.burst_ns, self.seq, data=True, log=explain)
+        d = self._burst((mem.node_id, c), k, c, self.env.now, explain)
+        links = self.orc.links
+        if links is not None:  # the burst is out of the memory's write buffer: the last link's credit is back
+            links.credit_at(d, self.route.hops[-1].edge.index)
         if explain:
             self.at[(k, -1)] = (self.env.now, d)
             if d >= self.mem_done:

@@ -76,7 +76,14 @@ def code_digest() -> str:
 
 
 def point_key(
-    kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str, *, explain: bool = False, source: str = ""
+    kernel: str,
+    options: Mapping[str, Any],
+    topology: Mapping[str, Any],
+    timing: str,
+    *,
+    explain: bool = False,
+    source: str = "",
+    fidelity: str = "paper",
 ) -> str:
     """``source``: a kernel file's digest (:attr:`KernelSpec.digest <kernbench.kernels.registry.KernelSpec.digest>`), "" when shipped."""
     doc = {
@@ -88,6 +95,7 @@ def point_key(
         "options": dict(options),
         "topology": topology,
         "timing": timing,
+        "fidelity": fidelity,  # another level of the model is another result
         "explain": explain,  # a row with the attribution's columns is another row
     }
     return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -53,10 +53,20 @@ costs, in the terms below. Their parameters are keys of the topology's
   ``sched_overhead_ns``, then starts its stages.
 - **fetch(B)**, **store(B)**: PE_FETCH_STORE reads B bytes of TCM on its
   fetch lane, or writes them on its store lane, in ``B / tcm_bw_gbps`` ns;
-  each lane does one thing at a time, in the order stages reach it.
-- **gemm(F)**: PE_GEMM is busy
-  ``gemm_pipeline_cycles / clock_freq_ghz + F / (gemm_tflops × 1000)`` ns
-  for F FLOPs.
+  each lane does one thing at a time, in the order stages reach it. TCM is a
+  port (docs/timing.md, "TCM is a port"): FETCH and DMAs out of TCM take
+  its read port, STORE and DMAs into TCM its write port
+  (``tcm_port_shared``: one port for both), each for ``B / tcm_bw_gbps``.
+- **gemm(m, n, k)**: PE_GEMM is an R×C array (``gemm_array_rows`` ×
+  ``gemm_array_cols``, 64 × 64 by default): an ``m × k`` by ``k × n`` GEMM
+  takes ``⌈m/R⌉ · ⌈n/C⌉ · k`` array passes, each ``2·R·C / (gemm_tflops × 1000)``
+  ns at f16/bf16, plus the fill, ``gemm_pipeline_cycles / clock_freq_ghz``:
+  ``fill + ⌈m/R⌉·⌈n/C⌉·k · 2·R·C / (gemm_tflops × 1000 × ratio)`` ns. Full
+  tiles run at the paper's peak (8 TFLOP/s); ``m = 8, n = 128, k = 128`` takes
+  ``8 + 1 · 2 · 128 · 1.024 = 270.1`` ns, 8× the FLOPs' share (32.8 ns of
+  8 TFLOP/s). ``ratio`` by the operands' dtypes: both fp8 (1-byte)
+  ``gemm_fp8_peak_ratio`` (2), any float32 ``gemm_f32_peak_ratio`` (0.5),
+  else 1.
 - **math(E)**: PE_MATH is busy
   ``(math_pipeline_cycles + ceil(E / math_elems_per_cycle)) / clock_freq_ghz``
   ns for E elements (a *plain* op kind: add, mul, max, compare, select, cast, …).
@@ -380,7 +390,9 @@ def dot(a: TensorHandle, b: TensorHandle, *, out_dtype: Any = np.float32) -> Ten
         - Command: ``GemmCmd`` (op kind ``gemm``), 41 logical bytes (framing, opcode, three handles, m, k, n).
         - PE_CPU: auto-wait on ``a`` and ``b``; dispatch(41), single-op FIXED.
         - Engines: single-op compute on PE_GEMM: fetch(a.nbytes + b.nbytes),
-          gemm(2·m·k·n), store(the result's bytes at ``out_dtype``).
+          gemm(m, n, k) at the operands' dtype ratio (the R×C array: ``fill + ⌈m/R⌉·⌈n/C⌉·k``
+          passes; m = 8, n = k = 128 at f16 is 8 + 2 · 128 · 1.024 = 270.1 ns on 64 × 64),
+          store(the result's bytes at ``out_dtype``).
     Errors:
         ``TypeError`` if an operand is not a TCM handle (a ``tl.ref`` is not: use
         ``tl.composite``); ``ValueError`` if ``a``'s last axis differs from ``b``'s first.
@@ -501,15 +513,17 @@ def composite(ops: Iterable[OpSpec], rw_handles: Iterable[TensorHandle] = ()) ->
           steps and ops.
         - Engines: sched, then N steps, N = ceil(bytes of the largest ``tl.ref`` tensor
           streamed along its op's axis / ``composite_tile_bytes``), at least 1, at most the
-          axis's length. Each op streams along one axis, cut into N near-equal slices: a
+          axis's length; a gemm with a K-step-major A (``extra["a_kstep_major"]``) streams
+          whole ``tk`` blocks, as many a step as fit in ``composite_tile_bytes`` (at least one). Each op streams along one axis, cut into N near-equal slices: a
           gemm its K (step s reads A's columns ``[k0, k1)`` — in a row-major A one run per
           row, a row pitch apart — and B's rows ``[k0, k1)``), an elementwise op its
           elements, a row op or reduction its rows; a tensor without the axis (a
           broadcast operand, a gemm's C, a reduction's result) is read whole at the first
           step and stored and written whole after the last. Per step: a DMA read of every
-          ``tl.ref`` operand's piece at its real addresses (at most 2 steps ahead of the
-          fetch); fetch(bytes of the step's operand pieces); each op with work in the step,
-          in order, on its engine, gemm(2 · m · n · (k1 − k0)) or math(its elements or
+          ``tl.ref`` operand's piece at its real addresses (at most ``composite_buffers``,
+          2, steps ahead of the fetch, and the fetch at most that many ahead of the engines); fetch(bytes of the step's operand pieces); each op with work in the step,
+          in order, on its engine, gemm(m, n, k1 − k0) (the R×C array: ``fill + ⌈m/R⌉·⌈n/C⌉·(k1 − k0)``
+          passes; an m = 8 step of 128 K against n = 128 is 270.1 ns at f16) or math(its elements or
           rows' share of E, the op kinds table); store(bytes of the results final after
           the step); a DMA write of every ``tl.ref`` out's piece final then. The first
           fetch waits until every TCM handle it names (operands, outs, ``rw_handles``) is

@@ -182,6 +182,7 @@ class _Builder:
                 channel_bw_gbps=hbm["channel_bw_gbps"],
                 burst_bytes=hbm["burst_bytes"],
                 capacity_bytes=hbm["slice_capacity_bytes"],
+                **{k: hbm[k] for k in ("banks_per_channel", "row_bytes", "trcd_ns", "trp_ns", "trefi_ns", "trfc_ns")},
             )
             self.link(sl, f"{prefix}.{router}", hbm["link"], "hbm_port")
             for ch in range(n_ch):

@@ -117,6 +117,10 @@ class Graph:
         except KeyError:
             raise RouteError(f"no edge {src}->{dst}") from None
 
+    def edges_from(self, src: str) -> tuple[Edge, ...]:
+        """The edges leaving ``src``, by destination."""
+        return tuple(self._edge_by_pair[(src, d)] for d in self.successors.get(src, ()))
+
     def node(self, node_id: str) -> Node:
         try:
             return self.nodes[node_id]

@@ -78,9 +78,18 @@ PE_ATTRS = Section(
         "math_elems_per_cycle": Field(float, 64.0, between(1e-3, 1e6), "PE_MATH vector lanes"),
         "math_transcendental_elems_per_cycle": Field(float, 16.0, between(1e-3, 1e6), "PE_MATH exp/log/tanh/… rate; assumed"),
         "math_pipeline_cycles": Field(float, 4.0, _cycles, "PE_MATH fixed latency per op"),
-        "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op"),
+        "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op (the array's pipeline fill)"),
+        "gemm_array_rows": Field(int, 64, between(1, 2**16), "R: PE_GEMM array rows, along m (assumed: 64×64 at 1 GHz is 8.2 TFLOP/s)"),
+        "gemm_array_cols": Field(int, 64, between(1, 2**16), "C: PE_GEMM array columns, along n (assumed)"),
+        "gemm_fp8_peak_ratio": Field(float, 2.0, between(1e-3, 1e3), "fp8 GEMM peak over gemm_tflops (assumed: H100-class 2x)"),
+        "gemm_f32_peak_ratio": Field(
+            float, 0.5, between(1e-3, 1e3), "GEMM peak with an f32 operand over gemm_tflops (assumed: H100-class TF32 0.5x)"
+        ),
         "tcm_bytes": Field(int, 16 * 2**20, between(1, 2**40), "TCM capacity"),
-        "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM read/write bandwidth (FETCH/STORE)"),
+        "tcm_bw_gbps": Field(float, 512.0, _gbps, "TCM bandwidth of each port: FETCH/STORE and every DMA into or out of TCM"),
+        "tcm_port_shared": Field(
+            bool, False, help="one TCM port for reads and writes (false: one port each way, each tcm_bw_gbps; assumed)"
+        ),
         "scratch_bytes": Field(int, 2**20, between(1, 2**40), "kernel scratch in TCM"),
         "cpu_overhead_ns": Field(float, 2.0, _ns, "PE_CPU per-command node overhead"),
         "sched_overhead_ns": Field(float, 1.0, _ns, "PE_SCHEDULER per-command overhead"),
@@ -88,6 +97,9 @@ PE_ATTRS = Section(
         "ipcq_overhead_ns": Field(float, 2.0, _ns, "PE_IPCQ per-message overhead"),
         "composite_tile_bytes": Field(
             int, 32768, between(1, 2**30), "bytes of a streamed tl.ref operand per composite tile (>= flit_bytes)"
+        ),
+        "composite_buffers": Field(
+            int, 2, between(1, 64), "steps a composite's DMA_READ and FETCH may run ahead of the engines (assumed: double buffering)"
         ),
         "pe_cost_model": PE_COST_MODEL,
     }
@@ -100,6 +112,9 @@ TOPOLOGY_SCHEMA = Section(
         "name": Field(str),
         "description": Field(str, ""),
         "flit_bytes": Field(int, 256, between(1, 2**20), "NoC flit size"),
+        "credit_buffer_flits": Field(
+            int, 16, between(1, 2**16), "a link's receive buffer in flits at --fidelity credit/full, at least its round trip (assumed)"
+        ),
         "system": {
             "sips": Field(int, 1, _count),
             "sip_ring": Section({**_link(), "overhead_ns": Field(float, 0.0, _ns)}, optional=True),
@@ -154,6 +169,13 @@ TOPOLOGY_SCHEMA = Section(
                 "channels_per_slice": Field(int, 8, between(1, 1024)),
                 "channel_bw_gbps": Field(float, 32.0, _gbps),
                 "burst_bytes": Field(int, 256, between(1, 2**20)),
+                # --fidelity full only (kernbench/sim/fidelity.py): HBM3-class bank timing, assumed
+                "banks_per_channel": Field(int, 16, between(1, 1024), "banks per pseudo-channel (--fidelity full; assumed, HBM3)"),
+                "row_bytes": Field(int, 1024, between(1, 2**20), "row buffer (page) per bank (--fidelity full; assumed, HBM3 1 KB)"),
+                "trcd_ns": Field(float, 14.0, _ns, "activate to column command (--fidelity full; assumed, HBM3-class)"),
+                "trp_ns": Field(float, 14.0, _ns, "precharge (--fidelity full; assumed, HBM3-class)"),
+                "trefi_ns": Field(float, 3900.0, between(1, MAX_NS), "refresh interval (--fidelity full; assumed, HBM3-class 3.9 us)"),
+                "trfc_ns": Field(float, 350.0, _ns, "refresh cycle, the channel blocked (--fidelity full; assumed, HBM3-class)"),
             },
             "sram": Section(
                 {

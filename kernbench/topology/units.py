@@ -30,6 +30,8 @@ INDEX = Unit("index", "position from 0 (-1: none)")
 ROUTER = Unit("router", "a router's name in cube.routers")
 SWITCH = Unit("on/off", "true or false")
 TEXT = Unit("text", "free text")
+RATIO = Unit("×", "a ratio to another parameter")
+FLITS = Unit("flits", "NoC flits (flit_bytes each)")
 
 #: key-name ending → unit; the longest ending that matches wins
 SUFFIX_UNITS: dict[str, Unit] = {
@@ -51,6 +53,14 @@ NAMED_UNITS: dict[str, Unit] = {
     "count": COUNT,
     "channels_per_slice": COUNT,
     "sched_queue_depth": COUNT,
+    "composite_buffers": COUNT,
+    "banks_per_channel": COUNT,
+    "gemm_array_rows": COUNT,
+    "gemm_array_cols": COUNT,
+    "credit_buffer_flits": FLITS,
+    "gemm_fp8_peak_ratio": RATIO,
+    "gemm_f32_peak_ratio": RATIO,
+    "tcm_port_shared": SWITCH,
     "attach_sip": INDEX,
     "attach_cube": INDEX,
     "half": INDEX,

@@ -75,7 +75,7 @@ def test_a_process_per_pe_and_engine_threads_in_lane_order(demo):
     pid = next(p for p, n in names.items() if n == "sip0.cube0.pe1")
     threads = _threads(trace, pid)
     bases = [t.split(" #")[0] for t in threads]
-    assert list(dict.fromkeys(bases)) == ["cpu", "sched", "dma.rd", "dma.wr", "fs", "gemm", "math"]
+    assert list(dict.fromkeys(bases)) == ["cpu", "sched", "dma.rd", "dma.wr", "fetch", "store", "gemm", "math"]
     assert bases == sorted(bases, key=bases.index)  # an engine's extra tracks follow it
     for base in set(bases):
         extra = [t for t in threads if t.startswith(base + " #")]

@@ -6,7 +6,9 @@ For several shapes and both layouts of A (row-major; K-step-major, stored as
 DMA it issues is caught. Expected here, independently of the scheduler:
 
 * the steps: ``n = ceil(max(|A|, |B|) / composite_tile_bytes)``, step ``s``
-  covering K ``[k·s/n, k·(s+1)/n)``;
+  covering K ``[k·s/n, k·(s+1)/n)``; with a K-step-major A whole blocks only:
+  ``per = max(1, tile // (max(|A|, |B|) / blocks))`` blocks a step,
+  ``n = ceil(blocks / per)``, step ``s`` the blocks ``[blocks·s/n, blocks·(s+1)/n)``;
 * each step's A read is the region numpy says that slice of A occupies (a
   column block of the row-major matrix; the blocks of the K-step-major one),
   its B read the rows of B, at their real addresses (``region_of_view``);
@@ -83,15 +85,18 @@ SHAPES = [(128, 2048, 128, 128), (64, 512, 128, 128), (128, 1024, 64, 256), (128
 def test_each_step_reads_the_slice_it_consumes_at_its_strided_cost_and_c_is_written_once(monkeypatch, m, k, n, tk, kstep_major):
     rt, a, b, c, moves, result = run_gemm(monkeypatch, m, k, n, tk, kstep_major)
     tile = rt.graph.node(f"{PE0}.cpu").attrs["composite_tile_bytes"]
-    steps = ceil(max(2 * m * k, 2 * k * n) / tile)
+    big = max(2 * m * k, 2 * k * n)
+    blocks = k // tk
+    steps = ceil(blocks / max(1, tile // ceil(big / blocks))) if kstep_major else ceil(big / tile)
     reads = [(r, ev) for kind, r, ev in moves if kind == "read"]
     writes = [(r, ev) for kind, r, ev in moves if kind == "write"]
     assert len(reads) == 2 * steps
     for s in range(steps):
         k0, k1 = k * s // steps, k * (s + 1) // steps
-        if kstep_major:  # whole blocks, or part of each row of one block
-            b0, b1 = k0 // tk, -(-k1 // tk)
-            view = a.array[b0:b1] if k0 % tk == 0 and k1 % tk == 0 else a.array[b0, :, k0 - b0 * tk : k1 - b0 * tk]
+        if kstep_major:  # whole blocks, never part of one
+            b0, b1 = blocks * s // steps, blocks * (s + 1) // steps
+            k0, k1 = b0 * tk, b1 * tk
+            view = a.array[b0:b1]
         else:
             view = a.array[:, k0:k1]
         want_a = region_of_view(a.array, view, a.offset)

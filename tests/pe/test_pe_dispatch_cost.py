@@ -394,7 +394,7 @@ def test_engine_busy_spans_do_not_change_with_the_dispatch_cost(name):
     z, d = results
     assert z.total_dispatch_cycles == 0 < d.total_dispatch_cycles
     assert _engine_spans(z) == _engine_spans(d)
-    for eng in ("gemm", "math", "dma.rd", "dma.wr", "fs"):
+    for eng in ("gemm", "math", "dma.rd", "dma.wr", "fetch", "store"):
         assert z.engine_busy_ns[PE0][eng] == pytest.approx(d.engine_busy_ns[PE0][eng])
     assert d.latency_ns > z.latency_ns
 

@@ -81,7 +81,7 @@ def test_issuing_more_long_commands_than_the_queue_holds_stalls_on_queue_full(rt
     assert all(s.detail == f"oldest of {depth} in-flight commands" for s in full)
     gemm_ends = sorted(e.end_ns for e in busy(r, "gemm"))
     # each queue-full stall ends exactly when an earlier command completes
-    ends = {round(e.end_ns, 6) for e in r.events if e.kind is EventKind.ENGINE_BUSY and e.component.endswith((".fs", ".gemm"))}
+    ends = {round(e.end_ns, 6) for e in r.events if e.kind is EventKind.ENGINE_BUSY and e.component.endswith((".fetch", ".store", ".gemm"))}
     assert all(round(s.end_ns, 6) in ends for s in full)
     assert len(gemm_ends) == n
 

@@ -46,7 +46,8 @@ def test_dma_rule_by_hand(cube1):
 
 def test_stage_times_by_hand(cube1):
     e = Engines.of(cube1, PE)
-    assert e.gemm_ns(2 * 128**3) == pytest.approx(8 + 2 * 128**3 / 8000)  # pipeline cycles + flops at 8 TFLOP/s
+    assert e.gemm_ns(128, 128, 128) == pytest.approx(8 + 2 * 128**3 / 8000)  # full tiles: pipeline cycles + flops at 8 TFLOP/s
+    assert e.gemm_ns(8, 128, 128) == pytest.approx(8 + 1 * 2 * 128 * 2 * 64 * 64 / 8000)  # m = 8: a whole 64-row pass per K
     assert e.tcm_ns(65536) == 128.0  # 64 KiB at 512 GB/s
     assert e.math_ns(16384) == 4 + 256  # 16384 elements on 64 lanes + 4 cycles
     m = predict(cube1, tiling(form="primitive", m=128, n=128, k=1024, pes=1))

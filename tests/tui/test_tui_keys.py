@@ -156,7 +156,7 @@ async def test_clicking_a_span_selects_it_and_shows_details():
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         lanes = app.screen.query_one(LanesView)
-        gemm_row = AXIS_ROWS + 1 + 5  # title row, then cpu sched dma.rd dma.wr fs gemm
+        gemm_row = AXIS_ROWS + 1 + 6  # title row, then cpu sched dma.rd dma.wr fetch store gemm
         lane = "sip0.cube0.pe0.gemm"
         busy = app.model.spans_in(lane, 0, app.model.end_ns)
         target = app.model.store.event(int(busy[0]))
