@@ -38,5 +38,10 @@ def busy(result: RunResult, engine: str, pe: str = PE0) -> list[Event]:
     return events(result, EventKind.ENGINE_BUSY, f"{pe}.{engine}")
 
 
+def fetch_store(result: RunResult, pe: str = PE0) -> list[Event]:
+    """The spans of a PE's FETCH and STORE lanes together, in time order."""
+    return sorted(busy(result, "fetch", pe) + busy(result, "store", pe), key=lambda e: (e.t_ns, e.seq))
+
+
 def f32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)

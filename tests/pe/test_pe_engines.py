@@ -35,7 +35,7 @@ def test_auto_wait_stall_names_the_pending_load(rt):
     r = run1(rt, k, rt.deploy(np.ones((64, 64))))
     (s,) = stalls(r)
     assert s.label == StallReason.LAZY_LOAD.value == "lazy-load auto-wait"
-    assert s.detail.startswith("h0:load t")
+    assert s.detail.startswith("h0:load a")  # the tensor is named after the kernel's parameter
     assert s.end_ns > s.t_ns
 
 

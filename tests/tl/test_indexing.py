@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from kernelkit import PE0, busy, dispatches, events, rng_array, run1
+from kernelkit import PE0, busy, dispatches, events, fetch_store, rng_array, run1
 
 import kernbench.tl as tl
 from kernbench.errors import KernelError
@@ -78,7 +78,7 @@ def test_topk_is_one_command_charged_elements_times_log2_k_compares(rt, k):
     assert entry["logical_bytes"] == 35 and entry["dispatch_cycles"] == SINGLE_FIXED + 35 * R
     (m,) = busy(r, "math")
     assert m.end_ns - m.t_ns == pytest.approx(math_ns(32 * 64 * math.ceil(math.log2(k + 1))))
-    fetch, store = busy(r, "fs")
+    fetch, store = fetch_store(r)
     assert fetch.end_ns - fetch.t_ns == pytest.approx(32 * 64 * 2 / TCM_GBPS)
     assert store.end_ns - store.t_ns == pytest.approx((32 * k * 2 + 32 * k * 4) / TCM_GBPS)  # values f16 + indices int32
 
@@ -90,7 +90,7 @@ def test_both_topk_results_are_ready_when_its_store_ends(rt):
         tl.scale(i, 1.0)
 
     r = run1(rt, kern, rt.deploy(rng_array((32, 64), 3)))
-    spans = busy(r, "fs")
+    spans = fetch_store(r)
     topk_store = next(e for e in spans if e.label == "store topk")
     assert next(e for e in spans if e.label == "fetch exp").t_ns >= topk_store.end_ns
     assert next(e for e in spans if e.label == "fetch scale").t_ns >= topk_store.end_ns
@@ -112,7 +112,7 @@ def test_argmax_gives_the_first_largest_column_for_one_compare_per_element(rt):
     assert entry["op"] == "compute/math.argmax" and entry["logical_bytes"] == 23
     (m,) = busy(r, "math")
     assert m.end_ns - m.t_ns == pytest.approx(math_ns(32 * 64))
-    _, store = busy(r, "fs")
+    _, store = fetch_store(r)
     assert store.end_ns - store.t_ns == pytest.approx(32 * 4 / TCM_GBPS)
 
 
@@ -234,7 +234,7 @@ def test_gather_waits_for_its_index_on_pe_cpu_and_on_the_read_channel(rt):
     stalls = [s for s in events(r, EventKind.STALL) if s.label == StallReason.LAZY_LOAD.value]
     first_gather = next(d for d in dispatches(r) if d.label == "GatherCmd")
     assert stalls[0].end_ns == first_gather.t_ns  # waited for the index's load, then dispatched
-    argmax_store = next(e for e in busy(r, "fs") if e.label == "store argmax")
+    argmax_store = next(e for e in fetch_store(r) if e.label == "store argmax")
     assert _gather_spans(r)[2].t_ns >= argmax_store.end_ns  # the second gather's first row
 
 
@@ -268,7 +268,7 @@ def test_scatter_writes_rows_one_dma_each_after_the_value_is_ready(rt):
     assert entry["op"] == "memory/scatter" and entry["logical_bytes"] == 25 + 4 * 4
     writes = [s for s in busy(r, "dma.wr") if s.label == "scatter"]
     assert [s.value for s in writes] == [256] * 4
-    exp_store = next(s for s in busy(r, "fs") if s.label == "store exp")
+    exp_store = next(s for s in fetch_store(r) if s.label == "store exp")
     assert writes[0].t_ns >= exp_store.end_ns
     for a, b in itertools.pairwise(writes):
         assert b.t_ns >= a.end_ns

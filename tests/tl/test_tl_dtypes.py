@@ -10,7 +10,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from kernelkit import PE0, busy, run1
+from kernelkit import PE0, busy, fetch_store, run1
 
 import kernbench.tl as tl
 from kernbench.dtypes import NarrowingOverflowError, narrow
@@ -76,7 +76,7 @@ def test_deploy_load_compute_and_store_move_elements_times_itemsize_and_compute_
     assert [e.value for e in wr] == [32 * 64 * ITEMSIZE[name]]
     assert r.op_logs[PE0][0]["logical_bytes"] == 24  # dispatch bytes do not follow the dtype
     tcm = rt.graph.nodes[f"{PE0}.cpu"].attrs["tcm_bw_gbps"]
-    fs = sorted(busy(r, "fs"), key=lambda e: (e.t_ns, e.seq))
+    fs = sorted(fetch_store(r), key=lambda e: (e.t_ns, e.seq))
     tile = 32 * 64 * ITEMSIZE[name]
     # scale: fetch x, store; add: fetch both, store — every TCM byte count at the itemsize
     assert [round((e.end_ns - e.t_ns) * tcm) for e in fs] == [tile, tile, 2 * tile, tile]

@@ -11,7 +11,7 @@ from math import ceil
 
 import numpy as np
 import pytest
-from kernelkit import PE0, busy, dispatches, events, run1
+from kernelkit import PE0, busy, dispatches, events, fetch_store, run1
 
 import kernbench.tl as tl
 from kernbench.analysis.critical import attribute
@@ -121,7 +121,7 @@ def test_a_unary_op_is_charged_its_dispatch_bytes_and_its_rate_and_passes_on_pe_
     assert lanes == (8 if rate == T else 64)
     (m,) = busy(r, "math")
     assert m.end_ns - m.t_ns == pytest.approx((a["math_pipeline_cycles"] + ceil(passes * elems / lanes)) / a["clock_freq_ghz"], abs=EPS)
-    fetch, store = sorted((e for e in busy(r, "fs")), key=lambda e: e.t_ns)
+    fetch, store = sorted((e for e in fetch_store(r)), key=lambda e: e.t_ns)
     assert fetch.end_ns - fetch.t_ns == pytest.approx(elems * 2 / a["tcm_bw_gbps"], abs=EPS)
     assert store.end_ns - store.t_ns == pytest.approx(out.nbytes / a["tcm_bw_gbps"], abs=EPS)
 
@@ -262,7 +262,7 @@ def test_where_selects_elementwise_and_keeps_the_dtype_of_its_values(rt):
     assert where_span.end_ns - where_span.t_ns == pytest.approx(
         (a["math_pipeline_cycles"] + ceil(16 * 32 / 64)) / a["clock_freq_ghz"], abs=EPS
     )
-    fetch = [e for e in busy(r, "fs") if e.label == "fetch where"]
+    fetch = [e for e in fetch_store(r) if e.label == "fetch where"]
     assert fetch[0].end_ns - fetch[0].t_ns == pytest.approx(
         (16 * 32 * 1 + 16 * 32 * 2 + 2) / a["tcm_bw_gbps"], abs=EPS
     )  # mask, s, the (1, 1)
@@ -281,7 +281,7 @@ def test_cast_is_a_plain_pass_and_stores_the_target_itemsize(rt, dtype, itemsize
     np.testing.assert_array_equal(held["c"].numpy(), tx.array.astype(np.float32).astype(dtype))
     (m,) = busy(r, "math")
     assert m.end_ns - m.t_ns == pytest.approx((a["math_pipeline_cycles"] + ceil(300 / 64)) / a["clock_freq_ghz"], abs=EPS)
-    (store,) = [e for e in busy(r, "fs") if e.label.startswith("store")]
+    (store,) = [e for e in fetch_store(r) if e.label.startswith("store")]
     assert store.end_ns - store.t_ns == pytest.approx(300 * itemsize / a["tcm_bw_gbps"], abs=EPS)
     assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(1, 2 * ENUM) == 25
 
@@ -302,7 +302,7 @@ def test_causal_mask_is_made_on_pe_math_with_no_dma_and_its_cost_is_a_plain_pass
     assert not busy(r, "dma.rd") and not busy(r, "dma.wr") and not events(r, EventKind.TRANSFER_START)
     (m,) = busy(r, "math")
     assert m.end_ns - m.t_ns == pytest.approx((a["math_pipeline_cycles"] + ceil(q * k / 64)) / a["clock_freq_ghz"], abs=EPS)
-    (store,) = [e for e in busy(r, "fs") if e.label.startswith("store")]
+    (store,) = [e for e in fetch_store(r) if e.label.startswith("store")]
     assert store.end_ns - store.t_ns == pytest.approx(q * k / a["tcm_bw_gbps"], abs=EPS)
     assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(0, 2 * SCALAR) == 23
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernelkit import PE0, busy, dispatches, events, rng_array, run1
+from kernelkit import PE0, busy, dispatches, events, fetch_store, rng_array, run1
 
 import kernbench.tl as tl
 from kernbench.errors import KernelError
@@ -52,7 +52,7 @@ def test_a_row_block_is_free_and_an_op_on_it_fetches_its_bytes_once_the_base_has
     (landed,) = events(r, EventKind.LOAD_COMPLETE)
     (stall,) = events(r, EventKind.STALL)
     assert stall.label == StallReason.LAZY_LOAD.value and stall.end_ns == landed.t_ns
-    fetch, _store = busy(r, "fs")
+    fetch, _store = fetch_store(r)
     (math_span,) = busy(r, "math")
     assert fetch.end_ns - fetch.t_ns == pytest.approx(16 * 128 * 2 / TCM_GBPS)
     assert math_span.end_ns - math_span.t_ns == pytest.approx(MATH_PIPE + 16 * 128 / MATH_LANES)
@@ -135,8 +135,8 @@ def test_a_composite_writing_a_view_writes_the_base_rows_and_later_readers_wait_
     expected = np.zeros((64, 64), np.float32)
     expected[32:] = X[32:].astype(np.float32) @ W.astype(np.float32)
     np.testing.assert_allclose(got["acc"], np.exp(expected), rtol=1e-5)
-    (gemm_store,) = [e for e in busy(r, "fs") if e.label.startswith("store") and "gemm" in e.label]
-    fetch_exp = next(e for e in busy(r, "fs") if e.label == "fetch exp")
+    (gemm_store,) = [e for e in fetch_store(r) if e.label.startswith("store") and "gemm" in e.label]
+    fetch_exp = next(e for e in fetch_store(r) if e.label == "fetch exp")
     assert fetch_exp.t_ns >= gemm_store.end_ns
     # the tl.ref view streamed its 32 rows only
     assert sum(e.value for e in busy(r, "dma.rd")) == 32 * 128 * 2 + 128 * 64 * 2
@@ -152,8 +152,8 @@ def test_a_free_view_of_a_computed_handle_is_read_once_the_producer_has_stored_i
 
     r = run1(rt, k, rt.deploy(X))
     assert cmds(r) == ["DmaReadCmd", "MathCmd", "MathCmd"]
-    exp_store = next(e for e in busy(r, "fs") if e.label == "store exp")
-    scale_fetch = next(e for e in busy(r, "fs") if e.label == "fetch scale")
+    exp_store = next(e for e in fetch_store(r) if e.label == "store exp")
+    scale_fetch = next(e for e in fetch_store(r) if e.label == "fetch scale")
     assert scale_fetch.t_ns >= exp_store.end_ns
     assert scale_fetch.end_ns - scale_fetch.t_ns == pytest.approx(8 * 128 * 2 / TCM_GBPS)
     e = np.exp(X.astype(np.float32)).astype(np.float16)
@@ -164,7 +164,7 @@ def test_a_free_view_of_a_computed_handle_is_read_once_the_producer_has_stored_i
 
 
 def _copy_spans(r):
-    return [e for e in busy(r, "fs") if e.label == "copy"]
+    return [e for e in fetch_store(r) if e.label == "copy"]
 
 
 @pytest.mark.parametrize(
