@@ -41,9 +41,11 @@ from kernbench.outputs import write_atomic
 from kernbench.printable import printable
 
 MAGIC = b"KBTRACE\x00"
-FORMAT_VERSION = 2  # v2 added the ``pred`` column; v1 files read with every pred -1
+#: v2 added the ``pred`` column (v1 files read with every pred -1); v3 the ``src`` column, the
+#: kernel source site of each command (v1/v2 files read with every src "": no line is known)
+FORMAT_VERSION = 3
 #: Columns a version's files lack, and the value each event gets for them.
-_ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1)}
+_ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1), "src": (3, 0)}
 _FIXED = struct.Struct("<8sHHIQI")
 _Fail = Callable[[str], TraceFormatError]  # the error to raise, naming the file
 
