@@ -231,3 +231,26 @@ def test_source_capture_adds_no_frames_of_its_own_when_nothing_is_user_code():
 
     assert site_of(sys._getframe()) != ""  # this test file is user code
     assert site_of(None) == ""
+
+
+SMALL_GQA = "gqa-decode --topology cube1 --heads 16 --kv-heads 2"
+
+
+def test_compare_gives_per_line_deltas_when_both_sides_run_the_same_file(capsys):
+    assert main(["compare", f"{SMALL_GQA} --context 512", f"{SMALL_GQA} --context 1024", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["delta"]["attribution"]["by_line"]
+    assert sum(r["a_ns"] for r in rows) == pytest.approx(doc["a"]["latency_ns"], abs=1e-5)
+    assert sum(r["b_ns"] for r in rows) == pytest.approx(doc["b"]["latency_ns"], abs=1e-5)
+    assert all(r["ns"] == pytest.approx(r["b_ns"] - r["a_ns"], abs=1e-6) for r in rows)
+    assert [abs(r["ns"]) for r in rows] == sorted((abs(r["ns"]) for r in rows), reverse=True)
+    assert rows[0]["name"].startswith("gqa_decode.py:") and rows[0]["ns"] > 0  # a longer context: the KV loop's line grew
+    assert main(["compare", f"{SMALL_GQA} --context 512", f"{SMALL_GQA} --context 1024"]) == 0
+    assert "critical path by source line (the same file on both sides" in capsys.readouterr().out
+
+
+def test_compare_of_two_files_has_no_per_line_delta(capsys):
+    assert main(["compare", f"{SMALL_GQA} --context 512", "gemm-primitive", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["delta"]["attribution"]["by_line"] is None
+    assert main(["compare", f"{SMALL_GQA} --context 512", "gemm-primitive"]) == 0
+    assert "no per-line delta: the sides do not run the same kernel file(s)" in capsys.readouterr().out

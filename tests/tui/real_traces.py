@@ -32,6 +32,11 @@ RUNS = {
 }
 
 
+#: a source site's files under the repository are stored relative to it, as ``<root>/kernbench/…``:
+#: a recording reads back with this checkout's paths, wherever it is
+ROOT_MARK = "<root>/"
+
+
 def load(name: str):
     """(events, metadata) of a recording."""
     from kernbench.events.tracefile import TraceMetadata
@@ -40,9 +45,13 @@ def load(name: str):
     lines = (DATA / f"{name}.jsonl").read_text().splitlines()
     meta = TraceMetadata(**json.loads(lines[0]))
     events = []
+    root = f"{ROOT}/"
     for line in lines[1:]:
-        t, kind, comp, end, corr, label, value, detail, seq, *pred = json.loads(line)  # recordings before pred have 9 fields
-        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *pred))
+        # recordings before pred have 9 fields, before src 10
+        t, kind, comp, end, corr, label, value, detail, seq, *rest = json.loads(line)
+        if len(rest) > 1:
+            rest[1] = rest[1].replace(ROOT_MARK, root)
+        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *rest))
     return events, meta
 
 
@@ -65,7 +74,10 @@ def record(name: str) -> None:
     with open(DATA / f"{name}.jsonl", "w") as f:
         f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
         for e in events:
-            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred]) + "\n")
+            src = e.src.replace(f"{ROOT}/", ROOT_MARK)
+            f.write(
+                json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred, src]) + "\n"
+            )
 
 
 if __name__ == "__main__":
