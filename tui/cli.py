@@ -66,8 +66,8 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
 def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
     """Everything about ``kernbench-tui run`` that can fail before the app starts: the kernel name, its
     options (also against the topology), the topology itself, the output paths. ``--trace``, ``--perfetto``
-    and ``--explain`` are honoured (files written, the critical path shown once the run ends); ``--json``,
-    text for scripts, is refused."""
+    and ``--explain`` are honoured (files written, the critical path shown once the run ends: with ``--by line``
+    or ``function`` in the Source view); ``--json``, ``--what-if`` and ``--speedups``, text for scripts, are refused."""
     from kernbench.commands.run import check_run
     from kernbench_tui.app import RunOutputs
 
@@ -78,7 +78,12 @@ def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
         raise KernbenchError(
             f"kernbench-tui run: --json prints a run record for scripts, not a view: use `kernbench run {shlex.join(run_argv)}`"
         )
-    return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain)
+    for flag, given in (("--what-if", ns.what_if), ("--speedups", ns.speedups)):
+        if given:
+            raise KernbenchError(
+                f"kernbench-tui run: {flag} prints re-timed figures, not a view: use `kernbench run {shlex.join(run_argv)}`"
+            )
+    return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain, by=ns.by)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ RUNS = {
     "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
     # gqa_small recorded with causes (pred, TRANSIT): its critical path crosses PEs 7, 6 and 4
     "gqa_small_why": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+    # a kernel file of helper functions, for the Source view (its lines are this folder's lines_kernel.py)
+    "lines_small": [str(DATA / "lines_kernel.py"), "--topology", "cube1"],
 }
 
 
@@ -43,7 +45,7 @@ def load(name: str):
     from kernbench.events.types import Event, EventKind
 
     lines = (DATA / f"{name}.jsonl").read_text().splitlines()
-    meta = TraceMetadata(**json.loads(lines[0]))
+    meta = TraceMetadata(**json.loads(lines[0].replace(ROOT_MARK, f"{ROOT}/")))
     events = []
     root = f"{ROOT}/"
     for line in lines[1:]:
@@ -72,7 +74,7 @@ def record(name: str) -> None:
 
     events, meta = simulate(name)
     with open(DATA / f"{name}.jsonl", "w") as f:
-        f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
+        f.write(json.dumps(asdict(meta), sort_keys=True).replace(f"{ROOT}/", ROOT_MARK) + "\n")
         for e in events:
             src = e.src.replace(f"{ROOT}/", ROOT_MARK)
             f.write(
