@@ -18,10 +18,12 @@ from __future__ import annotations
 import linecache
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from kernbench.analysis.critical import Attribution
 from kernbench.events.source import innermost
+
+if TYPE_CHECKING:  # (critical.py reads the lines of its attribution from here: no import back)
+    from kernbench.analysis.critical import Attribution
 
 NO_LINE = "(no source line)"
 By = Literal["line", "function"]
