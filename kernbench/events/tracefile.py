@@ -134,7 +134,20 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
         store = EventStore.from_columns(columns, components, strings)
     except ValueError as exc:
         raise fail(f"corrupt: {exc}") from None
+    _check_sites(store, fail)
     return Trace(store, meta)
+
+
+def _check_sites(store: EventStore, fail: _Fail) -> None:
+    """Each source site (the ``src`` column) reads as one (``FILE:LINE:FUNCTION`` frames): the analyses parse them."""
+    from kernbench.events.source import parse_site
+
+    for i in np.unique(store.col("src")).tolist():
+        if i > 0:
+            try:
+                parse_site(store.strings[i])
+            except ValueError:
+                raise fail(f"corrupt: the source site '{store.strings[i][:80]}' is not FILE:LINE:FUNCTION frames") from None
 
 
 def _read_rest(f: BinaryIO, head: bytes, fail: _Fail) -> bytes:

@@ -107,7 +107,7 @@ class ProcessingElement:
         self.scale = scale
         if not scale.active:
             return
-        for lane in (self.sched, self.fetch, self.store, self.gemm, self.math):
+        for lane in [v for v in vars(self).values() if isinstance(v, Lane)]:  # every lane, whatever the PE has
             lane.scale = scale
             lane.engine = LANE_ENGINES.get(lane.component[len(self.pe_id) + 1 :], "")
 

@@ -254,3 +254,10 @@ def test_compare_of_two_files_has_no_per_line_delta(capsys):
     assert json.loads(capsys.readouterr().out)["delta"]["attribution"]["by_line"] is None
     assert main(["compare", f"{SMALL_GQA} --context 512", "gemm-primitive"]) == 0
     assert "no per-line delta: the sides do not run the same kernel file(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", [["--what-if", "pe.attrs.tcm_bw_gbps=1024"], ["--speedups"], ["--by", "line"]])
+def test_a_compare_side_refuses_the_analyses_it_would_not_do(capsys, flag):
+    assert main(["compare", f"{SMALL_GQA} --context 512 {' '.join(flag)}", "gemm-primitive"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} is not taken inside a side" in err

@@ -222,3 +222,28 @@ def test_cli_what_if_with_a_bad_parameter_fails_before_the_run(capsys):
 
 def test_a_work_scale_with_nothing_to_scale_is_inactive():
     assert not WorkScale().active and WorkScale({"f.py:3": 0.5}).active
+
+
+def test_every_engine_lane_of_a_pe_has_an_engine_kind_to_scale():
+    # a lane added to the PE needs its kind in pe/scale.py's LANE_ENGINES, or engine:KIND would not reach it
+    import simpy
+
+    from kernbench.events.bus import Bus
+    from kernbench.pe.lane import Lane
+    from kernbench.pe.processing_element import IpcqFabric, ProcessingElement
+    from kernbench.pe.scale import LANE_ENGINES
+    from kernbench.sim.network import Network
+
+    graph = Runtime("cube1").graph
+    env, bus = simpy.Environment(), Bus()
+    pe = ProcessingElement(env, graph, Network(env, graph, bus, "fast"), bus, IpcqFabric(), "sip0.cube0.pe0", 0)
+    lanes = [v for v in vars(pe).values() if isinstance(v, Lane)]
+    assert lanes and all(lane.component[len("sip0.cube0.pe0") + 1 :] in LANE_ENGINES for lane in lanes)
+
+
+@pytest.mark.parametrize(("engine", "lane"), [("PE_FETCH_STORE", "fs"), ("PE_SCHEDULER", "sched"), ("PE_MATH", "math"), ("PE_CPU", "cpu")])
+def test_each_engine_scaled_to_zero_has_no_busy_time_left(mixed, engine, lane):
+    rt, base, _path = mixed
+    assert sum(b[lane] for b in base.engine_busy_ns.values()) > 0
+    new = retime(rt, base, parse_what_ifs([f"engine:{engine}*0"], base), record=False).result
+    assert sum(b[lane] for b in new.engine_busy_ns.values()) == 0 and new.latency_ns < base.latency_ns

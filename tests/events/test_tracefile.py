@@ -165,3 +165,14 @@ def test_source_sites_survive_a_save_and_open(tmp_path):
     store = EventStore.from_events(events)
     save_trace(tmp_path / "s.kbtrace", store)
     assert open_trace(tmp_path / "s.kbtrace").store.events() == store.events()
+
+
+def test_a_malformed_source_site_is_reported_as_corrupt(tmp_path):
+    from dataclasses import replace
+
+    events = [replace(e, src="/k.py:notaline:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(2, 50)]
+    store = EventStore.from_events(events)
+    assert any(e.src for e in store.events())
+    save_trace(tmp_path / "bad.kbtrace", store)
+    with pytest.raises(TraceFormatError, match=r"corrupt: the source site '/k.py:notaline:kern' is not FILE:LINE:FUNCTION frames"):
+        open_trace(tmp_path / "bad.kbtrace")
