@@ -150,7 +150,8 @@ def _same_file(path: str, given: str) -> bool:
 
 @dataclass(frozen=True)
 class Retimed:
-    """A what-if's answer: the re-timed run, its attribution (when recorded) and how long re-timing took."""
+    """A what-if's answer: the re-timed run, its attribution (when recorded) and how long re-timing took
+    (wall seconds: for benchmarks; outputs leave it out, so they are the same run after run)."""
 
     what: WhatIf
     result: RunResult
@@ -179,7 +180,6 @@ def deltas_json(before: Attribution, after: Retimed, lines: int = 20) -> dict[st
         "latency_ns": round(a1.latency_ns, 6),
         "before_ns": round(before.latency_ns, 6),
         "delta_ns": round(a1.latency_ns - before.latency_ns, 6),
-        "retime_wall_s": round(after.wall_s, 3),
         "by_cause": {c: {"before": round(before.by_cause.get(c, 0.0), 9), "after": round(a1.by_cause.get(c, 0.0), 9)} for c in causes},
         "by_line": [
             {

@@ -198,6 +198,8 @@ def test_cli_what_if_reports_the_new_latency_and_deltas(capsys):
     assert sum(v["after"] for v in w["by_cause"].values()) == pytest.approx(full, abs=1e-6)
     assert sum(v["before"] for v in w["by_cause"].values()) == pytest.approx(doc["latency_ns"], abs=1e-6)
     assert doc["attribution"] is None  # not asked for
+    assert main(["run", *SMALL_GQA, "--what-if", "pe.attrs.math_elems_per_cycle=16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == doc  # the same, run after run (no wall time in it)
 
 
 def test_cli_speedups_table_and_records(capsys):
