@@ -157,3 +157,20 @@ def test_tui_run_explain_by_line_opens_the_source_view_and_refuses_what_if():
             run_outputs([*small, *extra])
     with pytest.raises(KernbenchError, match="add --explain"):
         run_outputs([*small, "--by", "line"])
+
+
+@sync
+async def test_a_run_explained_by_line_ends_on_the_source_view():
+    from textual.widgets import TabbedContent
+
+    from kernbench.cli import tui_simulation
+    from kernbench_tui.app import RunOutputs
+    from kernbench_tui.sources import CallableSource
+
+    fn, meta = tui_simulation([KFILE, "--topology", "cube1"])  # a live run, as kernbench-tui run … --explain --by line
+    app = KernbenchApp(CallableSource(fn, meta), outputs=RunOutputs(explain=True, by="line"))
+    async with app.run_test(size=SIZE) as pilot:
+        await run_keys(app, pilot, [])
+        await settle(app, pilot)
+        assert app.screen.query_one("#panels", TabbedContent).active == "tab-source"
+        assert app.nav.why is not None and "lines_kernel.py · line" in screen_text(app)
