@@ -128,7 +128,11 @@ def _child_cpu(argv: list[str]) -> float:
     import sys
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", "import sys; from kernbench.cli import main; sys.exit(main(sys.argv[1:]))", *argv], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", "import sys; from kernbench.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
+        check=True,
+        capture_output=True,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
