@@ -58,6 +58,7 @@ class RunOutputs:
     perfetto: str | None = None
     explain: bool = False
     by: str = "cause"  # --explain --by line / function: the Source view (its heat per line) rather than the Why panel
+    what_if: tuple[str, ...] = ()  # --what-if: not this app but a comparison of the run and its re-timing (kernbench_tui.cli)
 
 
 class KernbenchApp(App[None]):

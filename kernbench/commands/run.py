@@ -40,7 +40,7 @@ from kernbench.runtime.api import RunResult, Runtime
 
 if TYPE_CHECKING:
     from kernbench.analysis.critical import Attribution
-    from kernbench.events.tracefile import TraceMetadata
+    from kernbench.events.tracefile import Trace, TraceMetadata
 
 ENGINE_NAMES = {
     "cpu": "PE_CPU",
@@ -619,3 +619,50 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
         return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
 
     return fn, _meta(spec, rt, prepared, params, partial=False)
+
+
+class WhatIfPair:
+    """For ``kernbench-tui run KERNEL … --what-if CHANGE``: the run (events recorded, in this process) and
+    its re-timing under the changes, each as a trace; the run happens once, whichever side asks first
+    (the debugger's two sides load on two threads)."""
+
+    def __init__(self, argv: list[str], command: str = "kernbench-tui run") -> None:
+        """Everything is checked here (options, topology, the changes); the kernel is set up and run later,
+        on the first side's thread."""
+        import threading
+
+        self.argv = list(argv)
+        _spec, self.ns, _params = check_run(argv[0], self.argv[1:], command)
+        self._lock = threading.Lock()
+        self._base: tuple[Runtime, RunResult, TraceMetadata] | None = None
+        self.retime_s: float | None = None  # wall seconds the re-timing took (shown, never recorded)
+
+    def base(self) -> Trace:
+        """The run itself."""
+        from kernbench.events.tracefile import Trace
+
+        _rt, result, meta = self._run()
+        return Trace(result.store(), meta)
+
+    def retimed(self) -> Trace:
+        """The run's commands re-timed under the changes (the kernel does not run again)."""
+        import time
+
+        from kernbench.analysis.whatif import parse_what_ifs
+        from kernbench.events.tracefile import Trace
+
+        rt, result, meta = self._run()
+        what = parse_what_ifs(self.ns.what_if, result)
+        t = time.perf_counter()
+        new = rt.replay(result, overrides=list(what.overrides), record=True, scale=what.scale())
+        self.retime_s = time.perf_counter() - t
+        extra = {**meta.extra, "what_if": list(self.ns.what_if), "before_ns": result.latency_ns}
+        return Trace(new.store(), type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra))
+
+    def _run(self) -> tuple[Runtime, RunResult, TraceMetadata]:
+        with self._lock:
+            if self._base is None:
+                spec, ns, rt, prepared, params = prepare(self.argv[0], self.argv[1:])
+                result = rt.run(record=True, limits=limits_of(ns))
+                self._base = (rt, result, _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared)))
+            return self._base

@@ -146,17 +146,51 @@ async def test_a_recording_without_source_lines_says_so():
         assert app.nav.selected is None
 
 
-def test_tui_run_explain_by_line_opens_the_source_view_and_refuses_what_if():
+def test_tui_run_explain_by_line_opens_the_source_view_and_refuses_speedups():
     from kernbench.errors import KernbenchError
     from kernbench_tui.cli import run_outputs
 
-    small = ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"]
-    assert run_outputs([*small, "--explain", "--by", "line"]).by == "line"
-    for extra in (["--what-if", "pe.attrs.tcm_bw_gbps=1024"], ["--explain", "--speedups"]):
-        with pytest.raises(KernbenchError, match="prints re-timed figures, not a view: use `kernbench run"):
-            run_outputs([*small, *extra])
+    assert run_outputs([*SMALL_GQA, "--explain", "--by", "line"]).by == "line"
+    with pytest.raises(KernbenchError, match="--speedups prints re-timed figures, not a view: use `kernbench run"):
+        run_outputs([*SMALL_GQA, "--explain", "--speedups"])
     with pytest.raises(KernbenchError, match="add --explain"):
-        run_outputs([*small, "--by", "line"])
+        run_outputs([*SMALL_GQA, "--by", "line"])
+    with pytest.raises(KernbenchError, match="with --what-if the debugger compares the run and its re-timing; --trace is for one run"):
+        run_outputs([*SMALL_GQA, "--what-if", "pe.attrs.tcm_bw_gbps=1024", "--trace", "x.kbtrace"])
+
+
+SMALL_GQA = ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"]
+CHANGE = "pe.attrs.math_elems_per_cycle=16"
+
+
+@sync
+async def test_tui_run_what_if_compares_the_run_and_its_re_timing_on_one_axis():
+    from kernbench.cli import main as kernbench_main
+    from kernbench_tui import cli
+    from kernbench_tui.compare_app import CompareApp
+
+    launched = []
+    assert cli.main(["run", *SMALL_GQA, "--what-if", CHANGE], launch=lambda what: launched.append(what) or 0) == 0
+    (comparison,) = launched
+    (a_text, _a), (b_text, _b) = comparison.sides
+    assert a_text == " ".join(SMALL_GQA) and b_text == f"what if {CHANGE} (re-timed)"
+    app = CompareApp(list(comparison.sides))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        a_side, b_side = app.sides
+        assert not a_side.running and not b_side.running and a_side.error is None and b_side.error is None
+        # B is exactly the run with --set: the re-timing is exact
+        import contextlib
+        import io
+        import json
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert kernbench_main(["run", *SMALL_GQA, "--set", CHANGE, "--json"]) == 0
+        assert b_side.latency_ns == json.loads(out.getvalue())["latency_ns"]
+        assert a_side.latency_ns != b_side.latency_ns
+        text = screen_text(app)
+        assert "what if pe.attrs.math_elems_per_cycle=16 (re-timed)" in text and "B−A" in text
 
 
 @sync
