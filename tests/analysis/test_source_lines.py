@@ -261,3 +261,21 @@ def test_a_compare_side_refuses_the_analyses_it_would_not_do(capsys, flag):
     assert main(["compare", f"{SMALL_GQA} --context 512 {' '.join(flag)}", "gemm-primitive"]) == 2
     err = capsys.readouterr().err
     assert f"{flag[0]} is not taken inside a side" in err
+
+
+def _shipped() -> list[str]:
+    from kernbench.kernels import registry
+
+    return sorted(registry.kernels())
+
+
+@pytest.mark.parametrize("name", _shipped())
+def test_every_shipped_kernels_path_is_all_on_its_own_lines(name):
+    from kernbench.commands.run import prepare
+
+    _spec, _ns, rt, _prep, _params = prepare(name, [])
+    result = rt.run(record=True)
+    lines = result.explain().lines("line")
+    assert sum(lc.ns for lc in lines) == pytest.approx(result.latency_ns, abs=1e-6)
+    assert NO_LINE not in {lc.key for lc in lines}  # every segment's command names its line
+    assert all(lc.file.endswith(".py") and "kernbench/kernels/" in lc.file.replace(os.sep, "/") for lc in lines)
