@@ -14,7 +14,7 @@ from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
 from kernbench.topology.ids import pe_of
 from kernbench_tui.pair import TimelinePair
-from kernbench_tui.source_view import SourceIndex, file_lines, line_key
+from kernbench_tui.source_view import PathLines, SourceIndex, file_lines, line_key
 from kernbench_tui.why import WhyPath, step_pe
 
 # What a navigator moves over: one run's model, or two runs' as one (``kernbench-tui compare``).
@@ -74,6 +74,7 @@ class Navigator(Generic[Model]):
     why_step: int = -1  # the path step last jumped to (``>`` / ``<``); -1: none
     source_line: str | None = None  # ``file:line`` the Source view's ``j`` / ``k`` chose; None: the line at the cursor
     _sources: tuple[object, SourceIndex] | None = field(default=None, repr=False)
+    _path_lines: tuple[WhyPath, PathLines] | None = field(default=None, repr=False)
 
     def toggle_channels(self) -> None:
         """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
@@ -112,6 +113,15 @@ class Navigator(Generic[Model]):
             index = SourceIndex.of(store) if store is not None else SourceIndex({}, {}, {})
             self._sources = (key, index)
         return self._sources[1]
+
+    def path_lines(self) -> PathLines | None:
+        """The critical path per source line (once the path is known), for the time up to the cursor."""
+        why = self.why
+        if why is None:
+            return None
+        if self._path_lines is None or self._path_lines[0] is not why:
+            self._path_lines = (why, PathLines.of(why.attribution))
+        return self._path_lines[1]
 
     def source_current(self) -> str | None:
         """The line the Source view is on: the one ``j`` / ``k`` chose, else the selected span's command's,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernbench.analysis.critical import Attribution
 from kernbench.analysis.lines import LineCost, by_source
 from kernbench.events.source import innermost
 from kernbench.events.store import EventStore
@@ -116,6 +117,39 @@ class SourceIndex:
         return lc.rows[i], i
 
 
+@dataclass(frozen=True, eq=False)
+class PathLines:
+    """The critical path's segments per source line, in time order, to say how much of each line's path
+    time lies before a given instant (the Source view's column that follows the cursor)."""
+
+    spans: dict[str, tuple[list[float], list[float], list[float]]]  # key -> (starts, ends, path ns before each)
+
+    @classmethod
+    def of(cls, attribution: Attribution) -> PathLines:
+        acc: dict[str, tuple[list[float], list[float], list[float]]] = {}
+        total: dict[str, float] = {}
+        for seg in attribution.path:  # (in time order: the path's segments tile [0, latency])
+            f = innermost(seg.src)
+            key = f.where if f is not None else ""
+            starts, ends, before = acc.setdefault(key, ([], [], []))
+            starts.append(seg.start_ns)
+            ends.append(seg.end_ns)
+            before.append(total.get(key, 0.0))
+            total[key] = total.get(key, 0.0) + seg.ns
+        return cls(acc)
+
+    def ns_until(self, key: str, t_ns: float) -> float:
+        """Nanoseconds of the path on ``key``'s commands from 0 to ``t_ns``."""
+        hit = self.spans.get(key)
+        if hit is None:
+            return 0.0
+        starts, ends, before = hit
+        i = bisect.bisect_right(starts, t_ns) - 1
+        if i < 0:
+            return 0.0
+        return before[i] + min(t_ns, ends[i]) - starts[i]
+
+
 def file_lines(path: str) -> list[str]:
     """The lines of a source file as it is now (empty when it cannot be read)."""
     return [line.rstrip("\n") for line in linecache.getlines(path)]
@@ -130,4 +164,4 @@ def heat(attribution_lines: list[LineCost]) -> dict[str, LineCost]:
     return {lc.key: lc for lc in attribution_lines}
 
 
-__all__ = ["NO_SOURCE", "LineCommands", "SourceIndex", "by_source", "file_lines", "heat", "line_key"]
+__all__ = ["NO_SOURCE", "LineCommands", "PathLines", "SourceIndex", "by_source", "file_lines", "heat", "line_key"]

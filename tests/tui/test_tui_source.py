@@ -208,3 +208,20 @@ async def test_a_run_explained_by_line_ends_on_the_source_view():
         await settle(app, pilot)
         assert app.screen.query_one("#panels", TabbedContent).active == "tab-source"
         assert app.nav.why is not None and "lines_kernel.py · line" in screen_text(app)
+
+
+def test_the_by_cursor_column_is_each_lines_path_time_up_to_the_cursor():
+    from kernbench.analysis.critical import attribute
+    from kernbench_tui.source_view import PathLines
+
+    events, _ = load("lines_small")
+    a = attribute(EventStore.from_events(events))
+    until = PathLines.of(a)
+    lines = by_source(a)
+    for lc in lines:
+        assert until.ns_until(lc.key, 0.0) == 0.0
+        assert until.ns_until(lc.key, a.latency_ns) == pytest.approx(lc.ns, abs=1e-9)
+        samples = [until.ns_until(lc.key, a.latency_ns * k / 50) for k in range(51)]
+        assert samples == sorted(samples)
+    for t in (100.0, 500.0, 900.0):  # at any instant the lines share out the path so far
+        assert sum(until.ns_until(lc.key, t) for lc in lines) == pytest.approx(t, abs=1e-6)

@@ -315,7 +315,8 @@ class SourcePanel(Panel):
     """The kernel's source with the critical path's time per line (the heat column).
 
     It follows the cursor: the line the shown PEs last issued a command from
-    at the cursor is marked ``▸`` and kept in sight; the selected span's line
+    at the cursor is marked ``▸`` and kept in sight, and each line's "by
+    cursor" column is its path time from 0 to the cursor; the selected span's line
     (or the one ``j`` / ``k`` chose) is highlighted, and ``enter`` selects its
     next command on the timeline. The heat is the critical path's nanoseconds
     on that line's commands (the path is walked when the tab is first shown).
@@ -340,6 +341,7 @@ class SourcePanel(Panel):
         lines = file_lines(file)
         why = nav.why
         hot = heat(by_source(why.attribution)) if why is not None else {}
+        until = nav.path_lines()
         total = why.latency_ns if why is not None else 0.0
         top = max((lc.ns for lc in hot.values()), default=0.0)
         chosen_n = int(chosen.rpartition(":")[2]) if chosen and chosen.startswith(file + ":") else 0
@@ -349,7 +351,7 @@ class SourcePanel(Panel):
             f"critical path {format_ns(total)}" if why is not None else (self.status or "the heat shows once the critical path is computed")
         )
         text.append(_fit(f"{os.path.basename(file)} · {here} · {path}", width) + "\n", style="bold")
-        text.append(_fit(f"  {'line':>5} {'path ns':>9} {'share':>6} {'':8} code", width) + "\n", style="bold")
+        text.append(_fit(f"  {'line':>5} {'path ns':>9} {'share':>6} {'':8} {'by cursor':>9}  code", width) + "\n", style="bold")
         rows = max(1, height - 3)
         if not lines:
             text.append(_fit(f"(cannot read {file})", width) + "\n", style="italic")
@@ -362,8 +364,9 @@ class SourcePanel(Panel):
             ns = f"{lc.ns:>9,.1f}" if lc is not None else (f"{'·':>9}" if issued else " " * 9)
             share = f"{lc.ns / total:>6.1%}" if lc is not None and total > 0 else " " * 6
             bar = _bar(lc.ns / top if lc is not None and top > 0 else 0.0, 8)
+            so_far = f"{until.ns_until(line_key(file, n), nav.cursor_ns):>9,.1f}" if lc is not None and until is not None else " " * 9
             mark = "▸" if n == cursor_n else " "
-            line = f"{mark} {n:>5} {ns} {share} {bar} {lines[n - 1]}"
+            line = f"{mark} {n:>5} {ns} {share} {bar} {so_far}  {lines[n - 1]}"
             style = "bold reverse" if n == chosen_n else ("bold" if n == cursor_n else ("" if issued else "dim"))
             text.append(_fit(line, width) + "\n", style=style)
         count = len(index.lines[line_key(file, chosen_n)].rows) if chosen_n and line_key(file, chosen_n) in index.lines else 0
