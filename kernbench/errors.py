@@ -59,6 +59,10 @@ class NotRecordedError(ValueError, KernbenchError):
     """A run's events were asked for (a trace, an explanation) but the run did not record them."""
 
 
+class RetimeError(KernbenchError):
+    """A recorded run cannot be re-timed honestly (its kernel read simulated time), or a what-if is malformed."""
+
+
 class OutputPathError(KernbenchError):
     """An output file cannot be written where asked (checked before any work)."""
 

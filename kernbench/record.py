@@ -106,12 +106,31 @@ FIELDS: tuple[Field, ...] = (
         "object|null",
         "",
         "with `--explain`: the critical path's nanoseconds `by_cause` and `by_component_kind` (each sums to latency_ns), "
-        "the `top` components and the `path` itself (see docs/critical-path.md)",
+        "the `top` components, the path's time per source line (`by_line`) and function (`by_function`) of the kernel's "
+        "files (each sums to latency_ns) and the `path` itself (see docs/critical-path.md, docs/lines.md)",
+    ),
+    Field(
+        "what_if",
+        "object|null",
+        "",
+        "with `--what-if`: the `changes`, the re-timed `latency_ns`, `delta_ns`, and the time `by_cause` and `by_line` "
+        "before and after (docs/lines.md)",
+    ),
+    Field(
+        "speedups",
+        "object|null",
+        "",
+        "with `--explain --speedups`: per top line of the critical path (`lines`), the run's gain in ns if its work took "
+        "no time and half its time, found by re-timing (docs/lines.md)",
     ),
 )
 NAMES = tuple(f.name for f in FIELDS)
 #: what says which run it was rather than what it measured (a sweep row's swept values say it there)
 CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "fidelity", "variant", "params", "overrides", "topology_digest")
+
+
+#: analyses a record holds only when asked for (null otherwise; a sweep row leaves them out then)
+OPTIONAL_ANALYSES = ("attribution", "what_if", "speedups")
 
 
 def _number(v: Any) -> bool:
@@ -138,6 +157,8 @@ def record(
     attribution: Mapping[str, Any] | None = None,
     figures: Mapping[str, Any] | None = None,
     fidelity: str = "paper",
+    what_if: Mapping[str, Any] | None = None,
+    speedups: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A run record, its numbers rounded as every output shows them (ns to 1e-6, percents to 1e-3)."""
     span = latency_ns * pes
@@ -162,6 +183,8 @@ def record(
         "engine_busy_ns": {e: round(v, 6) for e, v in engine_busy_ns.items()},
         "engine_util_pct": {e: round(100.0 * v / span if span > 0 else 0.0, 3) for e, v in engine_busy_ns.items()},
         "attribution": dict(attribution) if attribution is not None else None,
+        "what_if": dict(what_if) if what_if is not None else None,
+        "speedups": dict(speedups) if speedups is not None else None,
     }
     for key, value in (figures or {}).items():
         if key in out:
@@ -173,13 +196,13 @@ def record(
 def flatten(rec: Mapping[str, Any]) -> dict[str, Any]:
     """A record's measurements as one flat row (a sweep's): nested objects as ``parent.key`` columns,
     lists left out; the context (:data:`CONTEXT`: which kernel, topology, options) left out, as the
-    sweep and the row's swept values say it, and an absent ``attribution`` too."""
+    sweep and the row's swept values say it, and absent analyses (``attribution``, ``what_if``, ``speedups``) too."""
     return dict(_flat(rec, "", top=True))
 
 
 def _flat(obj: Mapping[str, Any], prefix: str, top: bool = False) -> Iterator[tuple[str, Any]]:
     for key, value in obj.items():
-        if top and (key in CONTEXT or (key == "attribution" and value is None)):
+        if top and (key in CONTEXT or (key in OPTIONAL_ANALYSES and value is None)):
             continue
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):

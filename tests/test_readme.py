@@ -45,6 +45,17 @@ def test_the_debugger_capture_is_the_snapshot_and_says_how_to_get_there():
     assert f"```text\n{snapshot}\n```" in page and "`g 200`" in page.split(snapshot, 1)[0]
 
 
+def test_the_source_view_capture_is_lines_of_its_snapshot_in_order():
+    snapshot = [line[24:] for line in (ROOT / "snapshots" / "tui" / "source_view.txt").read_text().splitlines()]
+    _, _, rest = README.partition("- **Source** (`7`)")
+    assert rest, "README's debugger section shows the Source view"
+    capture = rest.split("```text\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert len(capture) >= 8 and "critical path" in capture[0]
+    at = 0
+    for line in capture:  # each captured line is the snapshot's (its gutter left out), in the snapshot's order
+        at = snapshot.index(line, at) + 1
+
+
 def test_every_relative_link_resolves_and_there_is_a_license():
     links = re.findall(r"\]\(([^)#]+)\)", README)
     local = [link for link in links if "://" not in link]

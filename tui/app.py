@@ -57,6 +57,8 @@ class RunOutputs:
     trace: str | None = None
     perfetto: str | None = None
     explain: bool = False
+    by: str = "cause"  # --explain --by line / function: the Source view (its heat per line) rather than the Why panel
+    what_if: tuple[str, ...] = ()  # --what-if: not this app but a comparison of the run and its re-timing (kernbench_tui.cli)
 
 
 class KernbenchApp(App[None]):
@@ -225,7 +227,7 @@ class KernbenchApp(App[None]):
         self._write_outputs(partial=False)
         if self.outputs.explain:
             self.main.action_critical_path()
-            self.main.action_panel("why")
+            self.main.action_panel("source" if self.outputs.by in ("line", "function") else "why")
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._source_done()

@@ -4,6 +4,7 @@
 
     kernbench-tui                       # default GQA decode (opt2), live
     kernbench-tui run KERNEL [OPTS…]    # same options as `kernbench run`
+    kernbench-tui run KERNEL --what-if CHANGE  # the run and its re-timing under CHANGE, on one axis
     kernbench-tui open run.kbtrace      # a saved trace
     kernbench-tui compare A B           # two runs on one axis; each a .kbtrace or "KERNEL [OPTS…]"
     kernbench-tui demo [--pes N]        # the synthetic run (no simulator needed)
@@ -66,8 +67,9 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
 def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
     """Everything about ``kernbench-tui run`` that can fail before the app starts: the kernel name, its
     options (also against the topology), the topology itself, the output paths. ``--trace``, ``--perfetto``
-    and ``--explain`` are honoured (files written, the critical path shown once the run ends); ``--json``,
-    text for scripts, is refused."""
+    and ``--explain`` are honoured (files written, the critical path shown once the run ends: with ``--by line``
+    or ``function`` in the Source view); with ``--what-if`` the run and its re-timing open side by side
+    (:func:`what_if_comparison`); ``--json`` and ``--speedups``, text for scripts, are refused."""
     from kernbench.commands.run import check_run
     from kernbench_tui.app import RunOutputs
 
@@ -78,7 +80,18 @@ def run_outputs(run_argv: Sequence[str]) -> RunOutputs:
         raise KernbenchError(
             f"kernbench-tui run: --json prints a run record for scripts, not a view: use `kernbench run {shlex.join(run_argv)}`"
         )
-    return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain)
+    if ns.speedups:
+        raise KernbenchError(
+            f"kernbench-tui run: --speedups prints re-timed figures, not a view: use `kernbench run {shlex.join(run_argv)}`"
+        )
+    if ns.what_if:
+        for flag, given in (("--trace", ns.trace), ("--perfetto", ns.perfetto), ("--explain", ns.explain)):
+            if given:
+                raise KernbenchError(
+                    f"kernbench-tui run: with --what-if the debugger compares the run and its re-timing; {flag} is for one run "
+                    f"(use `kernbench run … --what-if … {flag} …`)"
+                )
+    return RunOutputs(trace=ns.trace, perfetto=ns.perfetto, explain=ns.explain, by=ns.by, what_if=tuple(ns.what_if))
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,34 @@ def _side_source(label: str, text: str) -> Source | WholeTraceSource:
         return TraceFileSource(side.path, trace)
     except SideError as exc:
         raise KernbenchError(f"compare {label}: {exc}") from None
+
+
+def what_if_comparison(run_argv: Sequence[str], changes: Sequence[str]) -> Comparison:
+    """``kernbench-tui run KERNEL … --what-if CHANGE``: the run (simulated in this process, events recorded) as A
+    and its commands re-timed under the changes as B, on one time axis (the compare view)."""
+    from kernbench.commands.run import WhatIfPair
+    from kernbench_tui.sources import OpenedSource
+
+    pair = WhatIfPair(list(run_argv))
+    b_text = f"what if {', '.join(changes)} (re-timed)"
+    sides = (
+        (shlex.join(_without_what_if(list(run_argv))), OpenedSource(pair.base, "the run")),
+        (b_text, OpenedSource(pair.retimed, "re-timed")),
+    )
+    return Comparison(sides)
+
+
+def _without_what_if(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--what-if":
+            skip = True
+        elif not arg.startswith("--what-if="):
+            out.append(arg)
+    return out
 
 
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
@@ -259,6 +300,8 @@ def _launchable(args: argparse.Namespace) -> Launchable:
                 "kernbench-tui run: name a kernel: a shipped one (`kernbench run --list`) or a kernel file, path/to/file.py[:NAME]"
             )
         run_argv = [args.kernel, *args.options]
+        if any(a == "--what-if" or a.startswith("--what-if=") for a in args.options):
+            return what_if_comparison(run_argv, run_outputs(run_argv).what_if)
         source = _simulation_source(run_argv)
         return RunLaunch(source, run_outputs(run_argv))
     try:

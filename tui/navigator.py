@@ -12,7 +12,9 @@ from typing import Any, Generic, TypeVar
 
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
+from kernbench.topology.ids import pe_of
 from kernbench_tui.pair import TimelinePair
+from kernbench_tui.source_view import PathLines, SourceIndex, file_lines, line_key
 from kernbench_tui.why import WhyPath, step_pe
 
 # What a navigator moves over: one run's model, or two runs' as one (``kernbench-tui compare``).
@@ -50,6 +52,7 @@ class ViewState:
     why: WhyPath | None = None  # the critical path, once computed (compared by identity)
     overlay: bool = False  # the path drawn over the lanes and marked in the panels (``c``)
     why_step: int = -1  # the path step the Why panel is on (``>`` / ``<``); -1: none
+    source_line: str | None = None  # the Source view's chosen line (``j`` / ``k``); None: it follows the cursor
 
 
 @dataclass
@@ -69,6 +72,9 @@ class Navigator(Generic[Model]):
     why: WhyPath | None = None  # the recording's critical path, once computed (the screen computes it)
     overlay: bool = False  # draw the path over the lanes, mark it in the panels (``c``)
     why_step: int = -1  # the path step last jumped to (``>`` / ``<``); -1: none
+    source_line: str | None = None  # ``file:line`` the Source view's ``j`` / ``k`` chose; None: the line at the cursor
+    _sources: tuple[object, SourceIndex] | None = field(default=None, repr=False)
+    _path_lines: tuple[WhyPath, PathLines] | None = field(default=None, repr=False)
 
     def toggle_channels(self) -> None:
         """Show / hide the HBM pseudo-channel lanes of the shown PEs (``h``)."""
@@ -89,6 +95,7 @@ class Navigator(Generic[Model]):
             self.why,
             self.overlay,
             self.why_step,
+            self.source_line,
         )
 
     # ----------------------------------------------------------- critical path
@@ -96,6 +103,75 @@ class Navigator(Generic[Model]):
         """The critical path is known: keep it, and (``overlay``) draw it."""
         self.why = why
         self.overlay = overlay
+
+    # ----------------------------------------------------------- source lines
+    def sources(self) -> SourceIndex:
+        """The recording's commands by source line (built once per version of the store)."""
+        key = data_key(self.model)
+        if self._sources is None or self._sources[0] != key:
+            store = getattr(self.model, "store", None)
+            index = SourceIndex.of(store) if store is not None else SourceIndex({}, {}, {})
+            self._sources = (key, index)
+        return self._sources[1]
+
+    def path_lines(self) -> PathLines | None:
+        """The critical path per source line (once the path is known), for the time up to the cursor."""
+        why = self.why
+        if why is None:
+            return None
+        if self._path_lines is None or self._path_lines[0] is not why:
+            self._path_lines = (why, PathLines.of(why.attribution))
+        return self._path_lines[1]
+
+    def source_current(self) -> str | None:
+        """The line the Source view is on: the one ``j`` / ``k`` chose, else the selected span's command's,
+        else the line the shown PEs last issued a command from at the cursor."""
+        if self.source_line is not None:
+            return self.source_line
+        index = self.sources()
+        return index.line_of(self.selected) or index.line_at(self.cursor_ns, self.pes)
+
+    def source_move(self, direction: int) -> bool:
+        """Move the Source view's line up (-1) or down (+1) in its file (``k`` / ``j``)."""
+        index = self.sources()
+        cur = self.source_current()
+        if cur is None:
+            files = index.files()
+            if not files:
+                return False
+            first = min(lc.line for lc in index.lines.values() if lc.file == files[0])
+            self.source_line = line_key(files[0], first)
+            return True
+        file, _, n = cur.rpartition(":")
+        last = max(len(file_lines(file)), int(n))
+        self.source_line = line_key(file, min(max(1, int(n) + direction), last))
+        return True
+
+    def source_follow(self) -> None:
+        """The Source view follows the cursor again."""
+        self.source_line = None
+
+    def select_line_command(self) -> tuple[int, int] | None:
+        """Select the next command (after the cursor) the Source view's line issued, put the cursor at its start
+        and show its PE (``enter``); again for the one after. ``(its number, how many)``; None when the line issued none."""
+        key = self.source_current()
+        index = self.sources()
+        hit = None if key is None else index.next_command(key, self.cursor_ns, self.selected)
+        if key is None or hit is None:
+            return None
+        row, i = hit
+        store = getattr(self.model, "store", None)
+        assert store is not None  # (a line with commands: a single run's store)
+        event = store.event(row)
+        self.source_line = key
+        self.selected = event
+        self.follow = False
+        self.show_range(event.t_ns, event.end_ns)
+        self.cursor_ns = event.t_ns
+        pe = pe_of(event.component)
+        if pe is not None and pe not in self.pes:
+            self.pes.append(pe)
+        return i + 1, len(index.lines[key].rows)
 
     def toggle_overlay(self) -> None:
         """Draw / stop drawing the critical path over the lanes (``c``, once it is known)."""
@@ -200,8 +276,9 @@ class Navigator(Generic[Model]):
         return True
 
     def select(self, event: Event, at_ns: float) -> None:
-        """Select ``event`` (a clicked span) and put the cursor where it was clicked."""
+        """Select ``event`` (a clicked span) and put the cursor where it was clicked (the Source view follows it)."""
         self.selected = event
+        self.source_line = None
         self.goto(at_ns)
 
     def step(self, direction: int) -> None:

@@ -66,6 +66,18 @@ class WholeTraceSource(Protocol):
     def open(self) -> Trace: ...
 
 
+class OpenedSource:
+    """A whole trace made when it is first opened (``open_trace()``, on the app's worker thread): one side of
+    ``kernbench-tui run … --what-if`` — the run, or its re-timing."""
+
+    def __init__(self, open_trace: Callable[[], Trace], description: str) -> None:
+        self._open = open_trace
+        self.description = description
+
+    def open(self) -> Trace:
+        return self._open()
+
+
 class CallableSource:
     """Runs ``fn(bus)`` and forwards what it publishes in batches.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from kernbench.events.store import EventStore
 from kernbench.events.types import ENGINE_TABLE, Event, EventKind
 from kernbench.pe.opkinds import OP_KINDS
 from kernbench.topology.ids import pe_of
+
+if TYPE_CHECKING:
+    from kernbench.analysis.lines import LineCost
 
 #: cause of an engine span by the lane it is on
 LANE_CAUSE = {e.lane: e.cause for e in ENGINE_TABLE} | {"tcm": "tcm port"}  # (a DMA reading TCM's port)
@@ -61,6 +64,7 @@ class Segment:
     via: str  # why it started then: what it followed on the path
     behind: int = -1  # queueing: the corr id it waited behind
     span_component: str = ""  # the span it is part of: its own component, or (a transfer's part) the transfer's lane
+    src: str = ""  # the kernel source site of the command it belongs to (kernbench.events.source; "" unknown)
 
     @property
     def ns(self) -> float:
@@ -92,17 +96,29 @@ class Attribution:
     by_component_kind: dict[str, float] = field(default_factory=dict)
     by_component: dict[tuple[str, str], float] = field(default_factory=dict)
 
+    def lines(self, by: str = "line") -> list[LineCost]:
+        """The path's time per source line (``by="function"``: per function) of the kernel, most first
+        (:func:`kernbench.analysis.lines.by_source`); their ns sum to the latency."""
+        from kernbench.analysis.lines import by_source
+
+        if by not in ("line", "function"):
+            raise ValueError(f"lines by {by!r}: by is 'line' or 'function'")
+        return by_source(self, "line" if by == "line" else "function")
+
     def top(self, n: int = 10) -> list[tuple[str, str, float]]:
         """The ``n`` (component, cause) pairs with the most nanoseconds on the path."""
         ranked = sorted(self.by_component.items(), key=lambda kv: (-kv[1], kv[0]))
         return [(c, cause, ns) for (c, cause), ns in ranked[:n]]
 
     def as_json(self, path_limit: int | None = None) -> dict[str, object]:
+        from kernbench.analysis.lines import lines_json
+
         path = self.path if path_limit is None else self.path[:path_limit]
         return {
             "by_cause": {k: round(v, 9) for k, v in self.by_cause.items()},
             "by_component_kind": {k: round(v, 9) for k, v in self.by_component_kind.items()},
             "top": [{"component": c, "cause": cause, "ns": round(ns, 9)} for c, cause, ns in self.top()],
+            **lines_json(self),
             "path": [s.as_json() for s in compact(path)],
         }
 
@@ -158,6 +174,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
     ends_last = np.flatnonzero(on_path & (end == last_end))
     row = int(ends_last[np.argmax(seq[ends_last])])
     children = _transit_children(store, kind, pred, row_of)
+    sites = _command_sites(store, cols)
     walk: list[tuple[int, str]] = []  # (row, how it was reached) from the end back to the start
     while True:
         walk.append((row, "start"))
@@ -187,8 +204,17 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
         row = prow
     segments: list[Segment] = []
     for row, via in reversed(walk):
-        segments.extend(_segments(store, cols, row, via, children.get(row)))
+        segments.extend(_segments(store, cols, row, via, children.get(row), sites))
     return segments
+
+
+def _command_sites(store: EventStore, cols: dict[str, np.ndarray]) -> dict[int, str]:
+    """corr id → the source site of the command: its DISPATCH names it, and every span of the command
+    (its hand-off, stages, transfers and their parts) shares the DISPATCH's corr id."""
+    src = cols["src"]
+    rows = np.flatnonzero((cols["kind"] == int(EventKind.DISPATCH)) & (src > 0))
+    strings = store.strings
+    return {int(c): strings[int(s)] for c, s in zip(cols["corr_id"][rows].tolist(), src[rows].tolist(), strict=True)}
 
 
 def _rows_by_seq(seq: np.ndarray) -> Callable[[Any], Any]:
@@ -226,9 +252,13 @@ def _via(store: EventStore, cols: dict[str, np.ndarray], row: int, prow: int) ->
     return f"data from corr {int(cols['corr_id'][prow])}"
 
 
-def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str, parts: list[int] | None) -> list[Segment]:
+def _segments(
+    store: EventStore, cols: dict[str, np.ndarray], row: int, via: str, parts: list[int] | None, sites: dict[int, str]
+) -> list[Segment]:
     comp = store.components[int(cols["component"][row])]
     corr = int(cols["corr_id"][row])
+    own = int(cols["src"][row])
+    src = store.strings[own] if own else sites.get(corr, "")
     label = store.strings[int(cols["label"][row])]
     pe = pe_of(comp)
     lane = comp[len(pe) + 1 :] if pe else comp
@@ -239,7 +269,7 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
     kind = LANE_KIND.get(lane, "node")
     if not parts:
         t0, t1 = float(cols["t_ns"][row]), float(cols["end_ns"][row])
-        return [Segment(t0, t1, comp, cause, kind, corr, label, via, span_component=comp)] if t1 > t0 else []
+        return [Segment(t0, t1, comp, cause, kind, corr, label, via, span_component=comp, src=src)] if t1 > t0 else []
     out: list[Segment] = []
     for r in parts:
         t0, t1 = float(cols["t_ns"][r]), float(cols["end_ns"][r])
@@ -257,6 +287,7 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
                 via if not out else "transfer",
                 int(cols["value"][r]),
                 comp,
+                src,
             )
         )
     return out
@@ -304,6 +335,7 @@ def compact(path: Iterable[Segment]) -> list[Segment]:
                 prev.via,
                 prev.behind,
                 prev.span_component,
+                prev.src,
             )
         else:
             out.append(s)

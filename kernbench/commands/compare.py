@@ -237,8 +237,40 @@ def delta(a: RunSummary, b: RunSummary) -> dict[str, object]:
             "by_cause": _sub(b.attribution.by_cause, a.attribution.by_cause, 6),
             "by_component_kind": _sub(b.attribution.by_component_kind, a.attribution.by_component_kind, 6),
             "by_component": [{"component": c, "cause": cause, "ns": ns} for (c, cause), ns in _component_changes(a, b)],
+            "by_line": _line_changes(a, b),
         }
     return out
+
+
+def _line_changes(a: RunSummary, b: RunSummary) -> list[dict[str, object]] | None:
+    """Per source line, A's and B's time on the critical path and B − A, most moved first — when both sides
+    ran the same file(s) (their lines name the same files); None otherwise (line 42 of two files is not one line)."""
+    from kernbench.analysis.lines import NO_LINE, by_source
+
+    assert a.attribution is not None and b.attribution is not None
+    la = {lc.key: lc for lc in by_source(a.attribution)}
+    lb = {lc.key: lc for lc in by_source(b.attribution)}
+    files_a = {lc.file for k, lc in la.items() if k != NO_LINE}
+    files_b = {lc.file for k, lc in lb.items() if k != NO_LINE}
+    if not files_a or files_a != files_b:
+        return None
+    keys = sorted(set(la) | set(lb), key=lambda k: (-abs(_ns(lb, k) - _ns(la, k)), k))
+    return [
+        {
+            "name": (la.get(k) or lb[k]).name,
+            "key": k,
+            "a_ns": _round(_ns(la, k), 6),
+            "b_ns": _round(_ns(lb, k), 6),
+            "ns": _round(_ns(lb, k) - _ns(la, k), 6),
+            "text": (la.get(k) or lb[k]).text,
+        }
+        for k in keys
+    ]
+
+
+def _ns(lines: Mapping[str, Any], key: str) -> float:
+    lc = lines.get(key)
+    return float(lc.ns) if lc is not None else 0.0
 
 
 def _component_changes(a: RunSummary, b: RunSummary) -> list[tuple[tuple[str, str], float]]:
@@ -290,6 +322,15 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
         t.add_row(comp, cause, _delta(ns))
     if not changes:
         t.add_row("(none: the paths spend the same time everywhere)", "", "")
+    console.print(t)
+    lines = _line_changes(a, b)
+    if lines is None:
+        console.print("no per-line delta: the sides do not run the same kernel file(s)")
+        return buf.getvalue()
+    t = _table(f"critical path by source line (the same file on both sides; the top {TOP_CHANGES} that moved)", ("A ns", "B ns", "B − A"))
+    t.add_column("code", no_wrap=True, overflow="ellipsis", max_width=36)
+    for row in lines[:TOP_CHANGES]:
+        t.add_row(str(row["name"]), f"{row['a_ns']:,.3f}", f"{row['b_ns']:,.3f}", _delta(float(str(row["ns"]))), str(row["text"]))
     console.print(t)
     return buf.getvalue()
 

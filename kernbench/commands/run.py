@@ -40,7 +40,7 @@ from kernbench.runtime.api import RunResult, Runtime
 
 if TYPE_CHECKING:
     from kernbench.analysis.critical import Attribution
-    from kernbench.events.tracefile import TraceMetadata
+    from kernbench.events.tracefile import Trace, TraceMetadata
 
 ENGINE_NAMES = {e.lane: e.title for e in ENGINE_TABLE}
 
@@ -85,6 +85,31 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--explain",
         dict(action="store_true", help="attribute every ns of the latency along the critical path (by cause, component kind, component)"),
+    ),
+    (
+        "--by",
+        dict(
+            choices=("cause", "line", "function"),
+            default="cause",
+            help="with --explain: lead with the path's time per cause (default), or per source line / function of the kernel",
+        ),
+    ),
+    (
+        "--speedups",
+        dict(
+            action="store_true",
+            help="with --explain: for the top lines of the path, the run's gain if their work took no time and half the time (re-timed)",
+        ),
+    ),
+    (
+        "--what-if",
+        dict(
+            dest="what_if",
+            action="append",
+            default=[],
+            metavar="CHANGE",
+            help="re-time the recorded commands without running the kernel again: KEY.PATH=VALUE, line:N*F, engine:KIND*F (repeatable)",
+        ),
     ),
     (
         "--timing",
@@ -254,6 +279,13 @@ def _checked(
     spec = registry.get(kernel)
     ns = parse_kernel_args(spec, argv, command, kernel)
     params, given = kernel_params(spec, ns)
+    check_analyses(ns, command)
+    if ns.what_if:  # a parameter change is checked before the run, as --set is (then on its own, the run's topology without it)
+        from kernbench.analysis.whatif import parse_what_ifs
+
+        changed = parse_what_ifs(ns.what_if, None).overrides
+        if changed:
+            load_spec(ns.topology or spec.default_topology, [*ns.overrides, *changed])
     topology = load_spec(ns.topology or spec.default_topology, ns.overrides)
     check_size(topology)
     spec.validate(params, pe_count(topology), given)
@@ -261,6 +293,14 @@ def _checked(
     partials = [(f"{flag} (its .partial file)", _partial(p)) for flag, p in outputs if p]
     check_outputs(outputs + partials, inputs=[source_file(ns.topology or spec.default_topology), *map(Path, spec.inputs)])
     return spec, ns, params, topology
+
+
+def check_analyses(ns: argparse.Namespace, command: str) -> None:
+    """``--by`` and ``--speedups`` say how to explain: without ``--explain`` they would do nothing."""
+    if ns.by != "cause" and not ns.explain:
+        raise KernbenchError(f"{command}: --by {ns.by} says how --explain reads the critical path: add --explain")
+    if ns.speedups and not ns.explain:
+        raise KernbenchError(f"{command}: --speedups ranks the lines of the critical path --explain finds: add --explain")
 
 
 def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse.Namespace, Runtime, registry.Prepared, registry.Params]:
@@ -340,6 +380,8 @@ def report(
     params: registry.Params,
     attribution: Attribution | None = None,
     overrides: Sequence[str] = (),
+    what_if: dict[str, Any] | None = None,
+    speedups: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run record (:mod:`kernbench.record`) of a finished run: ``kernbench run --json``'s object
     (``overrides``: the ``--set`` texts the topology was resolved with)."""
@@ -352,6 +394,8 @@ def report(
         max_abs_err=max_error(spec, prepared),
         attribution=attribution,
         figures=_figures(spec, users_code(spec, "summary", lambda: prepared.summary(result))),
+        what_if=what_if,
+        speedups=speedups,
     )
 
 
@@ -405,7 +449,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name}\t{spec.description}")
         return 0
     spec, ns, rt, prepared, params = prepare(args.kernel, _common_argv(args) + list(args.options))
-    need_events = bool(ns.trace or ns.perfetto or ns.explain)
+    need_events = bool(ns.trace or ns.perfetto or ns.explain or ns.what_if)
     try:
         with run_progress(spec.name, stderr_is_terminal() and not ns.json) as progress:  # a TTY only, after ~1 s
             result = rt.run(record=need_events, limits=limits_of(ns), progress=progress)
@@ -421,10 +465,11 @@ def run(args: argparse.Namespace) -> int:
         raise
     show = stderr_is_terminal() and not ns.json
     attribution = None
-    if ns.explain:
+    if ns.explain or ns.what_if:
         with working("attributing the latency along the critical path", show):
             attribution = result.explain()
-    data = report(spec, rt, prepared, result, params, attribution, ns.overrides)
+    what_if, speedups = _retimed(ns, rt, result, attribution, show)
+    data = report(spec, rt, prepared, result, params, attribution if ns.explain else None, ns.overrides, what_if, speedups)
     if ns.trace or ns.perfetto:
         meta = _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data))
         with working(f"writing {' and '.join(p for p in (ns.trace, ns.perfetto) if p)} ({len(result.events or []):,} events)", show):
@@ -433,12 +478,36 @@ def run(args: argparse.Namespace) -> int:
         print(to_json(data, indent=2, sort_keys=False))
     else:
         print_report(data)
-        if attribution is not None:
-            from kernbench.analysis.explain import explain_text
+        from kernbench.analysis.explain import explain_text, speedups_text, what_if_text
 
+        if attribution is not None and ns.explain:
             print()
-            print(explain_text(attribution), end="")
+            print(explain_text(attribution, by=ns.by), end="")
+        if speedups is not None:
+            print()
+            print(speedups_text(speedups), end="")
+        if what_if is not None:
+            print()
+            print(what_if_text(what_if), end="")
     return 0
+
+
+def _retimed(
+    ns: argparse.Namespace, rt: Runtime, result: RunResult, attribution: Attribution | None, show: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``--what-if``'s and ``--speedups``' records: the run's commands re-timed, its kernel not run again."""
+    from kernbench.analysis.whatif import deltas_json, parse_what_ifs, retime, speedups
+
+    what_if = spd = None
+    if ns.speedups and attribution is not None:
+        with working("re-timing the top lines of the critical path at zero and half their time", show):
+            rows = speedups(rt, result, attribution)
+        spd = {"latency_ns": round(result.latency_ns, 6), "lines": [r.as_json(result.latency_ns) for r in rows]}
+    if ns.what_if and attribution is not None:
+        what = parse_what_ifs(ns.what_if, result)
+        with working(f"re-timing the recorded commands ({', '.join(ns.what_if)})", show):
+            what_if = deltas_json(attribution, retime(rt, result, what))
+    return what_if, spd
 
 
 def _listed(kernel: str | None) -> dict[str, registry.KernelSpec]:
@@ -574,3 +643,54 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
         return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared), overrides=ns.overrides)
 
     return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)
+
+
+class WhatIfPair:
+    """For ``kernbench-tui run KERNEL … --what-if CHANGE``: the run (events recorded, in this process) and
+    its re-timing under the changes, each as a trace; the run happens once, whichever side asks first
+    (the debugger's two sides load on two threads)."""
+
+    def __init__(self, argv: list[str], command: str = "kernbench-tui run") -> None:
+        """Everything is checked here (options, topology, the changes); the kernel is set up and run later,
+        on the first side's thread."""
+        import threading
+
+        self.argv = list(argv)
+        _spec, self.ns, _params = check_run(argv[0], self.argv[1:], command)
+        self._lock = threading.Lock()
+        self._base: tuple[Runtime, RunResult, TraceMetadata] | None = None
+        self.retime_s: float | None = None  # wall seconds the re-timing took (shown, never recorded)
+
+    def base(self) -> Trace:
+        """The run itself."""
+        from kernbench.events.tracefile import Trace
+
+        _rt, result, meta = self._run()
+        return Trace(result.store(), meta)
+
+    def retimed(self) -> Trace:
+        """The run's commands re-timed under the changes (the kernel does not run again)."""
+        import time
+
+        from kernbench.analysis.whatif import parse_what_ifs
+        from kernbench.events.tracefile import Trace
+
+        rt, result, meta = self._run()
+        what = parse_what_ifs(self.ns.what_if, result)
+        t = time.perf_counter()
+        new = rt.replay(result, overrides=list(what.overrides), record=True, scale=what.scale())
+        self.retime_s = time.perf_counter() - t
+        extra = {**meta.extra, "what_if": list(self.ns.what_if), "before_ns": result.latency_ns}
+        return Trace(new.store(), type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra))
+
+    def _run(self) -> tuple[Runtime, RunResult, TraceMetadata]:
+        with self._lock:
+            if self._base is None:
+                spec, ns, rt, prepared, params = prepare(self.argv[0], self.argv[1:])
+                result = rt.run(record=True, limits=limits_of(ns))
+                self._base = (
+                    rt,
+                    result,
+                    _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared), overrides=ns.overrides),
+                )
+            return self._base

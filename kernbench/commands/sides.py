@@ -95,6 +95,14 @@ def _is_a_file(path: str) -> bool:
         return False
 
 
+#: kernbench run's analyses that a side of compare would not do
+_NOT_IN_A_SIDE = {
+    "--what-if": "compare runs both sides in full: re-time one run with `kernbench run … --what-if`",
+    "--speedups": "compare attributes both sides, per line too: ask for speedups with `kernbench run … --explain --speedups`",
+    "--by": "compare shows the path by cause and, when both sides run one file, by line",
+}
+
+
 def check_side(side: Side, *, saves: bool = True) -> Trace | argparse.Namespace:
     """Everything about a side that can fail before it runs: the trace file (opened and
     validated) or the kernel, its options and its topology. Raises :class:`SideError`.
@@ -110,6 +118,9 @@ def check_side(side: Side, *, saves: bool = True) -> Trace | argparse.Namespace:
             return open_trace(side.path)
         from kernbench.commands.run import check_run
 
+        for flag, why in _NOT_IN_A_SIDE.items():  # (before the options are read: --by and --speedups would ask for --explain)
+            if any(opt == flag or opt.startswith(flag + "=") for opt in side.options):
+                raise SideError(f"{side.text}: {flag} is not taken inside a side ({why})")
         _spec, ns, _params = check_run(side.kernel, side.options)
         refused = [("json", "give --json to compare itself"), ("explain", "compare attributes both sides always")]
         if not saves:

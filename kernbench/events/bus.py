@@ -48,10 +48,11 @@ class Bus:
         value: float = 0.0,
         detail: str = "",
         pred: int = -1,
+        src: str = "",
     ) -> int:
         """Build and publish one event (call only when :attr:`active`); its ``seq``."""
         seq = self._seq
-        event = Event(t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred)
+        event = Event(t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred, src)
         self._seq = seq + 1
         for fn in self._subscribers:
             fn(event)

@@ -10,6 +10,11 @@ Open the file in https://ui.perfetto.dev or ``chrome://tracing``:
 * spans become complete (``"X"``) events, instants become ``"i"`` events,
   FIFO depths (QUEUE_DEPTH) become counter (``"C"``) tracks named after the
   edge, for the demo and real kernels alike;
+* a command's DISPATCH (and a ``tl.cycles``) carries the kernel source line
+  that issued it in its args (``src``: ``file:line in function``, ``stack``:
+  the calls through the user's helpers, :mod:`kernbench.events.source`), and
+  each PE has a ``source lines`` thread: one slice per dispatch, named
+  ``file.py:LINE``, so the kernel's lines read along the timeline;
 * a transfer's EDGE_BUSY hops, joined by ``corr_id``, are linked with flow
   events (``"s"`` on the first hop, ``"t"`` on the middle ones, ``"f"`` on the
   last) whose ``id`` is the ``corr_id``.
@@ -36,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.events.source import parse_site
 from kernbench.events.store import EventStore, is_span_kind
 from kernbench.events.timeline import natural_key
 from kernbench.events.tracefile import TraceMetadata
@@ -44,6 +50,7 @@ from kernbench.outputs import write_atomic
 from kernbench.topology.ids import pe_of
 
 LINKS_PROCESS = "links"
+SOURCE_THREAD = "source lines"
 
 
 def pack_tracks(spans: list[tuple[int, int, int]]) -> tuple[dict[int, int], int]:
@@ -164,6 +171,8 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
             args["detail"] = store.strings[cols["detail"][row]]
         if label:
             args["label"] = label
+        if cols["src"][row]:
+            args.update(_source_args(store.strings[cols["src"][row]]))
         name = label or kind.name.lower()
         if row in track:
             events.append(
@@ -185,6 +194,7 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
                 {"ph": "i", "s": "t", "name": name, "cat": kind.name.lower(), "ts": _us(start[row]), "pid": pid, "tid": tid, "args": args}
             )
     events.extend(counters.values())
+    events.extend(_source_track(store, cols, start, end, tracks))
     for corr in sorted(hops):
         chain = hops[corr]
         if len(chain) < 2:
@@ -205,6 +215,51 @@ def perfetto_trace(store: EventStore, metadata: TraceMetadata | None = None) -> 
             **{f"extra.{k}": v for k, v in sorted(metadata.extra.items())},
         )
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+
+def _source_args(src: str) -> dict[str, Any]:
+    """A command's source site as trace args: its line (``src``) and, called through helpers, the ``stack``."""
+    frames = parse_site(src)
+    args: dict[str, Any] = {"src": f"{frames[0].where} in {frames[0].function}"}
+    if len(frames) > 1:
+        args["stack"] = " < ".join(f"{f.where} in {f.function}" for f in frames)
+    return args
+
+
+def _source_track(store: EventStore, cols: dict[str, list[Any]], start: list[int], end: list[int], tracks: _Tracks) -> list[dict[str, Any]]:
+    """Each PE's ``source lines`` thread: a slice per dispatch (and ``tl.cycles``) named after its line.
+    PE_CPU does one thing at a time, so the slices of one PE never overlap."""
+    out: list[dict[str, Any]] = []
+    tid_of: dict[int, int] = {}
+    own = (int(EventKind.DISPATCH), int(EventKind.CPU_WORK))
+    names: dict[int, tuple[str, dict[str, Any]]] = {}
+    for row in range(len(store)):
+        s = cols["src"][row]
+        if not s or cols["kind"][row] not in own:
+            continue
+        pid = tracks.pid_of[store.components[cols["component"][row]]]
+        tid = tid_of.get(pid)
+        if tid is None:
+            tid = tid_of[pid] = 1 + max(t for (p, t) in tracks.of.values() if p == pid)
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": SOURCE_THREAD}})
+            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+        if s not in names:
+            f = parse_site(store.strings[s])[0]
+            names[s] = (f"{os.path.basename(f.file)}:{f.line}", _source_args(store.strings[s]))
+        name, args = names[s]
+        out.append(
+            {
+                "ph": "X",
+                "name": name,
+                "cat": "source",
+                "ts": _us(start[row]),
+                "dur": _us(max(end[row], start[row]) - start[row]),
+                "pid": pid,
+                "tid": tid,
+                "args": {**args, "corr_id": cols["corr_id"][row]},
+            }
+        )
+    return out
 
 
 def perfetto_bytes(store: EventStore, metadata: TraceMetadata | None = None) -> bytes:

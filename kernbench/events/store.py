@@ -3,8 +3,8 @@
 Events arrive as :class:`~kernbench.events.types.Event` records, in batches
 while a simulation runs or all at once from a recorder or a trace file. The
 store keeps one numpy column per field, sorted by ``(t_ns, seq)``, with the
-strings interned into two tables (component ids; labels and details share
-one). On top of the columns it keeps, per *stream* — one ``(component,
+strings interned into two tables (component ids; labels, details and
+source sites share one). On top of the columns it keeps, per *stream* — one ``(component,
 kind)`` pair, e.g. the GEMM engine's ENGINE_BUSY spans — the sorted row
 numbers of that stream and the sorted end times of its spans, plus the
 sorted end times of all spans. That is all the index a point query needs:
@@ -15,8 +15,8 @@ is often published when it ends, so a batch may hold events earlier than the
 last stored one; only the tail from the earliest such event is re-sorted, and
 only the streams present in that tail are re-indexed.
 
-Memory: 53 bytes of columns per event, plus 4 (stream rows) and, for spans,
-16 (stream and global sorted ends): 57–73 bytes per event.
+Memory: 57 bytes of columns per event, plus 4 (stream rows) and, for spans,
+16 (stream and global sorted ends): 61–77 bytes per event.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ COLUMNS: dict[str, np.dtype] = {
     "corr_id": np.dtype(np.int64),
     "seq": np.dtype(np.int64),
     "pred": np.dtype(np.int64),
+    "src": np.dtype(np.int32),
 }
 
 
@@ -73,7 +74,7 @@ def columnize(events: Sequence[Event]) -> ColumnBatch:
     n = len(events)
     # Intern in first-seen order (never set order: ids must not depend on hashing).
     comp_ids = {name: i for i, name in enumerate(dict.fromkeys(e.component for e in events))}
-    str_ids = {name: i for i, name in enumerate(dict.fromkeys(s for e in events for s in (e.label, e.detail)))}
+    str_ids = {name: i for i, name in enumerate(dict.fromkeys(s for e in events for s in (e.label, e.detail, e.src)))}
     kind = np.fromiter((e.kind for e in events), dtype=np.uint8, count=n)
     t = np.fromiter((e.t_ns for e in events), dtype=np.float64, count=n)
     end = np.fromiter((e.end_ns for e in events), dtype=np.float64, count=n)
@@ -88,6 +89,7 @@ def columnize(events: Sequence[Event]) -> ColumnBatch:
         "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=n),
         "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=n),
         "pred": np.fromiter((e.pred for e in events), dtype=np.int64, count=n),
+        "src": np.fromiter((str_ids[e.src] for e in events), dtype=np.int32, count=n),
     }
     if n:
         order = np.lexsort((cols["seq"], cols["t_ns"]))
@@ -213,7 +215,7 @@ class EventStore:
                 raise ValueError(f"unknown event kind {int(kinds.max() if kinds.max() >= N_KINDS else kinds.min())}")
             if comps.min() < 0 or comps.max() >= len(store.components):
                 raise ValueError("component index out of range")
-            for name in ("label", "detail"):
+            for name in ("label", "detail", "src"):
                 ids = store.col(name)
                 if ids.min() < 0 or ids.max() >= len(store.strings):
                     raise ValueError(f"{name} index out of range")
@@ -237,7 +239,7 @@ class EventStore:
         cols = dict(batch.columns)
         cols["component"] = self._intern(batch.components, self._component_ids, self.components)[cols["component"]]
         strings = self._intern(batch.strings, self._string_ids, self.strings)
-        cols["label"], cols["detail"] = strings[cols["label"]], strings[cols["detail"]]
+        cols["label"], cols["detail"], cols["src"] = strings[cols["label"]], strings[cols["detail"]], strings[cols["src"]]
         n = len(self)
         p = n
         t, seq = self.col("t_ns"), self.col("seq")
@@ -363,6 +365,7 @@ class EventStore:
             detail=self.strings[int(c["detail"].data[row])],
             seq=int(c["seq"].data[row]),
             pred=int(c["pred"].data[row]),
+            src=self.strings[int(c["src"].data[row])],
         )
 
     def events(self, rows: Iterable[int] | None = None) -> list[Event]:

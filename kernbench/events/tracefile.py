@@ -41,9 +41,11 @@ from kernbench.outputs import write_atomic
 from kernbench.printable import printable
 
 MAGIC = b"KBTRACE\x00"
-FORMAT_VERSION = 2  # v2 added the ``pred`` column; v1 files read with every pred -1
+#: v2 added the ``pred`` column (v1 files read with every pred -1); v3 the ``src`` column, the
+#: kernel source site of each command (v1/v2 files read with every src "": no line is known)
+FORMAT_VERSION = 3
 #: Columns a version's files lack, and the value each event gets for them.
-_ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1)}
+_ADDED_IN: dict[str, tuple[int, int]] = {"pred": (2, -1), "src": (3, 0)}
 _FIXED = struct.Struct("<8sHHIQI")
 _Fail = Callable[[str], TraceFormatError]  # the error to raise, naming the file
 
@@ -132,7 +134,20 @@ def open_trace(path: str | os.PathLike[str]) -> Trace:
         store = EventStore.from_columns(columns, components, strings)
     except ValueError as exc:
         raise fail(f"corrupt: {exc}") from None
+    _check_sites(store, fail)
     return Trace(store, meta)
+
+
+def _check_sites(store: EventStore, fail: _Fail) -> None:
+    """Each source site (the ``src`` column) reads as one (``FILE:LINE:FUNCTION`` frames): the analyses parse them."""
+    from kernbench.events.source import parse_site
+
+    for i in np.unique(store.col("src")).tolist():
+        if i > 0:
+            try:
+                parse_site(store.strings[i])
+            except ValueError:
+                raise fail(f"corrupt: the source site '{store.strings[i][:80]}' is not FILE:LINE:FUNCTION frames") from None
 
 
 def _read_rest(f: BinaryIO, head: bytes, fail: _Fail) -> bytes:

@@ -42,6 +42,13 @@ started at time 0, or is an instant). A STALL's pred is what ended the stall.
 Following preds back from the last span is the run's critical path
 (:mod:`kernbench.analysis.critical`).
 
+``src`` is the kernel source site that issued the command (DISPATCH) or the
+``tl.cycles`` (CPU_WORK): the user's frames, innermost first
+(:mod:`kernbench.events.source`); ``""`` on every other kind, and on a run
+whose commands came from no kernel (a bare command log). Every span of a
+command shares its DISPATCH's ``corr_id``, so the DISPATCH's ``src`` names
+the line of all of them.
+
 ``corr_id`` joins everything one request caused (a transfer's hops, its
 channel bursts, its start and end); ``-1`` when not applicable.
 """
@@ -136,6 +143,7 @@ class Event:
     detail: str = ""
     seq: int = -1
     pred: int = -1
+    src: str = ""
 
     @property
     def is_span(self) -> bool:

@@ -87,6 +87,7 @@ class PeCpu:
         self.describe_error = describe_error or (lambda exc: "")
         self.limits = limits or RunLimits()
         self.locate = locate or (lambda: "")
+        self.scale = pe.scale  # what-if re-timing (kernbench.pe.scale); NO_SCALE otherwise
         self.deadline = self.limits.deadline()
         self.issued = 0  # every command the kernel issued, tl.cycles included
         self.op_log: list[OpLogEntry] = []
@@ -113,12 +114,12 @@ class PeCpu:
             response = None
             self._check_limits()
             match req:
-                case Issue(cmd=PeCpuOverheadCmd() as cmd):
+                case Issue(cmd=PeCpuOverheadCmd() as cmd, src=src):
                     self.issued += 1
-                    self._spend(cmd)
-                case Issue(cmd=cmd):
+                    self._spend(cmd, src)
+                case Issue(cmd=cmd, src=src):
                     self.issued += 1
-                    yield from self._dispatch(cmd)
+                    yield from self._dispatch(cmd, src)
                 case Wait(ref=ref, reason=reason):
                     yield from self._wait(ref, reason)
                 case Sync():
@@ -142,20 +143,20 @@ class PeCpu:
         except Exception as exc:  # the kernel's own error, with its line
             raise self._kernel_error(exc) from None
 
-    def _spend(self, cmd: PeCpuOverheadCmd) -> None:
-        """``tl.cycles``: explicit CPU work, no dispatch formula (ADR-0064 D5)."""
+    def _spend(self, cmd: PeCpuOverheadCmd, src: str = "") -> None:
+        """``tl.cycles``: explicit CPU work, no dispatch formula (ADR-0064 D5); ``src``: the line that asked for it."""
         pe = self.pe
-        dur = pe.cost.cycles_to_ns(cmd.cycles)
+        dur = pe.cost.cycles_to_ns(cmd.cycles) * self.scale.of_cpu_work(src)
         if pe.bus.active:
             self.last = pe.bus.emit(
-                self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last
+                self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last, src=src
             )
         self._log(cmd, cmd.cycles)
         pe.cpu_busy_ns += dur
         self.t += dur
 
-    def _dispatch(self, cmd: PeCommand) -> ProcessGenerator:
-        """Pay the command's dispatch (after room in the scheduler queue), then submit it."""
+    def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
+        """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
         pe = self.pe
         cost = pe.cost
         if isinstance(cmd, CompositeCmd):
@@ -165,6 +166,9 @@ class PeCpu:
         cycles = cost.dispatch_cycles(cmd)
         dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
+        scale = self.scale
+        if scale.active:
+            dur *= scale.of_command(corr, src)
         t = self.t
         bus = pe.bus
         if bus.active:
@@ -178,6 +182,7 @@ class PeCpu:
                 value=cycles,
                 detail=str(cmd.logical_bytes),
                 pred=self.last,
+                src=src,
             )
         self._log(cmd, cycles)
         self.dispatch_cycles += cycles

@@ -20,6 +20,7 @@ import simpy
 
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
+from kernbench.pe.scale import WorkScale
 from kernbench.sim.transit import Part
 
 
@@ -29,7 +30,7 @@ def fired_at(ev: simpy.Event) -> float:
 
 
 class Lane:
-    __slots__ = ("bus", "busy_ns", "component", "count", "free_ns", "last")
+    __slots__ = ("bus", "busy_ns", "component", "count", "engine", "free_ns", "last", "scale")
 
     def __init__(self, component: str, bus: Bus):
         self.component = component
@@ -38,11 +39,15 @@ class Lane:
         self.count = 0
         self.bus = bus
         self.last = -1  # seq of the span ending at free_ns (recorded runs)
+        self.scale: WorkScale | None = None  # what-if re-timing: service times scaled (kernbench.pe.scale)
+        self.engine = ""  # its engine kind, for the scale (PE_GEMM, …)
 
     def reserve(
         self, earliest_ns: float, service_ns: float, label: str, corr_id: int = -1, value: float = 0.0, pred: int = -1
     ) -> tuple[float, float]:
         """Hold the lane for ``service_ns`` from ``max(earliest_ns, free)``; ``pred``: the span ``earliest_ns`` came from."""
+        if self.scale is not None:
+            service_ns *= self.scale.of_lane(self.engine, corr_id)
         free = self.free_ns
         start = earliest_ns if earliest_ns > free else free
         end = start + service_ns

@@ -15,6 +15,7 @@ from kernbench.handles import HandleRef
 from kernbench.pe.composite import Plan
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
+from kernbench.pe.scale import LANE_ENGINES, NO_SCALE, WorkScale
 from kernbench.pe.scheduler import Ready, Scheduler
 from kernbench.pe.tcm import TcmPort
 from kernbench.pe.work import GemmArray
@@ -111,6 +112,16 @@ class ProcessingElement:
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns: dict[str, float] = {}  # PE_CPU's stalls by reason (a StallReason's value), as the STALL events say
         self.done_ns: float | None = None
+        self.scale = NO_SCALE
+
+    def scale_work(self, scale: WorkScale) -> None:
+        """What-if re-timing: the PE's dispatch charges and lane service times scaled by ``scale``."""
+        self.scale = scale
+        if not scale.active:
+            return
+        for lane in [v for v in vars(self).values() if isinstance(v, Lane)]:  # every lane, whatever the PE has
+            lane.scale = scale
+            lane.engine = LANE_ENGINES.get(lane.component[len(self.pe_id) + 1 :], "")
 
     # --- service times (the engines' own parameters) ----------------------
 

@@ -3,7 +3,8 @@
 A kernel runs in its own greenlet; each ``tl`` call computes its numerics at
 once and then hands PE_CPU one of these records:
 
-``Issue(cmd)``              dispatch a command (pays ADR-0064 dispatch cost)
+``Issue(cmd, src)``         dispatch a command (pays ADR-0064 dispatch cost); ``src``: the
+                            user's source line that issued it
 ``Wait(ref, reason)``       block until a handle's load or receive has landed
 ``Sync()``                  let SimPy's clock reach PE_CPU's (PE_CPU runs ahead)
 
@@ -22,9 +23,11 @@ from kernbench.pe.commands import PeCommand
 
 @dataclass(frozen=True, slots=True)
 class Issue:
-    """Dispatch ``cmd`` to PE_SCHEDULER."""
+    """Dispatch ``cmd`` to PE_SCHEDULER; ``src``: the kernel source site that issued it
+    (:mod:`kernbench.events.source`; ``""`` when unknown)."""
 
     cmd: PeCommand
+    src: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +55,4 @@ class CommandLog:
     program_id: int
     launch: int  # index of its launch in the run
     requests: tuple[Request, ...]
+    time_read_at: str = ""  # the source site where the kernel read simulated time: its requests may depend on timing

@@ -33,8 +33,9 @@ import numpy as np
 import simpy
 
 from kernbench.dtypes import check_storable, narrow
-from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RunLimitError
+from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RetimeError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
+from kernbench.events.source import parse_site
 from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor, Ptr
 from kernbench.interrupts import raise_pending
@@ -42,6 +43,7 @@ from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
+from kernbench.pe.scale import WorkScale
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -134,17 +136,24 @@ class RunResult:
         data = encode(store, self.trace_metadata())
         write_atomic(path, lambda f: f.write(data))
 
-    def explain(self) -> Attribution:
-        """Where every ns of the latency went: the critical path and its attribution, as ``kernbench run --explain``."""
-        from kernbench.analysis.critical import attribute
+    def explain(self, by: str = "cause") -> Attribution:
+        """Where every ns of the latency went: the critical path and its attribution, as ``kernbench run --explain``.
 
+        ``by`` is what :meth:`explain_text` leads with: ``"cause"``, or ``"line"`` / ``"function"`` of the
+        kernel's source; the attribution holds all of them (``a.by_cause``; per line:
+        :func:`kernbench.analysis.lines.by_source`, ``a.lines("line")``)."""
+        from kernbench.analysis.critical import attribute
+        from kernbench.analysis.lines import BY
+
+        if by not in BY:
+            raise ValueError(f"explain by {by!r}: by is one of {', '.join(BY)}")
         return attribute(self.store(), self.latency_ns)
 
-    def explain_text(self) -> str:
-        """:meth:`explain` as ``kernbench run --explain`` prints it."""
+    def explain_text(self, by: str = "cause") -> str:
+        """:meth:`explain` as ``kernbench run --explain [--by line|function]`` prints it."""
         from kernbench.analysis.explain import explain_text
 
-        return explain_text(self.explain())
+        return explain_text(self.explain(by), by=by)
 
     @property
     def total_commands(self) -> int:
@@ -161,6 +170,8 @@ class RunResult:
         max_abs_err: float | None = None,
         attribution: Attribution | None = None,
         figures: Mapping[str, Any] | None = None,
+        what_if: Mapping[str, Any] | None = None,
+        speedups: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """This run as a run record (:mod:`kernbench.record`, ``kernbench run --json``'s object): the
         per-PE accounting summed over PEs under the record's names; what ran (the kernel, its options,
@@ -187,6 +198,8 @@ class RunResult:
             engine_busy_ns={e: sum(b[e] for b in self.engine_busy_ns.values()) for e in ENGINES},
             attribution=attribution.as_json() if attribution is not None else None,
             figures=figures,
+            what_if=what_if,
+            speedups=speedups,
         )
 
     def engine_util_pct(self) -> dict[str, float]:
@@ -374,28 +387,46 @@ class Runtime:
         record: bool = False,
         bus: Bus | None = None,
         limits: RunLimits | None = None,
+        scale: WorkScale | None = None,
     ) -> RunResult:
         """Re-time ``result``'s command logs without running kernel code.
 
         With ``overrides`` (``--set``-style) the commands are re-timed on a
-        changed topology, e.g. another dispatch cost ``R``.
+        changed topology, e.g. another dispatch cost ``R``; with ``scale``
+        (:mod:`kernbench.pe.scale`) a source line's or an engine's work takes
+        a multiple of its time. A kernel that read simulated time may issue
+        other commands under other timing: re-timing it is refused
+        (:class:`~kernbench.errors.RetimeError`, naming the line).
         """
+        for pe_id, log in result.command_logs.items():
+            if log.time_read_at:
+                raise RetimeError(
+                    f"{pe_id} (program {log.program_id}): the kernel read simulated time at {_shown_site(log.time_read_at)}, so its "
+                    "commands may depend on timing and cannot be re-timed honestly; run it again with --set instead"
+                )
         graph = _reload(self.graph, overrides) if overrides else self.graph
         limits = limits or RunLimits()
-        replayed = _simulate(
-            graph,
-            self.mode,
-            _replayed_programs(result.command_logs, limits),
-            record,
-            bus,
-            limits,
-            kernel=result.kernel,
-            fidelity=self.fidelity,
-        )
+        programs = _replayed_programs(result.command_logs, limits)
+        replayed = _simulate(graph, self.mode, programs, record, bus, limits, kernel=result.kernel, fidelity=self.fidelity, scale=scale)
         replayed.kernel_files = getattr(result, "kernel_files", ())  # (a replay reads only the logs: a stand-in may hold no more)
         replayed.topology_digest = topology_digest(graph.spec)
         replayed.fidelity = self.fidelity
         return replayed
+
+
+def _shown_site(src: str) -> str:
+    """A source site as errors show it: ``file:line in function`` of its innermost frame, and the line's text."""
+    import linecache
+
+    try:
+        frames = parse_site(src)
+    except ValueError:  # not a site (a description of where)
+        return src
+    if not frames:
+        return src
+    f = frames[0]
+    text = (linecache.getline(f.file, f.line) or "").strip()
+    return f"{f.file}:{f.line} in {f.function}" + (f" ({text})" if text else "")
 
 
 def _tensors_in(obj: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, HbmTensor]]:
@@ -542,6 +573,7 @@ def _simulate(
     progress: Callable[[float, int], None] | None = None,
     kernel: str = "",
     fidelity: str = "paper",
+    scale: WorkScale | None = None,
 ) -> RunResult:
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
@@ -552,6 +584,9 @@ def _simulate(
         network = Network(env, graph, bus, mode, fidelity=fidelity)
         fabric = IpcqFabric()
         pes = _place(programs, env, graph, network, bus, fabric)
+        if scale is not None:
+            for pe in pes.values():
+                pe.scale_work(scale)
         cpus: dict[str, PeCpu] = {}
         contexts: dict[str, KernelContext] = {}
         for prog in programs:
@@ -642,7 +677,8 @@ def _command_log(prog: _Program, contexts: dict[str, KernelContext]) -> CommandL
     """What a program asked of its PE_CPU, in order: the kernel's requests, or the log it replayed."""
     if prog.replays is not None:
         return prog.replays
-    return CommandLog(prog.program_id, prog.launch, tuple(contexts[prog.pe_id].requests))
+    ctx = contexts[prog.pe_id]
+    return CommandLog(prog.program_id, prog.launch, tuple(ctx.requests), ctx.time_read_at)
 
 
 def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None, tick: Callable[[], None] | None = None) -> None:

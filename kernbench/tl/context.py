@@ -5,6 +5,12 @@ once, then hands PE_CPU a request record (:mod:`kernbench.pe.requests`:
 ``Issue``, ``Wait``, ``Sync``) by switching to the driver greenlet. The
 requests are also kept in order: that list *is* the command log the replay
 path re-times without running the kernel.
+
+Each command is stamped here with the user's source site that issued it
+(:mod:`kernbench.tl.sites`): this is the one place every ``tl`` op goes
+through, so an op added anywhere in ``tl`` gets its line for free. A ``tl``
+op that lets the kernel see simulated time calls :meth:`KernelContext.reads_time`:
+such a kernel's commands may depend on timing, and re-timing it is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
 from kernbench.pe.commands import IpcqSendCmd, PeCommand
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.requests import SYNC, Issue, Request, Wait
+from kernbench.tl.sites import site_of
 
 
 class ScratchError(MemoryError):
@@ -59,12 +66,19 @@ class KernelContext:
         self._recv_handles: dict[int, weakref.ref[TensorHandle]] = {}
         self._recv_sites: dict[int, tuple[str, int, str]] = {}  # receive handle id -> the kernel line that posted it
         self.kernel_file = ""  # the kernel's source file: the lines errors point at (set by the runtime)
+        self.time_read_at = ""  # the source site where the kernel first read simulated time ("" if it never did)
 
     # --- handles and scratch ----------------------------------------------
 
+    def reads_time(self) -> None:
+        """The kernel is reading something that depends on simulated time (its commands may too)."""
+        if not self.time_read_at:
+            self.time_read_at = site_of(sys._getframe(1)) or "(outside the kernel's files)"
+
     @property
     def scratch_used(self) -> int:
-        """Bytes of scratch held now (in this kernel's simulated time)."""
+        """Bytes of scratch held now (in this kernel's simulated time: which dropped loads have landed)."""
+        self.reads_time()
         if self._dropped_in_flight:
             self.sync()
         return self._scratch_used
@@ -159,8 +173,9 @@ class KernelContext:
     def issue(self, cmd: PeCommand) -> Any:
         # The log keeps a send without its value: a replay re-times, it never reads what was sent,
         # and a run's sends hold more bytes than its tensors (a ring all-reduce: 2(p−1)/p of them).
-        logged = Issue(dataclasses.replace(cmd, payload=None)) if isinstance(cmd, IpcqSendCmd) and cmd.payload is not None else None
-        return self._request(Issue(cmd), logged)
+        src = site_of(sys._getframe(1))
+        logged = Issue(dataclasses.replace(cmd, payload=None), src) if isinstance(cmd, IpcqSendCmd) and cmd.payload is not None else None
+        return self._request(Issue(cmd, src), logged)
 
     def need(self, handles: Iterable[object]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending; refuse another program's handle."""

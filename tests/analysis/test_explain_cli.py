@@ -16,7 +16,7 @@ def test_json_attribution_sums_to_the_latency(capsys):
     assert main(["run", *SMALL_GQA, "--explain", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     a = doc["attribution"]
-    assert set(a) == {"by_cause", "by_component_kind", "top", "path"}
+    assert set(a) == {"by_cause", "by_component_kind", "top", "by_line", "by_function", "path"}
     assert sum(a["by_cause"].values()) == pytest.approx(doc["latency_ns"], abs=1e-6)
     assert sum(a["by_component_kind"].values()) == pytest.approx(doc["latency_ns"], abs=1e-6)
     assert len(a["top"]) == 10 and a["top"] == sorted(a["top"], key=lambda t: -t["ns"])

@@ -6,6 +6,7 @@ from randtrace import random_trace
 from kernbench.errors import TraceFormatError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import FORMAT_VERSION, TraceMetadata, open_trace, save_trace
+from kernbench.events.types import EventKind
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def test_file_from_a_newer_format_asks_to_upgrade(saved):
     data = bytearray(path.read_bytes())
     struct.pack_into("<H", data, 8, FORMAT_VERSION + 1)
     path.write_bytes(bytes(data))
-    with pytest.raises(TraceFormatError, match=r"newer kernbench .*v2.*upgrade"):
+    with pytest.raises(TraceFormatError, match=r"newer kernbench .*v3.*upgrade"):
         open_trace(path)
 
 
@@ -103,7 +104,12 @@ def test_any_byte_after_the_payload_is_reported_as_corrupt(saved, extra):
 
 
 def _as_version_1(store: EventStore) -> bytes:
-    """``store`` written the way format v1 wrote it: no ``pred`` column."""
+    """``store`` written the way format v1 wrote it: no ``pred`` column (nor ``src``)."""
+    return _as_version(store, 1, ("pred", "src"))
+
+
+def _as_version(store: EventStore, version: int, lacking: tuple[str, ...]) -> bytes:
+    """``store`` written the way format ``version`` wrote it: without the ``lacking`` columns."""
     import io
     import json
     import zlib
@@ -117,10 +123,10 @@ def _as_version_1(store: EventStore) -> bytes:
         sort_keys=True,
     ).encode()
     buf = io.BytesIO()
-    np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items() if name != "pred"})
+    np.savez_compressed(buf, **{name: np.asarray(col) for name, col in store.columns().items() if name not in lacking})
     payload = buf.getvalue()
     crc = zlib.crc32(payload, zlib.crc32(header))
-    return struct.pack("<8sHHIQI", MAGIC, 1, 0, len(header), len(payload), crc) + header + payload
+    return struct.pack("<8sHHIQI", MAGIC, version, 0, len(header), len(payload), crc) + header + payload
 
 
 def test_a_version_1_trace_opens_with_no_causes_recorded(tmp_path):
@@ -133,4 +139,40 @@ def test_a_version_1_trace_opens_with_no_causes_recorded(tmp_path):
     trace = open_trace(path)
     assert trace.metadata.kernel == "old"
     assert [replace(e, pred=-1) for e in store.events()] == trace.store.events()
-    assert FORMAT_VERSION == 2
+
+
+def test_a_version_2_trace_opens_with_its_causes_and_no_source_lines(tmp_path):
+    from dataclasses import replace
+
+    events = [
+        replace(e, pred=e.seq - 1, src=f"/k.py:{e.seq % 7 + 1}:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(3, 200)
+    ]
+    store = EventStore.from_events(events)
+    assert any(e.src for e in store.events())
+    path = tmp_path / "v2.kbtrace"
+    path.write_bytes(_as_version(store, 2, ("src",)))  # v2 had causes but no source sites
+    trace = open_trace(path)
+    assert [replace(e, src="") for e in store.events()] == trace.store.events()
+    assert FORMAT_VERSION == 3
+
+
+def test_source_sites_survive_a_save_and_open(tmp_path):
+    from dataclasses import replace
+
+    events = [
+        replace(e, src=f"/k.py:{e.seq % 7 + 1}:kern < /k.py:90:main" if e.kind == EventKind.DISPATCH else "") for e in random_trace(5, 300)
+    ]
+    store = EventStore.from_events(events)
+    save_trace(tmp_path / "s.kbtrace", store)
+    assert open_trace(tmp_path / "s.kbtrace").store.events() == store.events()
+
+
+def test_a_malformed_source_site_is_reported_as_corrupt(tmp_path):
+    from dataclasses import replace
+
+    events = [replace(e, src="/k.py:notaline:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(2, 50)]
+    store = EventStore.from_events(events)
+    assert any(e.src for e in store.events())
+    save_trace(tmp_path / "bad.kbtrace", store)
+    with pytest.raises(TraceFormatError, match=r"corrupt: the source site '/k.py:notaline:kern' is not FILE:LINE:FUNCTION frames"):
+        open_trace(tmp_path / "bad.kbtrace")

@@ -29,7 +29,14 @@ RUNS = {
     "allreduce_tree": ["allreduce", "--algo", "tree", "--payload", "32KiB", "--chunk", "8KiB"],
     # gqa_small recorded with causes (pred, TRANSIT): its critical path crosses PEs 7, 6 and 4
     "gqa_small_why": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
+    # a kernel file of helper functions, for the Source view (its lines are this folder's lines_kernel.py)
+    "lines_small": [str(DATA / "lines_kernel.py"), "--topology", "cube1"],
 }
+
+
+#: a source site's files under the repository are stored relative to it, as ``<root>/kernbench/…``:
+#: a recording reads back with this checkout's paths, wherever it is
+ROOT_MARK = "<root>/"
 
 
 def load(name: str):
@@ -38,11 +45,15 @@ def load(name: str):
     from kernbench.events.types import Event, EventKind
 
     lines = (DATA / f"{name}.jsonl").read_text().splitlines()
-    meta = TraceMetadata(**json.loads(lines[0]))
+    meta = TraceMetadata(**json.loads(lines[0].replace(ROOT_MARK, f"{ROOT}/")))
     events = []
+    root = f"{ROOT}/"
     for line in lines[1:]:
-        t, kind, comp, end, corr, label, value, detail, seq, *pred = json.loads(line)  # recordings before pred have 9 fields
-        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *pred))
+        # recordings before pred have 9 fields, before src 10
+        t, kind, comp, end, corr, label, value, detail, seq, *rest = json.loads(line)
+        if len(rest) > 1:
+            rest[1] = rest[1].replace(ROOT_MARK, root)
+        events.append(Event(t, EventKind[kind], comp, end, corr, label, value, detail, seq, *rest))
     return events, meta
 
 
@@ -63,9 +74,12 @@ def record(name: str) -> None:
 
     events, meta = simulate(name)
     with open(DATA / f"{name}.jsonl", "w") as f:
-        f.write(json.dumps(asdict(meta), sort_keys=True) + "\n")
+        f.write(json.dumps(asdict(meta), sort_keys=True).replace(f"{ROOT}/", ROOT_MARK) + "\n")
         for e in events:
-            f.write(json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred]) + "\n")
+            src = e.src.replace(f"{ROOT}/", ROOT_MARK)
+            f.write(
+                json.dumps([e.t_ns, e.kind.name, e.component, e.end_ns, e.corr_id, e.label, e.value, e.detail, e.seq, e.pred, src]) + "\n"
+            )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.widgets.event_log import EventLog
 from kernbench_tui.widgets.header import TraceHeader
 from kernbench_tui.widgets.lanes import LanesView
-from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, StallsPanel, WhyPanel
+from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, SourcePanel, StallsPanel, WhyPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 T = TypeVar("T")
@@ -39,6 +39,7 @@ PANELS = (
     ("log", "Log", EventLog),
     ("details", "Details", DetailsPanel),
     ("why", "Why", WhyPanel),
+    ("source", "Source", SourcePanel),
 )
 COMPUTING = "computing the critical path…"
 
@@ -92,6 +93,11 @@ class MainScreen(Screen[None]):
         Binding("4", "panel('log')", show=False),
         Binding("5", "panel('details')", show=False),
         Binding("6", "panel('why')", show=False),
+        Binding("7", "panel('source')", show=False),
+        Binding("j", "source_line(1)", "line down", show=False),
+        Binding("k", "source_line(-1)", "line up", show=False),
+        Binding("enter", "source_select", "line's next command", show=False),
+        Binding("escape", "source_follow", "follow the cursor", show=False),
         Binding("c", "critical_path", "path"),
         Binding("greater_than_sign", "path_step(1)", "next step", show=False),
         Binding("less_than_sign", "path_step(-1)", "prev step", show=False),
@@ -133,7 +139,7 @@ class MainScreen(Screen[None]):
                     for key, title, cls in PANELS:
                         with TabPane(title, id=f"tab-{key}"):
                             panel = cls(nav, id=f"panel-{key}").data_bind(MainScreen.view)
-                            yield panel.data_bind(status=MainScreen.why_status) if cls is WhyPanel else panel
+                            yield panel.data_bind(status=MainScreen.why_status) if cls in (WhyPanel, SourcePanel) else panel
         yield Footer()
 
     def on_mount(self) -> None:
@@ -193,6 +199,12 @@ class MainScreen(Screen[None]):
     @on(TabbedContent.TabActivated, "#panels", pane="#tab-why")
     def why_shown(self) -> None:
         self.with_path(lambda: None)
+
+    @on(TabbedContent.TabActivated, "#panels", pane="#tab-source")
+    def source_shown(self) -> None:
+        """The Source view's heat column is the critical path's time per line: walk the path if not yet."""
+        if self.nav.sources().lines:
+            self.with_path(lambda: None)
 
     @on(PathComputed)
     def path_computed(self, message: PathComputed) -> None:
@@ -272,6 +284,26 @@ class MainScreen(Screen[None]):
 
     def action_panel(self, key: str) -> None:
         self.query_one("#panels", TabbedContent).active = f"tab-{key}"
+
+    def action_source_line(self, direction: int) -> None:
+        """``j`` / ``k``: the Source view's line down / up (the view is shown)."""
+        self.action_panel("source")
+        if not self.move(self.nav.source_move, direction):
+            self.notify("this recording names no source lines", timeout=3)
+
+    def action_source_select(self) -> None:
+        """``enter``: select the next command the Source view's line issued, on the timeline."""
+        self.action_panel("source")
+        got = self.move(self.nav.select_line_command)
+        if got is None:
+            self.notify("no command came from this line", timeout=3)
+            return
+        assert self.nav.selected is not None
+        self.query_one(LanesView).show_lane(self.nav.selected.component)
+        self.notify(f"command {got[0]} of {got[1]} from this line", timeout=2)
+
+    def action_source_follow(self) -> None:
+        self.move(self.nav.source_follow)
 
     def action_filter_log(self) -> None:
         self.action_panel("log")

@@ -7,6 +7,7 @@ and only when it is on screen (a hidden tab is drawn when it is shown).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from kernbench.events.timeline import TimelineModel
 from kernbench.events.types import Event, EventKind
 from kernbench.topology.ids import pe_of
 from kernbench_tui.navigator import AnyNavigator, ViewState
+from kernbench_tui.source_view import NO_SOURCE, by_source, file_lines, heat, line_key
 from kernbench_tui.timefmt import format_ns
 from kernbench_tui.why import PATH_MARK, WhyPath, step_lane, top_causes
 from kernbench_tui.widgets.sparkline import sparkline
@@ -307,6 +309,81 @@ def why_row(why: WhyPath, i: int, where_w: int, current: bool) -> str:
         f"{'▸' if current else ' '} {i + 1:>3} {format_ns(step.start_ns):>9} {format_ns(step.ns):>9} {share:>5.1%}"
         f"  {where:<{where_w}} {what}  [{step.via}]"
     )
+
+
+class SourcePanel(Panel):
+    """The kernel's source with the critical path's time per line (the heat column).
+
+    It follows the cursor: the line the shown PEs last issued a command from
+    at the cursor is marked ``▸`` and kept in sight, and each line's "by
+    cursor" column is its path time from 0 to the cursor; the selected span's line
+    (or the one ``j`` / ``k`` chose) is highlighted, and ``enter`` selects its
+    next command on the timeline. The heat is the critical path's nanoseconds
+    on that line's commands (the path is walked when the tab is first shown).
+    """
+
+    status = reactive("", repaint=False)
+    """Why there is no heat to show yet (the path is being computed, the run still going)."""
+
+    def watch_status(self) -> None:
+        if self._shown:
+            self.refresh()
+
+    def text(self, nav: AnyNavigator, width: int, height: int) -> Text:
+        text = Text(no_wrap=True)
+        index = nav.sources()
+        if not index.lines:
+            text.append(NO_SOURCE, style="italic")
+            return text
+        at_cursor = index.line_at(nav.cursor_ns, nav.pes)
+        chosen = nav.source_current()
+        file = (chosen or at_cursor or "").rpartition(":")[0] or index.files()[0]
+        lines = file_lines(file)
+        why = nav.why
+        hot = heat(by_source(why.attribution)) if why is not None else {}
+        until = nav.path_lines()
+        total = why.latency_ns if why is not None else 0.0
+        top = max((lc.ns for lc in hot.values()), default=0.0)
+        chosen_n = int(chosen.rpartition(":")[2]) if chosen and chosen.startswith(file + ":") else 0
+        cursor_n = int(at_cursor.rpartition(":")[2]) if at_cursor and at_cursor.startswith(file + ":") else 0
+        here = f"line {cursor_n} at the cursor" if cursor_n else "no command of this file at the cursor"
+        path = (
+            f"critical path {format_ns(total)}" if why is not None else (self.status or "the heat shows once the critical path is computed")
+        )
+        text.append(_fit(f"{os.path.basename(file)} · {here} · {path}", width) + "\n", style="bold")
+        text.append(_fit(f"  {'line':>5} {'path ns':>9} {'share':>6} {'':8} {'by cursor':>9}  code", width) + "\n", style="bold")
+        rows = max(1, height - 3)
+        if not lines:
+            text.append(_fit(f"(cannot read {file})", width) + "\n", style="italic")
+            return text
+        focus = chosen_n or cursor_n or 1
+        first = min(max(1, focus - rows // 2), max(1, len(lines) - rows + 1))
+        for n in range(first, min(len(lines), first + rows - 1) + 1):
+            lc = hot.get(line_key(file, n))
+            issued = line_key(file, n) in index.lines
+            ns = f"{lc.ns:>9,.1f}" if lc is not None else (f"{'·':>9}" if issued else " " * 9)
+            share = f"{lc.ns / total:>6.1%}" if lc is not None and total > 0 else " " * 6
+            bar = _bar(lc.ns / top if lc is not None and top > 0 else 0.0, 8)
+            so_far = f"{until.ns_until(line_key(file, n), nav.cursor_ns):>9,.1f}" if lc is not None and until is not None else " " * 9
+            mark = "▸" if n == cursor_n else " "
+            line = f"{mark} {n:>5} {ns} {share} {bar} {so_far}  {lines[n - 1]}"
+            style = "bold reverse" if n == chosen_n else ("bold" if n == cursor_n else ("" if issued else "dim"))
+            text.append(_fit(line, width) + "\n", style=style)
+        count = len(index.lines[line_key(file, chosen_n)].rows) if chosen_n and line_key(file, chosen_n) in index.lines else 0
+        hint = (
+            f"j / k: line · enter: select its next command ({count} from line {chosen_n})"
+            if count
+            else "j / k: line · enter: select its next command"
+        )
+        text.append(_fit(hint + (" · esc: follow the cursor" if nav.source_line else ""), width), style="dim")
+        return text
+
+
+def _bar(fraction: float, width: int) -> str:
+    """A horizontal bar of ``fraction`` of ``width`` cells, in eighths."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")).ljust(width)
 
 
 class PairPanel(Panel):
