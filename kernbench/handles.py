@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import DTypeLike
 
+from kernbench.errors import KernbenchError
 from kernbench.sim.region import Region, region_of_view
 
 
@@ -55,30 +56,59 @@ def dtype_name(dtype: DTypeLike) -> str:
     return np.dtype(dtype).name
 
 
+class NoDataError(ValueError, KernbenchError):
+    """A tensor's values were asked for, but it holds none (deployed by ``Runtime(data=False)``)."""
+
+
+def layout_only(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
+    """A C-contiguous array's *geometry* with no payload: shape, dtype, strides and addresses, for
+    views and regions to be computed from exactly as from a real array. Its memory is one element:
+    it is never read or written (a tensor holding no data gives zeros and discards what is stored)."""
+    dt = np.dtype(dtype)
+    strides = []
+    step = dt.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(1, n)
+    base = np.zeros(1, dt)
+    return np.lib.stride_tricks.as_strided(base, shape=shape, strides=tuple(reversed(strides)), writeable=False)
+
+
 class HbmTensor:
     """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset.
 
     ``deployed_by`` is the token of the :class:`~kernbench.runtime.api.Runtime` that placed it (its
-    offset means something in that runtime's memories only); None for one made by hand."""
+    offset means something in that runtime's memories only); None for one made by hand.
+    ``holds_data=False`` (``Runtime(data=False)``, ``--no-data``): ``array`` is only the tensor's
+    geometry (:func:`layout_only`); its regions read as zeros, stores to it are discarded, and
+    :attr:`array` raises :class:`NoDataError`."""
 
-    def __init__(self, name: str, memory: str, offset: int, array: np.ndarray, deployed_by: object | None = None):
+    def __init__(self, name: str, memory: str, offset: int, array: np.ndarray, deployed_by: object | None = None, holds_data: bool = True):
         self.name = name
         self.memory = memory
         self.offset = offset
-        self.array = array
+        self.layout = array  # the values, or (no data) their geometry only
         self.deployed_by = deployed_by
+        self.holds_data = holds_data
+
+    @property
+    def array(self) -> np.ndarray:
+        """The tensor's values (a tensor holding no data has none: :class:`NoDataError`)."""
+        if not self.holds_data:
+            raise NoDataError(f"tensor {self.name}{self.shape} holds no data: it was deployed by Runtime(data=False) (--no-data)")
+        return self.layout
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.array.shape)
+        return tuple(self.layout.shape)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype
+        return self.layout.dtype
 
     @property
     def nbytes(self) -> int:
-        return int(self.array.nbytes)
+        return int(self.layout.nbytes)
 
     def __getitem__(self, index: Any) -> Ptr:
         return Ptr(self, index if isinstance(index, tuple) else (index,))
@@ -105,7 +135,7 @@ class Ptr:
         self.tensor = tensor
         self.index = index
         _check_index(tensor, index)
-        self._view: np.ndarray = tensor.array[(*index, ...)]  # (with "...": a view even when it is one element)
+        self._view: np.ndarray = tensor.layout[(*index, ...)]  # (with "...": a view even when it is one element)
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
         self._view.flags.writeable = False  # reads go through it without a copy (values()); writes through the tensor
@@ -132,7 +162,7 @@ class Ptr:
     def offset(self) -> int:
         """Byte address of the region's first element in its memory."""
         if self._offset is None:
-            self._offset = self.tensor.offset + first_byte(self.tensor.array, self.index)
+            self._offset = self.tensor.offset + first_byte(self.tensor.layout, self.index)
         return self._offset
 
     @property
@@ -142,19 +172,30 @@ class Ptr:
             if self._view.flags.c_contiguous:  # one run from its first byte
                 self._region = Region.contiguous(self.offset, self._view.nbytes)
             else:
-                self._region = region_of_view(self.tensor.array, self._view, self.tensor.offset)
+                self._region = region_of_view(self.tensor.layout, self._view, self.tensor.offset)
         return self._region
 
     def read(self) -> np.ndarray:
-        """A copy of the region's values."""
+        """A copy of the region's values (zeros from a tensor that holds no data)."""
+        if not self.tensor.holds_data:
+            return np.zeros(self._view.shape, self._view.dtype)
         return np.array(self._view, copy=True)
 
     def values(self) -> np.ndarray:
-        """The region's values as they are now, without a copy: read-only, to compute from at once."""
+        """The region's values as they are now, without a copy: read-only, to compute from at once
+        (zeros, broadcast, from a tensor that holds no data)."""
+        if not self.tensor.holds_data:
+            return np.broadcast_to(np.zeros((), self._view.dtype), self._view.shape)
         return self._view
 
+    @property
+    def holds_data(self) -> bool:
+        return self.tensor.holds_data
+
     def write(self, value: np.ndarray) -> None:
-        self.tensor.array[self.index] = value
+        """Store ``value`` in the region (discarded by a tensor that holds no data)."""
+        if self.tensor.holds_data:
+            self.tensor.layout[self.index] = value
 
     def describe(self) -> str:
         parts = []

@@ -67,6 +67,7 @@ class RunSummary:
             stall_ns_by_reason=self.stall_ns_by_reason,
             engine_busy_ns=self.engine_busy_ns,
             attribution=self.attribution.as_json() if self.attribution is not None else None,
+            data="none" if extra.get("data") == "none" else "held",
         )
 
 

@@ -103,6 +103,14 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             help="fast: trains in closed form (default); oracle: every flit as its own step (same result, slower)",
         ),
     ),
+    (
+        "--no-data",
+        dict(
+            action="store_true",
+            help="timing only: tensors hold no values (no size limit of data; loads give zeros, stores are dropped), "
+            "the same commands and latency; the reference check is skipped (max_abs_err null, data none)",
+        ),
+    ),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
     ("--perfetto", dict(metavar="FILE", help="export Chrome/Perfetto trace JSON")),
     (
@@ -268,7 +276,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     from kernbench.topology.compile import compile_spec
 
     spec, ns, params, topology = _checked(kernel, argv)
-    rt = Runtime(compile_spec(topology), mode=ns.timing)  # the document checked above: read once
+    rt = Runtime(compile_spec(topology), mode=ns.timing, data=not ns.no_data)  # the document checked above: read once
     return spec, ns, rt, set_up(spec, rt, params), params
 
 
@@ -354,7 +362,8 @@ def report(
         pes=len(result.pes),
         commands=result.total_commands,
         dispatch_cycles=result.total_dispatch_cycles,
-        max_abs_err=max_error(spec, prepared),
+        max_abs_err=max_error(spec, prepared) if rt.holds_data else None,  # (no data: nothing to check)
+        data="held" if rt.holds_data else "none",
         stall_ns_by_reason=result.stall_ns_by_reason,
         engine_busy_ns={e: sum(b[e] for b in result.engine_busy_ns.values()) for e in ENGINES},
         attribution=attribution.as_json() if attribution is not None else None,
@@ -453,6 +462,8 @@ def _meta(
     from kernbench.events.tracefile import TraceMetadata
 
     extra: dict[str, Any] = {"params": params, "timing": rt.mode, "kernel_file": spec.source or None}
+    if not rt.holds_data:
+        extra["data"] = "none"
     if end_ns is None:
         if partial:
             extra["partial"] = True
@@ -520,7 +531,10 @@ def print_report(data: dict[str, Any]) -> None:
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
     err = data["max_abs_err"]
-    console.print(f"max |err| vs numpy {'— (the kernel has no reference check)' if err is None else format(err, '.3g')}")
+    if data.get("data") == "none":
+        console.print("max |err| vs numpy — (--no-data: no values held, the reference check is skipped)")
+    else:
+        console.print(f"max |err| vs numpy {'— (the kernel has no reference check)' if err is None else format(err, '.3g')}")
     for k, v in data.items():
         if k not in NAMES:
             console.print(f"{k:<18} {v}", markup=False)
@@ -547,6 +561,6 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared))
+        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None)
 
     return fn, _meta(spec, rt, prepared, params, partial=False)

@@ -65,11 +65,11 @@ latency_ns and an `error` column, its error is printed on stderr as `error: poin
 Ctrl-C stops the workers and writes nothing (points already finished stay cached).
 
 Results are cached in $XDG_CACHE_HOME/kernbench/sweep (~/.cache/kernbench/sweep),
-keyed by kernel, options, the resolved topology, --timing, --explain and the kernbench version
+keyed by kernel, options, the resolved topology, --timing, --explain, --no-data and the kernbench version
 and source; --no-cache runs every point, --cache-dir puts the cache elsewhere.
 """
 
-_KEEP = {"--topology", "--set", "--timing", "--explain", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
+_KEEP = {"--topology", "--set", "--timing", "--explain", "--no-data", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
 
 
 def _jobs(text: str) -> int:
@@ -266,7 +266,7 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
         check_size(topologies[where])
     topology = topologies[where]
     spec.validate(params, pe_count(topology), given)
-    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest)
+    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest, data=not ns.no_data)
 
 
 _SHOWN = (("latency_ns", "latency ns"), ("commands", "commands"), ("dispatch_cycles", "dispatch cycles"), ("max_abs_err", "max |err|"))

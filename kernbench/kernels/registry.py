@@ -45,7 +45,21 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _KERNEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 #: options every kernel has already (``kernbench run``'s own); a kernel's may not take their names
 RESERVED = frozenset(
-    {"topology", "set", "json", "explain", "timing", "trace", "perfetto", "max_commands_per_pe", "max_sim_ns", "max_wall_s", "help", "list"}
+    {
+        "topology",
+        "set",
+        "json",
+        "explain",
+        "timing",
+        "trace",
+        "perfetto",
+        "max_commands_per_pe",
+        "max_sim_ns",
+        "max_wall_s",
+        "no_data",
+        "help",
+        "list",
+    }
 )
 
 

@@ -35,7 +35,7 @@ import simpy
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
-from kernbench.handles import HbmTensor, Ptr
+from kernbench.handles import HbmTensor, Ptr, layout_only
 from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
@@ -159,11 +159,19 @@ class Runtime:
         topology: str | Path | Graph | None = None,
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
+        data: bool = True,
     ) -> None:
+        """``data=False`` (``kernbench run --no-data``): tensors hold no payload. ``deploy`` and ``empty``
+        record shape, dtype and placement only (no array of that size is made, nor refused as too big),
+        loads of them yield zero tiles, stores to them are discarded, and ``read`` raises
+        :class:`~kernbench.handles.NoDataError`. The commands, and so the event stream and the latency,
+        are the same as with data, as long as the kernel's control flow and addresses do not depend on
+        values (a data-dependent choice, such as MoE routing, must come from the host's side)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
+        self.holds_data = bool(data)
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=pe_key))
         self._pe_set = frozenset(self._pe_ids)
         self._next_offset: dict[str, int] = {}
@@ -220,7 +228,8 @@ class Runtime:
 
         ``copy=False`` takes the array over as it is when it already is a
         C-contiguous array of the stored dtype (the caller must not change it
-        afterwards): a large input is then held once, not twice.
+        afterwards): a large input is then held once, not twice. A runtime
+        holding no data (``data=False``) keeps only the array's shape and dtype.
         """
         arr = np.asarray(array)
         if dtype is not None:
@@ -229,6 +238,8 @@ class Runtime:
             target = np.dtype(np.float16)
         else:
             target = arr.dtype
+        if not self.holds_data:
+            return self._phantom(tuple(arr.shape), target, pe, memory, name)
         if arr.dtype != target:
             arr = arr.astype(target, order="C")  # a fresh array already
         elif copy or not arr.flags.c_contiguous:
@@ -238,10 +249,20 @@ class Runtime:
         return HbmTensor(name or f"t{self._names}", mem, off, arr, deployed_by=self._token)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
-        """A zero-filled HBM tensor to write results into."""
+        """A zero-filled HBM tensor to write results into (with ``data=False``: its geometry only)."""
+        if not self.holds_data:
+            return self._phantom(tuple(int(n) for n in shape), np.dtype(dtype), where.get("pe"), where.get("memory"), where.get("name"))
         return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, copy=False, **where)
 
+    def _phantom(self, shape: tuple[int, ...], dtype: np.dtype, pe: int | str | None, memory: str | None, name: str | None) -> HbmTensor:
+        """A tensor placed as ``deploy`` places one, holding no data (see :func:`~kernbench.handles.layout_only`)."""
+        layout = layout_only(shape, dtype)
+        mem, off = self._place(int(layout.nbytes), pe, memory)
+        self._names += 1
+        return HbmTensor(name or f"t{self._names}", mem, off, layout, deployed_by=self._token, holds_data=False)
+
     def read(self, tensor: HbmTensor) -> np.ndarray:
+        """A copy of a tensor's values (:class:`~kernbench.handles.NoDataError` if it holds none)."""
         return np.array(tensor.array, copy=True)
 
     # --- launching --------------------------------------------------------

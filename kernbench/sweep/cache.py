@@ -68,7 +68,14 @@ def code_digest() -> str:
 
 
 def point_key(
-    kernel: str, options: Mapping[str, Any], topology: Mapping[str, Any], timing: str, *, explain: bool = False, source: str = ""
+    kernel: str,
+    options: Mapping[str, Any],
+    topology: Mapping[str, Any],
+    timing: str,
+    *,
+    explain: bool = False,
+    source: str = "",
+    data: bool = True,
 ) -> str:
     """``source``: a kernel file's digest (:attr:`KernelSpec.digest <kernbench.kernels.registry.KernelSpec.digest>`), "" when shipped."""
     doc = {
@@ -81,6 +88,7 @@ def point_key(
         "topology": topology,
         "timing": timing,
         "explain": explain,  # a row with the attribution's columns is another row
+        "data": data,  # a --no-data row has no max_abs_err
     }
     return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
