@@ -96,5 +96,5 @@ def test_the_run_record_says_no_data_was_held_and_no_check_ran(capsys):
     assert held["data"] == "held" and held["max_abs_err"] is not None and held["max_abs_err"] < 4e-3
     assert none["data"] == "none" and none["max_abs_err"] is None
     assert none["latency_ns"] == held["latency_ns"] and none["commands"] == held["commands"]
-    assert cli.main(argv[:-1] + ["--no-data"]) == 0
+    assert cli.main([*argv[:-1], "--no-data"]) == 0
     assert "--no-data: no values held, the reference check is skipped" in capsys.readouterr().out
