@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import simpy
 
+from kernbench.errors import KernelError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.handles import HandleRef
@@ -25,6 +26,8 @@ class KernelHooks(Protocol):
     def load_landed(self, hid: int) -> None: ...
 
     def deliver(self, hid: int, data: Any) -> None: ...  # (an IPCQ payload, see IpcqFabric)
+
+    def recv_site(self, hid: int) -> str: ...  # the kernel line that posted a receive ("" if unknown)
 
 
 #: Composite plans by the engine timing they were made for, then by composite shape.
@@ -153,7 +156,7 @@ class IpcqFabric:
         posted = self._posted.get((launch, src, dst))
         if posted:
             landed, ref = posted.popleft()
-            self._land(launch, dst, landed, ref, data, seq)
+            self._land(launch, src, dst, landed, ref, data, seq)
         else:
             self._arrived.setdefault((launch, src, dst), deque()).append(data)
 
@@ -161,12 +164,20 @@ class IpcqFabric:
         """A receive is posted (``seq``: its DISPATCH span); a message already here lands at once."""
         arrived = self._arrived.get((launch, src, dst))
         if arrived:
-            self._land(launch, dst, landed, ref, arrived.popleft(), seq)
+            self._land(launch, src, dst, landed, ref, arrived.popleft(), seq)
         else:
             self._posted.setdefault((launch, src, dst), deque()).append((landed, ref))
 
-    def _land(self, launch: int, dst: int, landed: simpy.Event, ref: HandleRef, data: Any, seq: int) -> None:
+    def _land(self, launch: int, src: int, dst: int, landed: simpy.Event, ref: HandleRef, data: Any, seq: int) -> None:
         pe = self.pes[(launch, dst)]
+        shape = getattr(data, "shape", None)  # (None when replaying: the live run checked it)
+        if shape is not None and tuple(shape) != ref.shape:
+            site = pe.ctx.recv_site(ref.id) if pe.ctx is not None else ""
+            raise KernelError(
+                f"{self._who(launch, dst)}: a message of {_describe(data)} from {self._who(launch, src)} landed in "
+                f"{ref.name}, a receive of {ref.dtype} {ref.shape}: a message lands whole, so the receive's shape "
+                f"must be the sent value's{site}"
+            )
         pe.receive(ref, data)
         if pe.bus.active:
             pe.ready_seq[ref.id] = seq

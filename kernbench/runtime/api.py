@@ -273,8 +273,17 @@ class Runtime:
         ids = tuple(self.pe_id(p) for p in pes)
         if not ids:
             raise ValueError("launch on no PE: give pes at least one PE (an index or id)")
-        if len(set(ids)) != len(ids):
-            raise ValueError("a PE appears twice in one launch")
+        twice = sorted({p for p in ids if ids.count(p) > 1}, key=pe_key)
+        if twice:
+            raise ValueError(f"launch: {', '.join(twice)} appears twice in pes; a PE runs one program of a launch")
+        for n, earlier in enumerate(self._launches):
+            taken = sorted(set(ids) & set(earlier.pes), key=pe_key)
+            if taken:
+                name = getattr(_unwrap(earlier.kernel), "__name__", "a kernel")
+                raise ValueError(
+                    f"launch: {', '.join(taken)} already run(s) {name} (launch {n} of this run); a PE runs one kernel "
+                    "per run: give this launch other PEs, or run it after Runtime.run"
+                )
         for where, tensor in _tensors_in({"args": tuple(args), **kwargs}):
             if tensor.deployed_by is not None and tensor.deployed_by is not self._token:
                 raise ValueError(
@@ -422,6 +431,7 @@ def _live_programs(launches: list[Launch], limits: RunLimits) -> list[_Program]:
 
     def start(launch: Launch, i: int, kfile: str, pe: ProcessingElement) -> tuple[PeCpu, KernelContext]:
         ctx = KernelContext(i, pe.pe_id, i, len(launch.pes), pe.cost, pe.scratch_bytes)
+        ctx.kernel_file = kfile
         pe.ctx = ctx
         g = kernel_greenlet(functools.partial(_call_kernel, launch), ctx)
         cpu = PeCpu(

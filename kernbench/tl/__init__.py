@@ -79,19 +79,18 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.handles import HandleRef, HbmTensor, Ptr, RecvFuture, TensorHandle
+from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle
 from kernbench.pe.commands import (
     CompositeCmd,
     CopyCmd,
     DmaReadCmd,
     DmaWriteCmd,
     GemmCmd,
-    IpcqRecvCmd,
-    IpcqSendCmd,
     PeCpuOverheadCmd,
 )
 from kernbench.pe.commands import OpSpec as CmdOpSpec
 from kernbench.pe.opkinds import OP_KINDS, op_kind
+from kernbench.tl.communication import recv_async, send, wait
 from kernbench.tl.context import current
 from kernbench.tl.elementwise import add, div, exp, maximum, mul, mul_bcast, scale, sub, sub_bcast
 from kernbench.tl.issue import data as _data
@@ -556,97 +555,3 @@ def cycles(n: float) -> None:
     if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)) or not 0 <= n <= MAX_CYCLES:
         raise ValueError(f"tl.cycles: n must be a number of cycles in 0..{MAX_CYCLES:g}, got {n!r}")
     ctx.issue(PeCpuOverheadCmd(float(n)))
-
-
-def send(dst: int, handle: TensorHandle) -> None:
-    """Send a TCM handle's value to program ``dst`` of this launch through PE_IPCQ.
-
-    The value is copied when sent. It lands in the first receive that program
-    ``dst`` posted from this program (``tl.recv_async(src)``) that no earlier
-    message took, in send order; a message no receive takes ends the run with
-    ``LostMessageError``.
-
-    Shapes:
-        Any; the receive's ``shape`` must equal it.
-    Dtypes:
-        Any; the receiver casts it to the receive's ``dtype``.
-    Cost:
-        - Command: ``IpcqSendCmd``, 20 logical bytes (framing, destination, handle, size).
-        - PE_CPU: auto-wait on ``handle``; dispatch(20), single-op FIXED; it does not wait
-          for the delivery.
-        - Engines: sched; once ``handle`` is ready, IPCQ: ``handle.nbytes`` to the PE of
-          program ``dst``.
-    Errors:
-        ``TypeError`` if ``handle`` is not a TCM handle; ``ValueError`` if ``dst`` is not
-        a program of this launch (0 … ``tl.num_programs() − 1``).
-    Example:
-        if tl.program_id() == 0:
-            tl.send(1, tl.load(x))
-        else:
-            got = tl.wait(tl.recv_async(0, (64, 128), np.float16))
-            assert got.shape == (64, 128)
-    """
-    ctx = current()
-    _expect_handle(handle, "tl.send")
-    ctx.need((handle,))
-    if not 0 <= dst < ctx.num_programs:
-        raise ValueError(f"tl.send: destination {dst} is not a program of this launch (0..{ctx.num_programs - 1})")
-    ctx.issue(IpcqSendCmd(dst, handle.ref, handle.nbytes, np.array(handle.data, copy=True)))
-
-
-def recv_async(src: int, shape: Sequence[int], dtype: Any = np.float32) -> RecvFuture:
-    """Post a receive of one message from program ``src``; returns a ``RecvFuture`` at once.
-
-    ``tl.wait(future)`` blocks until the message has landed and returns its
-    handle; ``future.handle`` used by an op auto-waits the same way.
-
-    Shapes:
-        ``shape``: the message's shape (the sent value's).
-    Dtypes:
-        ``dtype`` (float32 by default): the value is cast to it.
-    Cost:
-        - Command: ``IpcqRecvCmd``, 20 logical bytes (framing, source, handle, size).
-        - PE_CPU: dispatch(20), single-op FIXED; then the simulation catches up with
-          PE_CPU's clock, so the receive is posted when its dispatch ends.
-        - Engines: sched only; the data lands when the sender's IPCQ transfer arrives (at
-          once if it has arrived already).
-        - Scratch: its bytes, from now on.
-    Errors:
-        ``ValueError`` if ``src`` is not a program of this launch; ``ScratchError`` if it
-        does not fit.
-    Example:
-        if tl.program_id() == 1:
-            fut = tl.recv_async(0, (64, 1))
-            tl.store(out[:, 0:1], tl.scale(fut.handle, 2.0))  # auto-waits for the message
-        else:
-            tl.send(1, tl.rowsum(tl.load(x)))
-    """
-    ctx = current()
-    if not 0 <= src < ctx.num_programs:
-        raise ValueError(f"tl.recv_async: source {src} is not a program of this launch")
-    h = ctx.new_handle(tuple(shape), dtype, f"recv from {src}", None)
-    ctx.recv_posted(h)
-    ctx.issue(IpcqRecvCmd(src, h.ref, h.nbytes))
-    return RecvFuture(h, src)
-
-
-def wait(fut: RecvFuture | TensorHandle) -> TensorHandle:
-    """Block until a receive (a ``RecvFuture`` or its handle) or a lazy load has landed; returns the handle.
-
-    Shapes:
-        The handle's.
-    Dtypes:
-        The handle's.
-    Cost:
-        - Command: none.
-        - PE_CPU: if the receive or load has not been waited for yet, the simulation
-          catches up with PE_CPU's clock and PE_CPU stalls until the data has landed
-          (a *recv wait* for a receive, an *explicit wait* for a load); otherwise nothing.
-    Example:
-        t = tl.wait(tl.load(x))  # a blocking load
-        assert t.shape == (64, 128)
-    """
-    ctx = current()
-    h = fut.handle if isinstance(fut, RecvFuture) else fut
-    ctx.wait_explicit(h)
-    return h

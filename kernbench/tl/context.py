@@ -10,6 +10,8 @@ path re-times without running the kernel.
 from __future__ import annotations
 
 import dataclasses
+import linecache
+import sys
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -53,6 +55,8 @@ class KernelContext:
         self._in_flight: set[int] = set()  # loads whose DMA has not completed
         self._dropped_in_flight: dict[int, int] = {}
         self._recv_handles: dict[int, weakref.ref[TensorHandle]] = {}
+        self._recv_sites: dict[int, tuple[str, int, str]] = {}  # receive handle id -> the kernel line that posted it
+        self.kernel_file = ""  # the kernel's source file: the lines errors point at (set by the runtime)
 
     # --- handles and scratch ----------------------------------------------
 
@@ -113,14 +117,34 @@ class KernelContext:
     def recv_posted(self, h: TensorHandle) -> None:
         self._pending[h.ref.id] = "recv"
         self._recv_handles[h.ref.id] = weakref.ref(h)
+        site = self._kernel_site()
+        if site is not None:
+            self._recv_sites[h.ref.id] = site
+
+    def _kernel_site(self) -> tuple[str, int, str] | None:
+        """(file, line, function) of the innermost frame of the kernel's file calling ``tl`` now."""
+        frame = sys._getframe(2)
+        kfile = self.kernel_file
+        while frame is not None and kfile:
+            if frame.f_code.co_filename == kfile:
+                return kfile, frame.f_lineno, frame.f_code.co_name
+            frame = frame.f_back
+        return None
+
+    def recv_site(self, hid: int) -> str:
+        """`` at file:line`` (with its source) of the kernel line that posted receive ``hid``, or ""."""
+        site = self._recv_sites.get(hid)
+        if site is None:
+            return ""
+        kfile, line, fn = site
+        return f"\n  at {kfile}:{line} in {fn}\n    {(linecache.getline(kfile, line) or '').strip()}"
 
     def deliver(self, hid: int, data: np.ndarray) -> None:
-        """Called by PE_IPCQ when a message lands in a posted receive."""
+        """Called by PE_IPCQ when a message lands in a posted receive (of its shape: the fabric checks it)."""
+        self._recv_sites.pop(hid, None)
         h = self._recv_handles.pop(hid)()
         if h is None:
             return
-        if tuple(data.shape) != h.shape:
-            raise ValueError(f"received {data.shape} into {h.name} of shape {h.shape}")
         h.data = data.astype(h.dtype)
 
     # --- requests to PE_CPU -----------------------------------------------
@@ -137,19 +161,34 @@ class KernelContext:
         return self._request(Issue(cmd), logged)
 
     def need(self, handles: Iterable[object]) -> None:
-        """Auto-wait (ADR-0062): block on any operand whose load/recv is pending (``handles`` not read when none is)."""
+        """Auto-wait (ADR-0062): block on any operand whose load/recv is pending; refuse another program's handle."""
         pending = self._pending
-        if not pending:
-            return
         for h in handles:
             if not isinstance(h, TensorHandle):
+                continue
+            if h.owner is not self and h.owner is not None:
+                raise ValueError(self._foreign(h))
+            if not pending:
                 continue
             why = pending.pop(h.ref.id, None)
             if why is not None:
                 reason = StallReason.LAZY_LOAD if why == "load" else StallReason.RECV_WAIT
                 self._request(Wait(h.ref, reason))
 
+    def _foreign(self, h: TensorHandle) -> str:
+        """Why ``h``, a TCM handle of another kernel context, cannot be used here."""
+        owner = h.owner
+        whose = f"program {owner.program_id} ({owner.pe_id})" if isinstance(owner, KernelContext) else "another kernel"
+        if isinstance(owner, KernelContext) and (owner.program_id, owner.pe_id) == (self.program_id, self.pe_id):
+            whose = "an earlier run of this program"
+        return (
+            f"{h.name} is a TCM handle of {whose}, used by program {self.program_id} ({self.pe_id}): a handle lives "
+            "in its own PE's scratch; pass its value with tl.send and tl.recv_async"
+        )
+
     def wait_explicit(self, h: TensorHandle) -> None:
+        if h.owner is not self and h.owner is not None:
+            raise ValueError(self._foreign(h))
         why = self._pending.pop(h.ref.id, None)
         if why is not None:
             reason = StallReason.RECV_WAIT if why == "recv" else StallReason.EXPLICIT_WAIT
