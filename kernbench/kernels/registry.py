@@ -223,6 +223,8 @@ class KernelSpec:
 
 
 PACKAGE = __name__.rsplit(".", 1)[0]
+#: the packages whose modules declare the shipped kernels: these bench kernels, and the transformer layers
+SHIPPED_PACKAGES = (PACKAGE, "kernbench.layers")
 
 
 def kernel(
@@ -322,10 +324,10 @@ def _load_all() -> None:
     import importlib
     import pkgutil
 
-    from kernbench import kernels as package
-
-    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-        importlib.import_module(f"{PACKAGE}.{module}")
+    for name in SHIPPED_PACKAGES:
+        package = importlib.import_module(name)
+        for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+            importlib.import_module(f"{name}.{module}")
     _loaded = True
 
 
@@ -333,7 +335,7 @@ def shipped() -> dict[str, KernelSpec]:
     """The kernels declared by this package's modules (those imported so far)."""
     out: dict[str, KernelSpec] = {}
     for module, specs in DECLARED.items():
-        if module.startswith(PACKAGE + "."):
+        if module.startswith(tuple(f"{name}." for name in SHIPPED_PACKAGES)):
             for name, spec in specs.items():
                 if name in out and out[name].setup is not spec.setup:
                     raise TypeError(f"two shipped kernels are named {name!r} (one in {module})")
