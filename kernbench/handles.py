@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with numpy: np.dtype(dtype_name(d)) is d)
 import numpy as np
 from numpy.typing import DTypeLike
 

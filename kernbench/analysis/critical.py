@@ -24,6 +24,7 @@ import numpy as np
 
 from kernbench.events.store import EventStore
 from kernbench.events.types import Event, EventKind
+from kernbench.pe.opkinds import OP_KINDS
 from kernbench.topology.ids import pe_of
 
 #: cause of an engine span by the lane it is on
@@ -37,6 +38,9 @@ LANE_CAUSE = {
     "dma.wr": "dma write",
     "ipcq": "ipcq",
 }
+#: cause of a PE_MATH span whose op kind runs at the transcendental rate (its label is the kind)
+TRANSCENDENTAL_CAUSE = "math (transcendental)"
+TRANSCENDENTAL_KINDS = frozenset(k.name for k in OP_KINDS.values() if k.rate == "transcendental")
 #: cause of a TRANSIT part by its label
 TRANSIT_CAUSE = {
     "overhead": "node overhead",
@@ -247,6 +251,8 @@ def _segments(store: EventStore, cols: dict[str, np.ndarray], row: int, via: str
     lane = comp[len(pe) + 1 :] if pe else comp
     k = EventKind(int(cols["kind"][row]))
     cause = "cpu work" if k == EventKind.CPU_WORK else LANE_CAUSE.get(lane, lane)
+    if lane == "math" and label in TRANSCENDENTAL_KINDS:
+        cause = TRANSCENDENTAL_CAUSE
     kind = LANE_KIND.get(lane, "node")
     if not parts:
         t0, t1 = float(cols["t_ns"][row]), float(cols["end_ns"][row])

@@ -144,8 +144,8 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
                     step_writes.append((j, out))
             work = st.work[i]
             if work:
-                engine = op_kind(op.kind).engine
-                stages.append(Stage(engine, pe.gemm_ns(work) if engine == "gemm" else pe.math_ns(work), op.kind))
+                k = op_kind(op.kind)
+                stages.append(Stage(k.engine, pe.gemm_ns(work) if k.engine == "gemm" else pe.math_ns(work * k.passes, k.rate), op.kind))
         steps.append(StepPlan(fetch / pe.tcm_bw_gbps, tuple(stages), store / pe.tcm_bw_gbps, bool(store) or i == n - 1))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))

@@ -6,6 +6,17 @@
 One table; a new kind touches only this file. Numerics run in float32
 (GEMM accumulates in float32) and are cast to the output's dtype by the
 caller; they never look at time.
+
+**Rates.** PE_MATH runs a kind at one of two rates (:attr:`OpKind.rate`):
+``"plain"`` kinds (add, mul, max, compare, select, cast, …) at
+``math_elems_per_cycle`` elements per cycle, ``"transcendental"`` kinds at
+``math_transcendental_elems_per_cycle`` (the special-function pipe: exp, log,
+sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, gelu, sin, cos, pow), each
+element taking :attr:`OpKind.passes` trips through it (pow: a log and an exp;
+sigmoid and silu: an exp and a reciprocal; the plain multiply-adds around them
+overlap in the plain lanes and are not charged apart). ``div`` stays plain
+(the vector lanes divide). ``exp`` is plain or transcendental as
+:data:`EXP_RATE` says (docs/extending.md, "Transcendental rate").
 """
 
 from __future__ import annotations
@@ -16,6 +27,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from kernbench.dtypes import largest
 
 F32 = NDArray[np.float32]
 
@@ -29,11 +42,16 @@ class OpKind:
     params: tuple[str, ...] = ()  # OpSpec.extra keys the numerics use; others only describe
     doc: str = ""  # what it computes, one line (the tl reference's op-kind table: kernbench.tl.reference)
     steps: str = "elements"  # the axis a composite streams it along: "k", "elements" or "rows" (pe/steps.py)
+    rate: str = "plain"  # PE_MATH's rate for it: "plain" (math_elems_per_cycle) or "transcendental"
+    passes: int = 1  # trips through its rate's pipe per element (PE_MATH time of E elements: math(passes · E))
+    shaped: bool = False  # its numerics take the result's shape (``shape=``): a kind with no operand to take it from
 
-    def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any]) -> F32:
-        if not self.params:
-            return self.fn(*operands)
-        return self.fn(*operands, **{k: v for k, v in extra.items() if k in self.params})
+    def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any], shape: tuple[int, ...] | None = None) -> F32:
+        """The numerics, in float32; ``shape``: the result's, for a :attr:`shaped` kind."""
+        kw = {k: v for k, v in extra.items() if k in self.params} if self.params else {}
+        if self.shaped:
+            kw["shape"] = shape
+        return self.fn(*operands, **kw) if kw else self.fn(*operands)
 
 
 def _f32(x: ArrayLike) -> F32:
@@ -74,6 +92,67 @@ def _binary(fn: Callable[[F32, F32], F32]) -> Callable[[ArrayLike, ArrayLike], F
     return lambda a, b: fn(_f32(a), _f32(b))
 
 
+def _unary(fn: Callable[[F32], F32]) -> Callable[[ArrayLike], F32]:
+    def run(x: ArrayLike) -> F32:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # IEEE results (inf, nan) are the values
+            return fn(_f32(x))
+
+    return run
+
+
+def _sigmoid(x: F32) -> F32:
+    # 1 / (1 + e^-x) without overflow for large |x|
+    return _f32(np.float32(0.5) * (np.tanh(np.float32(0.5) * x) + np.float32(1.0)))
+
+
+GELU_C = np.float32(np.sqrt(2.0 / np.pi))
+
+
+def _gelu(x: F32) -> F32:
+    """The tanh form: 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))."""
+    return _f32(np.float32(0.5) * x * (np.float32(1.0) + np.tanh(GELU_C * (x + np.float32(0.044715) * x * x * x))))
+
+
+def _pow(x: ArrayLike, p: float = 1.0) -> F32:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.power(_f32(x), np.float32(p))
+
+
+def _clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> F32:
+    return np.clip(_f32(x), np.float32(lo), np.float32(hi))
+
+
+def _rowmean(x: ArrayLike) -> F32:
+    f = _f32(x)
+    return _f32(np.add.reduce(f, axis=-1, keepdims=True) / np.float32(f.shape[-1]))
+
+
+def _where(mask: ArrayLike, a: ArrayLike, b: ArrayLike) -> F32:
+    return np.where(np.asarray(mask) != 0, _f32(a), _f32(b))
+
+
+def _causal_mask(q_offset: int = 0, k_offset: int = 0, shape: tuple[int, ...] | None = None) -> F32:
+    """1 where key position ``k_offset + j`` is at or before query position ``q_offset + i``, else 0."""
+    assert shape is not None and len(shape) == 2, "causal_mask makes a 2-D (queries, keys) mask"
+    q = np.arange(shape[0], dtype=np.int64)[:, None] + int(q_offset)
+    k = np.arange(shape[1], dtype=np.int64)[None, :] + int(k_offset)
+    return (k <= q).astype(np.float32)
+
+
+def _cast(x: ArrayLike, dtype: str | None = None, saturate: bool = False) -> F32:
+    f = _f32(x)
+    if saturate and dtype is not None:
+        m = np.float32(largest(dtype))
+        return np.clip(f, -m, m)
+    return f
+
+
+#: whether ``exp`` runs at the transcendental rate (see the module docstring)
+EXP_RATE = "plain"
+
+T = "transcendental"
+
+
 OP_KINDS: dict[str, OpKind] = {
     k.name: k
     for k in [
@@ -98,13 +177,76 @@ OP_KINDS: dict[str, OpKind] = {
             "mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)", steps="rows"
         ),
         OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)", steps="rows"),
-        OpKind("exp", "math", ("x",), lambda x: np.exp(_f32(x)), doc="e ** x, elementwise"),
+        OpKind("exp", "math", ("x",), _unary(np.exp), doc="e ** x, elementwise", rate=EXP_RATE),
         OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",), "x × factor (default 1.0)"),
         OpKind("copy", "math", ("x",), _f32, doc="x unchanged (on PE_MATH; tl.copy goes through PE_FETCH_STORE only)"),
         OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)", steps="rows"),
         OpKind("rowsum", "math", ("x",), _rowsum, doc="sum along the last axis, kept as size 1: (rows, 1)", steps="rows"),
+        OpKind("rowmean", "math", ("x",), _rowmean, doc="mean along the last axis, kept as size 1: (rows, 1)", steps="rows"),
         OpKind("max", "math", ("x",), _reduce(np.max), ("axis",), "max over all elements (shape ()), or along axis kept as size 1", "rows"),
         OpKind("sum", "math", ("x",), _reduce(np.sum), ("axis",), "sum over all elements (shape ()), or along axis kept as size 1", "rows"),
+        # unary, transcendental rate
+        OpKind("sqrt", "math", ("x",), _unary(np.sqrt), doc="√x, elementwise (NaN below 0)", rate=T),
+        OpKind("rsqrt", "math", ("x",), _unary(lambda x: _f32(np.float32(1.0) / np.sqrt(x))), doc="1 / √x, elementwise", rate=T),
+        OpKind("reciprocal", "math", ("x",), _unary(lambda x: np.float32(1.0) / x), doc="1 / x, elementwise", rate=T),
+        OpKind("log", "math", ("x",), _unary(np.log), doc="natural log of x, elementwise (−inf at 0, NaN below)", rate=T),
+        OpKind("pow", "math", ("x",), _pow, ("p",), "x ** p, p a scalar (two passes: a log and an exp)", rate=T, passes=2),
+        OpKind("tanh", "math", ("x",), _unary(np.tanh), doc="tanh x, elementwise", rate=T),
+        OpKind(
+            "sigmoid", "math", ("x",), _unary(_sigmoid), doc="1 / (1 + e ** −x) (two passes: an exp and a reciprocal)", rate=T, passes=2
+        ),
+        OpKind(
+            "silu", "math", ("x",), _unary(lambda x: _f32(x * _sigmoid(x))), doc="x · sigmoid(x) (two passes, as sigmoid)", rate=T, passes=2
+        ),
+        OpKind("gelu", "math", ("x",), _unary(_gelu), doc="0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))), the tanh form", rate=T),
+        OpKind("sin", "math", ("x",), _unary(np.sin), doc="sin x (radians), elementwise", rate=T),
+        OpKind("cos", "math", ("x",), _unary(np.cos), doc="cos x (radians), elementwise", rate=T),
+        # unary and binary, plain rate
+        OpKind("neg", "math", ("x",), _unary(np.negative), doc="−x, elementwise"),
+        OpKind("abs", "math", ("x",), _unary(np.abs), doc="|x|, elementwise"),
+        OpKind("minimum", "math", ("a", "b"), _binary(np.minimum), doc="the smaller of a and b, elementwise"),
+        OpKind("clamp", "math", ("x",), _clamp, ("lo", "hi"), "x clipped to [lo, hi] (scalars)"),
+        # broadcasts: a (rows, 1) column streamed with its rows; a (1, cols) row read once and held
+        OpKind("add_bcast", "math", ("a", "b"), _binary(np.add), doc="a + b with b a (rows, 1) column (numerics as add)", steps="rows"),
+        OpKind(
+            "add_bcast_row", "math", ("a", "b"), _binary(np.add), doc="a + b with b a (1, cols) row, held (numerics as add)", steps="rows"
+        ),
+        OpKind(
+            "sub_bcast_row",
+            "math",
+            ("a", "b"),
+            _binary(np.subtract),
+            doc="a − b with b a (1, cols) row, held (numerics as sub)",
+            steps="rows",
+        ),
+        OpKind(
+            "mul_bcast_row",
+            "math",
+            ("a", "b"),
+            _binary(np.multiply),
+            doc="a × b with b a (1, cols) row, held (numerics as mul)",
+            steps="rows",
+        ),
+        OpKind(
+            "div_bcast_row",
+            "math",
+            ("a", "b"),
+            _binary(np.divide),
+            doc="a / b with b a (1, cols) row, held (numerics as div)",
+            steps="rows",
+        ),
+        # selection and conversion, plain rate
+        OpKind("where", "math", ("mask", "a", "b"), _where, doc="a where mask ≠ 0, else b, elementwise (numpy broadcasting)"),
+        OpKind(
+            "causal_mask",
+            "math",
+            (),
+            _causal_mask,
+            ("q_offset", "k_offset"),
+            "1 where k_offset + j ≤ q_offset + i, else 0, in out's (queries, keys) shape; no operand, no HBM traffic",
+            shaped=True,
+        ),
+        OpKind("cast", "math", ("x",), _cast, ("dtype", "saturate"), "x unchanged, stored as out's dtype (saturate: clipped to its range)"),
     ]
 }
 

@@ -70,6 +70,7 @@ class ProcessingElement:
         self._gemm_flops_per_ns: float = attrs["gemm_tflops"] * 1e3
         self._gemm_fixed_ns: float = attrs["gemm_pipeline_cycles"] / self.clock_ghz
         self._math_lanes: float = attrs["math_elems_per_cycle"]
+        self._math_transcendental_lanes: float = attrs["math_transcendental_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
         self.dma_node = f"{pe_id}.dma"
         self.ipcq_node = f"{pe_id}.ipcq"
@@ -95,6 +96,7 @@ class ProcessingElement:
             self._gemm_flops_per_ns,
             self._math_fixed_cycles,
             self._math_lanes,
+            self._math_transcendental_lanes,
             self.clock_ghz,
         )
         self.composite_plans: dict[tuple[object, ...], Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
@@ -108,8 +110,10 @@ class ProcessingElement:
     def gemm_ns(self, flops: float) -> float:
         return self._gemm_fixed_ns + flops / self._gemm_flops_per_ns
 
-    def math_ns(self, elems: float) -> float:
-        return (self._math_fixed_cycles + math.ceil(elems / self._math_lanes)) / self.clock_ghz
+    def math_ns(self, elems: float, rate: str = "plain") -> float:
+        """PE_MATH's time for ``elems`` elements of an op kind of ``rate`` (``OpKind.rate``)."""
+        lanes = self._math_transcendental_lanes if rate == "transcendental" else self._math_lanes
+        return (self._math_fixed_cycles + math.ceil(elems / lanes)) / self.clock_ghz
 
     # --- hooks the scheduler calls ----------------------------------------
 

@@ -44,6 +44,7 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, fired_at
+from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
 from kernbench.sim.network import TransferResult
 
@@ -225,7 +226,8 @@ class Scheduler:
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
         work = op_work(cmd.op, [r.shape for r in cmd.inputs], cmd.out.shape, cmd.extra)
-        service = pe.math_ns(work)
+        k = op_kind(cmd.op)
+        service = pe.math_ns(work * k.passes, k.rate)
         in_bytes = sum(r.nbytes for r in cmd.inputs)
         return self._after_inputs(
             cmd.inputs,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from kernbench.dtypes import check_storable, narrow
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
@@ -226,14 +227,21 @@ class Runtime:
     ) -> HbmTensor:
         """Copy a numpy array into HBM (float arrays become float16 unless ``dtype``).
 
+        ``dtype`` may be any numeric numpy type or ``tl.bfloat16``, ``tl.float8_e4m3fn``,
+        ``tl.float8_e5m2``; a finite value it cannot hold raises ``NarrowingOverflowError``
+        and an object (or other non-numeric) array a ``TypeError`` (kernbench/dtypes.py).
+
         ``copy=False`` takes the array over as it is when it already is a
         C-contiguous array of the stored dtype (the caller must not change it
         afterwards): a large input is then held once, not twice. A runtime
         holding no data (``data=False``) keeps only the array's shape and dtype.
         """
         arr = np.asarray(array)
+        what = f"Runtime.deploy of {name or 'an array'} {arr.shape}"
+        check_storable(arr, what)
         if dtype is not None:
             target = np.dtype(dtype)
+            check_storable(np.empty(0, dtype=target), what)
         elif arr.dtype.kind == "f":
             target = np.dtype(np.float16)
         else:
@@ -241,7 +249,9 @@ class Runtime:
         if not self.holds_data:
             return self._phantom(tuple(arr.shape), target, pe, memory, name)
         if arr.dtype != target:
-            arr = arr.astype(target, order="C")  # a fresh array already
+            arr = np.ascontiguousarray(
+                narrow(arr, target, what, "scale the array first, or deploy it as float32")
+            )  # a fresh array already (an overflow raises)
         elif copy or not arr.flags.c_contiguous:
             arr = np.array(arr, order="C", copy=True)
         mem, off = self._place(arr.nbytes, pe, memory)

@@ -12,6 +12,20 @@ PE_MATH op computes in float32 and returns its operands' dtype
 float32 by default; a composite casts each result to its ``out``'s dtype;
 ``tl.store`` casts to the destination's dtype.
 
+**Dtypes.** numpy's (float16, float32, the integers, bool) and, from
+``ml_dtypes``, ``tl.bfloat16`` (2 B), ``tl.float8_e4m3fn`` and
+``tl.float8_e5m2`` (1 B each): usable in ``Runtime.deploy``/``empty``,
+``tl.load``/``store``, ``tl.cast`` and as any handle's dtype; the math runs
+in float32 all the same, and every byte count (DMA, fetch, store, scratch)
+is elements × the stored itemsize. Rounding float32 into a smaller type is
+checked wherever it happens (a store, a cast, a deploy, an op's result, a
+composite's ``out``): a finite value the type cannot hold raises
+``NarrowingOverflowError`` (an ``OverflowError``) naming the place, the
+value and the type's range — never a silent inf or NaN. Infinities and NaN
+pass through as IEEE says, except into ``float8_e4m3fn``, which has no
+infinity: there ±inf raises too. ``tl.cast(x, dtype, saturate=True)`` clips
+to the type's range instead (kernbench/dtypes.py).
+
 **Tensors.** An ``HbmTensor`` (from ``Runtime.deploy`` or ``Runtime.empty``)
 lives in an HBM slice or in SRAM; ``x[0:32, :]`` names a region of it
 (integers and slices, steps included: a strided region moves the bursts at
@@ -45,7 +59,14 @@ costs, in the terms below. Their parameters are keys of the topology's
   for F FLOPs.
 - **math(E)**: PE_MATH is busy
   ``(math_pipeline_cycles + ceil(E / math_elems_per_cycle)) / clock_freq_ghz``
-  ns for E elements.
+  ns for E elements (a *plain* op kind: add, mul, max, compare, select, cast, …).
+- **tmath(E)**: PE_MATH is busy
+  ``(math_pipeline_cycles + ceil(E / math_transcendental_elems_per_cycle)) / clock_freq_ghz``
+  ns for E elements of a *transcendental* op kind (log, sqrt, rsqrt, reciprocal,
+  tanh, sigmoid, silu, gelu, sin, cos, pow: the special-function pipe,
+  ``math_transcendental_elems_per_cycle``, "assumed"); a kind of two passes (pow,
+  sigmoid, silu) is tmath(2E). ``--explain`` names its share as the cause
+  ``math (transcendental)``. (``exp``: see its entry.)
 - **single-op compute on ENGINE**: sched, then, once every operand is ready
   (produced by an earlier command, or landed): fetch(operand bytes), ENGINE,
   store(result bytes); the result is ready when its store ends.
@@ -79,6 +100,7 @@ from typing import Any
 
 import numpy as np
 
+from kernbench.dtypes import bfloat16, float8_e4m3fn, float8_e5m2, narrow
 from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle
 from kernbench.pe.commands import (
     CompositeCmd,
@@ -92,40 +114,100 @@ from kernbench.pe.commands import OpSpec as CmdOpSpec
 from kernbench.pe.opkinds import OP_KINDS, op_kind
 from kernbench.tl.communication import recv_async, send, wait
 from kernbench.tl.context import current
-from kernbench.tl.elementwise import add, div, exp, maximum, mul, mul_bcast, scale, sub, sub_bcast
+from kernbench.tl.elementwise import (
+    abs,
+    add,
+    add_bcast,
+    add_bcast_row,
+    cast,
+    causal_mask,
+    clamp,
+    cos,
+    div,
+    div_bcast_row,
+    exp,
+    gelu,
+    log,
+    maximum,
+    minimum,
+    mul,
+    mul_bcast,
+    mul_bcast_row,
+    neg,
+    pow,
+    reciprocal,
+    rsqrt,
+    scale,
+    sigmoid,
+    silu,
+    sin,
+    sqrt,
+    sub,
+    sub_bcast,
+    sub_bcast_row,
+    tanh,
+    where,
+)
 from kernbench.tl.issue import data as _data
 from kernbench.tl.issue import expect_handle as _expect_handle
-from kernbench.tl.reductions import max, rowmax, rowsum, sum
+from kernbench.tl.reductions import max, rowmax, rowmean, rowsum, sum
 from kernbench.tl.spec import OpSpec
+
+#: the dtypes beyond numpy's (kernbench.dtypes; ml_dtypes types, not in __all__: types, not ops)
+DTYPES = (bfloat16, float8_e4m3fn, float8_e5m2)
 
 __all__ = [
     "OpSpec",
+    "abs",
     "add",
+    "add_bcast",
+    "add_bcast_row",
+    "cast",
+    "causal_mask",
+    "clamp",
     "composite",
     "copy",
+    "cos",
     "cycles",
     "div",
+    "div_bcast_row",
     "dot",
     "exp",
     "full",
+    "gelu",
     "load",
+    "log",
     "max",
     "maximum",
+    "minimum",
     "mul",
     "mul_bcast",
+    "mul_bcast_row",
+    "neg",
     "num_programs",
+    "pow",
     "program_id",
+    "reciprocal",
     "recv_async",
     "ref",
     "rowmax",
+    "rowmean",
     "rowsum",
+    "rsqrt",
     "scale",
     "send",
+    "sigmoid",
+    "silu",
+    "sin",
+    "sqrt",
     "store",
     "sub",
     "sub_bcast",
+    "sub_bcast_row",
     "sum",
+    "tanh",
     "wait",
+    "where",
     "zeros",
 ]
 
@@ -247,7 +329,7 @@ def store(ptr: Ptr | HbmTensor, value: TensorHandle) -> None:
     ctx.need((value,))
     if tuple(value.shape) != p.shape:
         raise ValueError(f"tl.store: value shape {value.shape} does not match {p.describe()} {p.shape}")
-    p.write(_data(value).astype(p.dtype))
+    p.write(narrow(_data(value), p.dtype, f"tl.store to {p.describe()}"))
     ctx.issue(DmaWriteCmd(value.ref, p, p.nbytes))
 
 
@@ -485,6 +567,8 @@ def _spec_refs(op: OpSpec) -> CmdOpSpec:
         operands[name] = h.ref
     out = op.out
     if out is None:
+        if op_kind(op.kind).shaped:
+            raise ValueError(f"OpSpec {op.kind}: needs an out (the result's shape is out's)")
         return CmdOpSpec(op.kind, operands, None, op.scope, dict(op.extra))
     if not isinstance(out, TensorHandle):
         raise TypeError(f"OpSpec {op.kind}: out must be a handle, got {out!r}")
@@ -508,7 +592,7 @@ def _run_spec(op: OpSpec) -> None:
     if op.kind == "gemm" and out is not None and not all(h.ptr.holds_data for h in op.operands.values() if h.ptr is not None):
         r = np.zeros(out.shape, np.float32)  # a tensor of Runtime(data=False) reads as zeros: so is the product (not multiplied out)
     else:
-        r = OP_KINDS[op.kind].compute([_value(h) for h in op.operands.values()], op.extra)
+        r = OP_KINDS[op.kind].compute([_value(h) for h in op.operands.values()], op.extra, out.shape if out is not None else None)
     if out is None:
         return
     if op.extra and op.extra.get("accumulate"):
@@ -519,10 +603,11 @@ def _run_spec(op: OpSpec) -> None:
             r = np.broadcast_to(r, ref.shape)
         except ValueError:
             raise ValueError(f"OpSpec {op.kind}: result shape {r.shape} does not fit out {out.name} {out.shape}") from None
+    r = narrow(np.asarray(r), out.dtype, f"OpSpec {op.kind} into {out.name}")
     if ref.space == "hbm":
-        _ref_ptr(out).write(np.asarray(r).astype(out.dtype))
+        _ref_ptr(out).write(r)
     else:
-        out.data = np.array(r, dtype=out.dtype)
+        out.data = np.array(r, copy=True)
 
 
 MAX_CYCLES = 1e12  # 1000 s at 1 GHz: far past any run limit

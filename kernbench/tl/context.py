@@ -19,6 +19,7 @@ from typing import Any
 import greenlet
 import numpy as np
 
+from kernbench.dtypes import narrow
 from kernbench.events.types import StallReason
 from kernbench.handles import HandleRef, Ptr, TensorHandle, dtype_name
 from kernbench.pe.commands import IpcqSendCmd, PeCommand
@@ -145,7 +146,9 @@ class KernelContext:
         h = self._recv_handles.pop(hid)()
         if h is None:
             return
-        h.data = data.astype(h.dtype)
+        if tuple(data.shape) != h.shape:
+            raise ValueError(f"received {data.shape} into {h.name} of shape {h.shape}")
+        h.data = np.array(narrow(data, h.dtype, f"received into {h.name}"), copy=True)
 
     # --- requests to PE_CPU -----------------------------------------------
 

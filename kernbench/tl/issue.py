@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
+from kernbench.dtypes import narrow
 from kernbench.handles import TensorHandle
 from kernbench.pe.commands import MathCmd
 from kernbench.pe.opkinds import op_kind
@@ -38,16 +40,25 @@ def data(h: TensorHandle) -> np.ndarray:
     return h.data
 
 
-def math_op(kind: str, inputs: tuple[TensorHandle, ...], extra: dict[str, Any] | None = None) -> TensorHandle:
-    """One PE_MATH op of ``kind`` on ``inputs``: numerics now (float32, cast to the operands'
-    dtype), then its ``MathCmd``; the result's handle."""
+def math_op(
+    kind: str,
+    inputs: tuple[TensorHandle, ...],
+    extra: dict[str, Any] | None = None,
+    *,
+    dtype: DTypeLike | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> TensorHandle:
+    """One PE_MATH op of ``kind`` on ``inputs``: numerics now (float32), narrowed to ``dtype``
+    (the operands' by default; an overflow raises: :func:`kernbench.dtypes.narrow`), then its
+    ``MathCmd``; the result's handle. ``shape``: the result's, for a kind with no operand."""
     ctx = current()
     for i, x in enumerate(inputs):
         expect_handle(x, f"tl.{kind} operand {i}")
     ctx.need(inputs)
     extra = extra or {}
     k = op_kind(kind)
-    r = k.compute([data(x) for x in inputs], extra).astype(out_dtype(*inputs))
+    target = out_dtype(*inputs) if dtype is None else np.dtype(dtype)
+    r = narrow(k.compute([data(x) for x in inputs], extra, shape), target, f"tl.{kind} result")
     out = ctx.new_handle(r.shape, r.dtype, kind, r)
     ctx.issue(MathCmd(kind, tuple(x.ref for x in inputs), out.ref, dict(extra)))
     return out

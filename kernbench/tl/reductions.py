@@ -109,3 +109,26 @@ def rowsum(x: TensorHandle) -> TensorHandle:
         assert probs.shape == (64, 128)
     """
     return math_op("rowsum", (x,))
+
+
+def rowmean(x: TensorHandle) -> TensorHandle:
+    """The mean of each row (along the last axis) on PE_MATH, at the plain rate.
+
+    Shapes:
+        (rows, cols) gives (rows, 1): the last axis kept as size 1.
+    Dtypes:
+        Summed in float32 and divided by cols in float32; the result has ``x``'s dtype.
+    Cost:
+        - Command: ``MathCmd`` of op kind ``rowmean``, 23 logical bytes (framing, opcode, one input
+          handle, out handle, two tuple lengths).
+        - PE_CPU: auto-wait on ``x``; dispatch(23), single-op FIXED.
+        - Engines: single-op compute on PE_MATH: fetch(x.nbytes), math(elements of ``x``),
+          store(the result's bytes); the divide by cols is not charged apart.
+    Errors:
+        ``TypeError`` if ``x`` is not a TCM handle (a ``tl.ref`` is not).
+    Example:
+        m = tl.rowmean(tl.load(x))
+        assert m.shape == (64, 1)
+        assert np.allclose(m.numpy(), x.array.astype(np.float32).mean(axis=1, keepdims=True), atol=1e-3)
+    """
+    return math_op("rowmean", (x,))

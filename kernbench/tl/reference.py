@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import kernbench.tl as tl
-from kernbench.pe.opkinds import OP_KINDS
+from kernbench.pe.opkinds import OP_KINDS, OpKind
 from kernbench.topology.schema import Field, Section
 from kernbench.topology.spec import PE_ATTRS
 
@@ -70,12 +70,19 @@ GROUPS = (
     Group("Memory", "Between HBM (or SRAM) and TCM, and within TCM.", ("load", "store", "ref", "copy")),
     Group("Scratch tensors", "TCM tensors made in place, for free.", ("full", "zeros")),
     Group("Matrix multiply", "One GEMM on PE_GEMM.", ("dot",)),
+    Group("Elementwise", "One binary op on PE_MATH.", ("add", "sub", "mul", "div", "maximum", "minimum", "scale", "clamp")),
     Group(
-        "Elementwise",
-        "One op on PE_MATH.",
-        ("add", "sub", "mul", "div", "maximum", "exp", "scale", "mul_bcast", "sub_bcast"),
+        "Unary math",
+        "One op on PE_MATH; the transcendental ones at their own rate (tmath).",
+        ("exp", "log", "sqrt", "rsqrt", "reciprocal", "pow", "tanh", "sigmoid", "silu", "gelu", "sin", "cos", "neg", "abs"),
     ),
-    Group("Reductions", "One op on PE_MATH.", ("max", "sum", "rowmax", "rowsum")),
+    Group(
+        "Broadcasts",
+        "A (rows, 1) column or a (1, cols) row applied to every row or column, one op on PE_MATH.",
+        ("mul_bcast", "sub_bcast", "add_bcast", "add_bcast_row", "sub_bcast_row", "mul_bcast_row", "div_bcast_row"),
+    ),
+    Group("Selection and conversion", "A mask, a select and a dtype conversion, one op on PE_MATH.", ("causal_mask", "where", "cast")),
+    Group("Reductions", "One op on PE_MATH.", ("max", "sum", "rowmax", "rowsum", "rowmean")),
     Group("Composite", "Many ops and tiles, one command (ADR-0064 D7, D8).", ("composite", "OpSpec")),
     Group("Communication", "Between the programs of a launch, through PE_IPCQ.", ("send", "recv_async", "wait")),
 )
@@ -88,8 +95,17 @@ ENGINE_WORK = {
         "F = 2·m·k·n FLOPs",
         "gemm(F), (m, k) the last two axes of `a`, n the last axis of `b` (its second-to-last with `transpose_b`)",
     ),
-    "math": ("PE_MATH", "E = the most elements of any operand or `out`", "math(E)"),
+    "math": ("PE_MATH", "E = the most elements of any operand or `out`", "math(E), or tmath(passes × E) for a transcendental kind"),
 }
+
+
+def _work(k: OpKind) -> str:
+    """The work column of the op kinds table: its engine's, at its rate and passes."""
+    if k.engine != "math":
+        return ENGINE_WORK[k.engine][1]
+    if k.rate == "transcendental":
+        return "E elements: tmath(E)" if k.passes == 1 else f"E elements: tmath({k.passes}E)"
+    return "E elements: math(E)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +343,8 @@ def render_op_kinds() -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for k in OP_KINDS.values():
-        engine, work, _ = ENGINE_WORK[k.engine]
+        engine = ENGINE_WORK[k.engine][0]
+        work = _work(k)
         params = ", ".join(f"`{p}`" for p in k.params) or "—"
         operands = ", ".join(f"`{a}`" for a in k.arity)
         single = ", ".join(users.get(k.name, [])) or "—"

@@ -150,7 +150,7 @@ def test_every_op_kind_runs_as_a_one_op_composite_with_the_operands_and_engine_t
     rng = np.random.default_rng(1)
     shapes = SHAPES.get(kind, {a: (64, 128) if a != "b" else (64, 1) for a in k.arity})
     values = {a: rng.uniform(0.5, 1.5, s).astype(np.float16) for a, s in shapes.items()}
-    expected = k.compute(list(values.values()), {})
+    expected = k.compute(list(values.values()), {}, (64, 128) if k.shaped else None)  # a shaped kind: out's shape
     rt = Runtime(cube1)
     tensors = [rt.deploy(v, name=a) for a, v in values.items()]
     got: dict[str, np.ndarray] = {}
