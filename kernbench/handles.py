@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from kernbench.errors import KernbenchError
-from kernbench.sim.region import Region, region_of_view
+from kernbench.sim.region import Region, byte_distance, region_of_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +80,32 @@ class HbmTensor:
 
     ``deployed_by`` is the token of the :class:`~kernbench.runtime.api.Runtime` that placed it (its
     offset means something in that runtime's memories only); None for one made by hand.
-    ``holds_data=False`` (``Runtime(data=False)``, ``--no-data``): ``array`` is only the tensor's
-    geometry (:func:`layout_only`); its regions read as zeros, stores to it are discarded, and
-    :attr:`array` raises :class:`NoDataError`."""
 
-    def __init__(self, name: str, memory: str, offset: int, array: np.ndarray, deployed_by: object | None = None, holds_data: bool = True):
+    ``root``: for a view (``x.T``, ``x.reshape(...)``, a region of a region), the deployed tensor
+    whose bytes ``array`` views; ``offset`` is then the address of ``array``'s first element, and
+    real addresses are computed against the root (None for a deployed tensor).
+
+    ``holds_data=False`` (``Runtime(data=False)``, ``--no-data``; a view's is its root's): ``layout``
+    is only the tensor's geometry (:func:`layout_only`); its regions read as zeros, stores to it are
+    discarded, and :attr:`array` raises :class:`NoDataError`."""
+
+    def __init__(
+        self,
+        name: str,
+        memory: str,
+        offset: int,
+        array: np.ndarray,
+        deployed_by: object | None = None,
+        root: HbmTensor | None = None,
+        holds_data: bool = True,
+    ):
         self.name = name
         self.memory = memory
         self.offset = offset
         self.layout = array  # the values, or (no data) their geometry only
         self.deployed_by = deployed_by
-        self.holds_data = holds_data
+        self.root = root
+        self.holds_data = holds_data if root is None else root.holds_data
 
     @property
     def array(self) -> np.ndarray:
@@ -117,6 +132,15 @@ class HbmTensor:
     def whole(self) -> Ptr:
         return Ptr(self, (slice(None),))
 
+    def reshape(self, *shape: Any) -> Ptr:
+        """The whole tensor seen with another shape: address arithmetic (``Ptr.reshape``)."""
+        return self.whole().reshape(*shape)
+
+    @property
+    def T(self) -> Ptr:
+        """The whole tensor with its axes reversed: a strided region (``Ptr.T``)."""
+        return self.whole().T
+
     def __repr__(self) -> str:
         return f"HbmTensor({self.name}, {self.shape}, {self.dtype}, {self.memory}+{self.offset})"
 
@@ -128,6 +152,11 @@ class Ptr:
     bytes it covers in its memory (:attr:`region`), so a column block of a
     row-major matrix, every 8th row or any other strided view moves the
     bursts at its real addresses.
+
+    Views of a region are regions again, and cost nothing: ``p[i:j, ...]``
+    (a region of the region), ``p.reshape(shape)`` (when the bytes allow it
+    without moving any) and ``p.T`` (its axes reversed: a load of it is a
+    strided DMA at the elements' real addresses).
     """
 
     __slots__ = ("_offset", "_region", "_view", "index", "tensor")
@@ -135,7 +164,7 @@ class Ptr:
     def __init__(self, tensor: HbmTensor, index: tuple[Any, ...]):
         self.tensor = tensor
         self.index = index
-        _check_index(tensor, index)
+        check_index(tensor.name, tensor.shape, index)
         self._view: np.ndarray = tensor.layout[(*index, ...)]  # (with "...": a view even when it is one element)
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
@@ -163,7 +192,11 @@ class Ptr:
     def offset(self) -> int:
         """Byte address of the region's first element in its memory."""
         if self._offset is None:
-            self._offset = self.tensor.offset + first_byte(self.tensor.layout, self.index)
+            root = self.tensor.root
+            if root is None:
+                self._offset = self.tensor.offset + first_byte(self.tensor.layout, self.index)
+            else:  # a view's strides may be anything: measure against the deployed bytes
+                self._offset = root.offset + byte_distance(root.layout, self._view)
         return self._offset
 
     @property
@@ -173,8 +206,52 @@ class Ptr:
             if self._view.flags.c_contiguous:  # one run from its first byte
                 self._region = Region.contiguous(self.offset, self._view.nbytes)
             else:
-                self._region = region_of_view(self.tensor.layout, self._view, self.tensor.offset)
+                base = self.tensor.root or self.tensor
+                self._region = region_of_view(base.layout, self._view, base.offset)
         return self._region
+
+    # --- views: regions of the same bytes, no data moved ----------------------------
+
+    def _derived(self, name: str, array: np.ndarray) -> HbmTensor:
+        """``array`` (a numpy view of this region's bytes) as a tensor of the same memory."""
+        root = self.tensor.root or self.tensor
+        assert np.may_share_memory(array, root.layout), f"{name} is not a view of {root.name}"
+        return HbmTensor(name, self.memory, root.offset + byte_distance(root.layout, array), array, self.tensor.deployed_by, root)
+
+    def _writable(self) -> np.ndarray:
+        return self.tensor.layout[(*self.index, ...)]
+
+    def __getitem__(self, index: Any) -> Ptr:
+        """A region of this region (integers and slices, checked against its shape)."""
+        index = index if isinstance(index, tuple) else (index,)
+        check_index(self.describe(), self.shape, index)
+        return Ptr(self._derived(self.describe(), self._writable()), index)
+
+    def reshape(self, *shape: Any) -> Ptr:
+        """The region with another shape, when that is address arithmetic: always for a
+        contiguous region; for a strided one only when numpy can keep it a view.
+
+        Raises ``ValueError`` naming both shapes if the sizes differ, or if the new shape
+        would need the bytes moved (load it, then reshape the TCM handle: that is free)."""
+        new = _shape_arg(shape)
+        v = self._writable()
+        try:
+            r = v.reshape(new)
+        except ValueError:
+            raise ValueError(f"cannot reshape {self.describe()} {self.shape} ({v.size} elements) to {new}") from None
+        root = (self.tensor.root or self.tensor).layout
+        if not np.may_share_memory(r, root):
+            raise ValueError(
+                f"reshaping the strided region {self.describe()} {self.shape} to {new} would move data; "
+                "tl.load it and reshape the TCM handle instead (free there)"
+            )
+        return self._derived(f"{self.describe()}.reshape{tuple(r.shape)}", r).whole()
+
+    @property
+    def T(self) -> Ptr:
+        """The region with its axes reversed: the same bytes, strided (a load of it moves
+        the bursts its elements lie in, at their real addresses)."""
+        return self._derived(f"{self.describe()}.T", self._writable().T).whole()
 
     def read(self) -> np.ndarray:
         """A copy of the region's values (zeros from a tensor that holds no data)."""
@@ -199,6 +276,8 @@ class Ptr:
             self.tensor.layout[self.index] = value
 
     def describe(self) -> str:
+        if self.tensor.root is not None and self.index == (slice(None),):
+            return self.tensor.name  # a view, whole: its name says what it is
         parts = []
         for s in self.index:
             if isinstance(s, slice):
@@ -220,9 +299,20 @@ def first_byte(array: np.ndarray, index: tuple[Any, ...]) -> int:
     return first
 
 
-def _check_index(tensor: HbmTensor, index: tuple[Any, ...]) -> None:
-    """Basic indexing within bounds only: anything else has no address to move."""
-    shape = tensor.shape
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """``reshape``'s arguments — ``(4, 8)`` or ``4, 8`` — as a tuple (a ``-1`` left to numpy)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in shape):
+        raise TypeError(f"a shape is integers, not {shape!r}")
+    return tuple(int(n) for n in shape)
+
+
+def check_index(name: str, shape: tuple[int, ...], index: tuple[Any, ...]) -> None:
+    """Basic indexing within bounds only: anything else has no address to move.
+
+    An ``IndexError`` names the tensor (``name``) and its shape for an index past the end."""
+    tensor = _Named(name, shape)
     if len(index) > len(shape) or any([x is Ellipsis or x is None for x in index]):
         dims = [x for x in index if x is not Ellipsis and x is not None]
         if len(dims) > len(shape):
@@ -253,6 +343,12 @@ def _check_index(tensor: HbmTensor, index: tuple[Any, ...]) -> None:
             f"{tensor.name}: index {x!r} is not an integer or a slice (fancy indexing copies data "
             "and has no address in HBM); use slices to name a region"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    name: str
+    shape: tuple[int, ...]
 
 
 class ScratchOwner(Protocol):
@@ -295,6 +391,27 @@ class TensorHandle:
     @property
     def name(self) -> str:
         return self.ref.name
+
+    # views (kernbench.tl.views: free when address arithmetic, a copy otherwise)
+
+    def __getitem__(self, index: Any) -> TensorHandle:
+        """``tl.view(self, index)``: rows, columns or a block of the handle."""
+        from kernbench.tl.views import view
+
+        return view(self, index)
+
+    def reshape(self, *shape: Any) -> TensorHandle:
+        """``tl.reshape(self, shape)``."""
+        from kernbench.tl.views import reshape
+
+        return reshape(self, _shape_arg(shape))
+
+    @property
+    def T(self) -> TensorHandle:
+        """``tl.transpose(self)``: its axes reversed."""
+        from kernbench.tl.views import transpose
+
+        return transpose(self)
 
     def numpy(self) -> np.ndarray:
         """The handle's value (waits for a pending load/recv like any consuming op)."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.handles import HandleRef, Ptr
+from kernbench.sim.region import Region
 
 FRAMING = 4
 OPCODE = 1
@@ -202,3 +203,51 @@ class PeCpuOverheadCmd(PeCommand):
     @property
     def logical_bytes(self) -> int:
         return 0
+
+
+# --- indexing (kernbench/tl/indexing.py) ---------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class MathPairCmd(MathCmd):
+    """One PE_MATH op with two results (``tl.topk``: ``out`` its values, ``out2`` their indices)."""
+
+    out2: HandleRef | None = None
+
+    @cached_property
+    def logical_bytes(self) -> int:
+        return super().logical_bytes + HANDLE
+
+
+@dataclass(frozen=True, eq=False)
+class _RowsCmd(PeCommand):
+    """Rows of an HBM region moved one DMA per row: the rows' bytes at their real addresses
+    (``rows``, in index order; what the DMA engine works out from the index values and the
+    region's base and pitch, so not counted) and the index: a TCM handle, or host-side
+    values carried in the descriptor (``host_index``)."""
+
+    index: HandleRef | None
+    host_index: tuple[int, ...]
+    rows: tuple[Region, ...] = field(repr=False)
+    size_bytes: int
+
+    @cached_property
+    def logical_bytes(self) -> int:
+        index = HANDLE if self.index is not None else TUPLE_LEN + SCALAR * len(self.host_index)
+        return FRAMING + HANDLE + index + HANDLE + SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class GatherCmd(_RowsCmd):
+    """HBM/SRAM rows of ``src`` → TCM handle ``dst``, in index order, one DMA read per row."""
+
+    src: Ptr
+    dst: HandleRef
+
+
+@dataclass(frozen=True, eq=False)
+class ScatterCmd(_RowsCmd):
+    """TCM handle ``src``'s rows → the HBM/SRAM rows of ``dst`` the index names, one DMA write per row."""
+
+    src: HandleRef
+    dst: Ptr

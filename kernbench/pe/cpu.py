@@ -31,12 +31,15 @@ from kernbench.pe.commands import (
     CopyCmd,
     DmaReadCmd,
     DmaWriteCmd,
+    GatherCmd,
     GemmCmd,
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
+    MathPairCmd,
     PeCommand,
     PeCpuOverheadCmd,
+    ScatterCmd,
 )
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
@@ -56,6 +59,9 @@ OP_LOG_KIND = {
     IpcqSendCmd: "ipcq/send",
     IpcqRecvCmd: "ipcq/recv",
     PeCpuOverheadCmd: "cpu/cycles",
+    MathPairCmd: "compute/math",
+    GatherCmd: "memory/gather",
+    ScatterCmd: "memory/scatter",
 }
 
 
@@ -180,7 +186,7 @@ class PeCpu:
         self.t = t = t + dur
         if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > self.env.now:
             yield from self._catch_up()
-        if bus.active and isinstance(cmd, DmaReadCmd):
+        if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 

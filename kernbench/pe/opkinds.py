@@ -21,6 +21,7 @@ overlap in the plain lanes and are not charged apart). ``div`` stays plain
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -260,3 +261,70 @@ def op_kind(name: str) -> OpKind:
         g = difflib.get_close_matches(name, list(OP_KINDS), n=1)
         hint = f" (did you mean {g[0]!r}?)" if g else ""
         raise ValueError(f"unknown op kind {name!r}{hint}; known: {', '.join(sorted(OP_KINDS))}") from None
+
+
+# --- indexing kinds (tl.topk, tl.argmax: kernbench/tl/indexing.py) ---------------------------
+#
+# Work. PE_MATH selects the top k of a row by a compare-and-insert of every element into a
+# sorted k-entry buffer per row: a binary insertion takes ceil(log2(k + 1)) compares, so a
+# top-k's work is its elements × ceil(log2(k + 1)) (an assumed rule: 1 pass for k = 1, the
+# rate of rowmax; 2 for k = 2 or 3; 4 for k = 8). argmax is one compare per element, as
+# rowmax. Indices are computed in float32 (exact below 2**24 columns) and cast by the caller.
+
+
+def compare_passes(k: int) -> int:
+    """Compares per element of a top-``k`` (a binary insertion into a sorted k-entry buffer)."""
+    return max(1, math.ceil(math.log2(int(k) + 1)))
+
+
+def _topk_order(x: ArrayLike, k: int) -> NDArray[np.int64]:
+    """The column order of each row's ``k`` largest, largest first (ties: the lower column first)."""
+    f = _f32(x)
+    if not 1 <= int(k) <= f.shape[-1]:
+        raise ValueError(f"top-k: k must be in 1..{f.shape[-1]} (the row length), got {k}")
+    order: NDArray[np.int64] = np.argsort(-f, axis=-1, kind="stable")[..., : int(k)]
+    return order
+
+
+def _topk(x: ArrayLike, k: int = 1) -> F32:
+    r: F32 = np.take_along_axis(_f32(x), _topk_order(x, k), axis=-1)
+    return r
+
+
+def _topk_indices(x: ArrayLike, k: int = 1) -> F32:
+    return _topk_order(x, k).astype(np.float32)
+
+
+def _argmax(x: ArrayLike) -> F32:
+    r: F32 = np.argmax(_f32(x), axis=-1, keepdims=True).astype(np.float32)
+    return r
+
+
+INDEXING_KINDS = (
+    OpKind(
+        "topk",
+        "math",
+        ("x",),
+        _topk,
+        ("k",),
+        "the k largest of each row (the last axis), largest first: (rows, k) (default k 1); work E × ceil(log2(k + 1))",
+        "rows",
+    ),
+    OpKind(
+        "topk_indices",
+        "math",
+        ("x",),
+        _topk_indices,
+        ("k",),
+        "the columns of topk's values, as numbers (ties: the lower column first); work E × ceil(log2(k + 1))",
+        "rows",
+    ),
+    OpKind("argmax", "math", ("x",), _argmax, doc="the column of each row's largest (the first of equals): (rows, 1)", steps="rows"),
+)
+OP_KINDS.update({k.name: k for k in INDEXING_KINDS})
+
+# Per kind whose PE_MATH work is not its elements alone: the factor, from the op's extra.
+WORK_FACTOR: dict[str, Callable[[dict[str, Any]], int]] = {
+    "topk": lambda extra: compare_passes(extra.get("k", 1)),
+    "topk_indices": lambda extra: compare_passes(extra.get("k", 1)),
+}

@@ -36,17 +36,21 @@ from kernbench.pe.commands import (
     CopyCmd,
     DmaReadCmd,
     DmaWriteCmd,
+    GatherCmd,
     GemmCmd,
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
+    MathPairCmd,
     PeCommand,
+    ScatterCmd,
 )
 from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
 from kernbench.sim.network import TransferResult
+from kernbench.sim.region import Region
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -86,6 +90,9 @@ class Scheduler:
             IpcqSendCmd: self._ipcq_send,
             IpcqRecvCmd: self._ipcq_recv,
             CompositeCmd: self._composite,
+            MathPairCmd: self._math_pair,
+            GatherCmd: self._gather,
+            ScatterCmd: self._scatter,
         }
 
     def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
@@ -247,6 +254,23 @@ class Scheduler:
 
         return self._after_inputs((cmd.src,), arrive, corr, (cmd.dst,), body)
 
+    def _math_pair(self, cmd: MathPairCmd, arrive: float, corr: int) -> Ready:
+        """A PE_MATH op with two results (top-k): one pass, both stored, both ready at its end."""
+        pe = self.pe
+        assert cmd.out2 is not None
+        outs = (cmd.out, cmd.out2)
+        work = op_work(cmd.op, [r.shape for r in cmd.inputs], cmd.out.shape, cmd.extra)
+        service = pe.math_ns(work)
+        in_bytes = sum(r.nbytes for r in cmd.inputs)
+        out_bytes = cmd.out.nbytes + cmd.out2.nbytes
+        return self._after_inputs(
+            cmd.inputs,
+            arrive,
+            corr,
+            outs,
+            lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, out_bytes, cmd.op, corr),
+        )
+
     # --- DMA --------------------------------------------------------------
 
     def _on_channel(
@@ -326,6 +350,39 @@ class Scheduler:
             corr,
             cmd.size_bytes,
         )
+
+    def _rows(self, cmd: GatherCmd | ScatterCmd, arrive: float, corr: int, inputs: Refs, landed: HandleRef | None) -> simpy.Event:
+        """One DMA per row of a gather (read channel; ``landed``: its result) or a scatter (write
+        channel), in index order: each starts once ``inputs`` are ready and the channel's previous
+        transfer is done."""
+        pe = self.pe
+        if landed is not None:
+            memory, channel, label, move = cmd.src.memory, pe.rd, "gather", pe.network.read
+        else:
+            memory, channel, label, move = cmd.dst.memory, pe.wr, "scatter", pe.network.write
+        last = len(cmd.rows) - 1
+        done: simpy.Event | None = None
+        for i, row in enumerate(cmd.rows):
+
+            def transfer(row: Region = row) -> simpy.Event:
+                return move(pe.dma_node, memory, region=row, corr_id=corr)
+
+            def then(seq: int) -> None:
+                assert landed is not None
+                pe.load_landed(landed, corr, cmd.size_bytes, seq)
+
+            done = self._on_channel(channel, inputs, arrive, transfer, label, corr, row.nbytes, then if landed and i == last else None)
+        assert done is not None  # (a gather or scatter names at least one row)
+        return done
+
+    def _gather(self, cmd: GatherCmd, arrive: float, corr: int) -> Ready:
+        done = self._rows(cmd, arrive, corr, (cmd.index,), cmd.dst)
+        self.pe.ready[cmd.dst.id] = done
+        self.pe.load_corr[cmd.dst.id] = corr
+        return done
+
+    def _scatter(self, cmd: ScatterCmd, arrive: float, corr: int) -> Ready:
+        return self._rows(cmd, arrive, corr, (cmd.src, cmd.index), None)
 
     # --- IPCQ -------------------------------------------------------------
 

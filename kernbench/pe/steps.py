@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from kernbench.handles import HandleRef
 from kernbench.pe.commands import OpSpec
 from kernbench.pe.opkinds import op_kind
-from kernbench.pe.work import GemmDims
+from kernbench.pe.work import GemmDims, work_factor
 from kernbench.sim.region import Region
 
 Group = tuple[NDArray[np.int64], int]  # runs of one length: their logical byte offsets, the length
@@ -179,8 +179,9 @@ def op_steps(op: OpSpec, n: int) -> OpSteps:
         steps.append(tuple(p if p is not None and p.nbytes else None for p in along))
     if not any(work):  # nothing has the axis (a scalar op): all of it at the first step
         work[0] = float(max(math.prod(r.shape) for r in tensors))
+    factor = work_factor(op.kind, op.extra)
     out = steps[len(refs)] if op.out is not None else (None,) * n
-    return OpSteps(tuple(steps[: len(refs)]), out, tuple(work))
+    return OpSteps(tuple(steps[: len(refs)]), out, tuple(w * factor for w in work) if factor != 1 else tuple(work))
 
 
 def step_count(ops: tuple[OpSpec, ...], tile_bytes: int) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.pe.opkinds import op_kind
+from kernbench.pe.opkinds import WORK_FACTOR, op_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,13 @@ def op_work(kind: str, shapes: list[tuple[int, ...]], out_shape: tuple[int, ...]
     if k.engine == "gemm":
         return GemmDims.of(shapes, extra).flops
     sizes = [_size(s) for s in shapes] + ([_size(out_shape)] if out_shape else [])
-    return float(max(sizes))
+    return float(max(sizes)) * work_factor(kind, extra)
+
+
+def work_factor(kind: str, extra: dict[str, Any]) -> int:
+    """PE_MATH work per element of ``kind`` (1 but for the kinds of ``WORK_FACTOR``: a top-k's compares)."""
+    f = WORK_FACTOR.get(kind)
+    return 1 if f is None else f(extra)
 
 
 def _size(shape: tuple[int, ...]) -> int:

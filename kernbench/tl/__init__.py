@@ -148,10 +148,12 @@ from kernbench.tl.elementwise import (
     tanh,
     where,
 )
+from kernbench.tl.indexing import argmax, gather, scatter, topk
 from kernbench.tl.issue import data as _data
 from kernbench.tl.issue import expect_handle as _expect_handle
 from kernbench.tl.reductions import max, rowmax, rowmean, rowsum, sum
 from kernbench.tl.spec import OpSpec
+from kernbench.tl.views import reshape, transpose, view
 
 #: the dtypes beyond numpy's (kernbench.dtypes; ml_dtypes types, not in __all__: types, not ops)
 DTYPES = (bfloat16, float8_e4m3fn, float8_e5m2)
@@ -162,6 +164,7 @@ __all__ = [
     "add",
     "add_bcast",
     "add_bcast_row",
+    "argmax",
     "cast",
     "causal_mask",
     "clamp",
@@ -174,6 +177,7 @@ __all__ = [
     "dot",
     "exp",
     "full",
+    "gather",
     "gelu",
     "load",
     "log",
@@ -190,11 +194,13 @@ __all__ = [
     "reciprocal",
     "recv_async",
     "ref",
+    "reshape",
     "rowmax",
     "rowmean",
     "rowsum",
     "rsqrt",
     "scale",
+    "scatter",
     "send",
     "sigmoid",
     "silu",
@@ -206,6 +212,9 @@ __all__ = [
     "sub_bcast_row",
     "sum",
     "tanh",
+    "topk",
+    "transpose",
+    "view",
     "wait",
     "where",
     "zeros",

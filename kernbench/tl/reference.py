@@ -83,6 +83,16 @@ GROUPS = (
     ),
     Group("Selection and conversion", "A mask, a select and a dtype conversion, one op on PE_MATH.", ("causal_mask", "where", "cast")),
     Group("Reductions", "One op on PE_MATH.", ("max", "sum", "rowmax", "rowsum", "rowmean")),
+    Group(
+        "Views",
+        "Another shape of the same tensor: free when it is address arithmetic, the copy it is otherwise.",
+        ("view", "reshape", "transpose"),
+    ),
+    Group(
+        "Indexing",
+        "Pick by value: top-k and argmax on PE_MATH, rows gathered from or scattered to HBM one DMA per row.",
+        ("topk", "argmax", "gather", "scatter"),
+    ),
     Group("Composite", "Many ops and tiles, one command (ADR-0064 D7, D8).", ("composite", "OpSpec")),
     Group("Communication", "Between the programs of a launch, through PE_IPCQ.", ("send", "recv_async", "wait")),
 )
