@@ -29,6 +29,8 @@ from kernbench.handles import HbmTensor
 
 #: Chunk buffers a program holds in TCM at once (received, own, sum).
 BUFFERS = 3
+#: … in an all-gather alone (the chunk received, stored and sent on).
+GATHER_BUFFERS = 1
 
 
 def reduce_scatter(buf: HbmTensor, ring: Ring, *, forward: bool = False) -> None:

@@ -161,7 +161,7 @@ def setup(rt: Runtime, **p: Any) -> Prepared:
         raise ValueError(
             f"chunk {size_label(chunk_bytes)}: the {algo} all-reduce holds {held} chunks in TCM at once, "
             f"{held} × {size_label(chunk_bytes)} > {size_label(scratch)} of kernel scratch; "
-            f"use --chunk {size_label(scratch // held)} or less"
+            f"use --chunk {size_label(scratch // held // dtype.itemsize * dtype.itemsize)} or less"
         )
     check_payload(payload, len(pe_ids), p["payload"])
     group = make_group(len(pe_ids), rows, p["grid"])

@@ -1,4 +1,4 @@
-"""The α–β model of an all-reduce: startups plus per-byte cost, from the topology.
+"""The α–β model of a collective (all-reduce, reduce-scatter, all-gather, all-to-all): startups plus per-byte cost, from the topology.
 
 One message of ``S`` bytes from PE_IPCQ to PE_IPCQ over an idle route
 costs (the model's own wormhole rule, no fitting)::
@@ -27,6 +27,18 @@ tree (binary, k = ⌈N / c⌉ chunks)
     sibling's message (the costliest such path); per_chunk: the most one
     rank sends per chunk (an interior rank: up once, down twice)
 
+The other collectives, on the same terms:
+
+reduce-scatter, all-gather (the ring's two halves, in snake order)
+    T = Σ over (p − 1) steps of max over ranks (m·α_pair + ⌈N/p⌉·β)
+      = (p − 1)·m·α_max + (p − 1)·⌈N/p⌉·β
+all-to-all (pairwise exchange, p − 1 rounds for even p, p for odd)
+    T = Σ over rounds of max over exchanging ranks (m·α_pair + N/p·β),  m = ⌈N/(p·c)⌉:
+    in each round every rank sends its part for one partner (the circle
+    method, :func:`kernbench.collectives.alltoall.partner`), so a round lasts
+    as long as its slowest pair — here the pairs are not neighbours, and the
+    farthest pair of a round sets it.
+
 What it leaves out, on purpose: the time to add a received chunk before it
 can be sent on (FETCH, PE_MATH, STORE: about 1.75·S·β for a float16 chunk;
 it overlaps the wire once a step has several chunks), PE_CPU dispatch, the
@@ -41,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernbench.collectives.alltoall import partner, rounds
 from kernbench.collectives.group import Group, Ring, pieces
 from kernbench.topology.graph import Graph
 
@@ -50,6 +63,9 @@ FORMULAS = {
     "ring": "T = 2(p−1)·m·α_max + 2(p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
     "2d": "T = 2(C−1)·⌈N/(C·c)⌉·α_row,max + 2(C−1)·N/C·β + 2(R−1)·⌈N/(p·c)⌉·α_col,max + 2(R−1)·N/p·β",
     "tree": "T = up + down + (k−1)·per_chunk,  each message α_pair + c·β,  k = ⌈N/c⌉",
+    "reduce-scatter": "T = (p−1)·m·α_max + (p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
+    "all-gather": "T = (p−1)·m·α_max + (p−1)·⌈N/p⌉·β,  m = ⌈N/(p·c)⌉",
+    "all-to-all": "T = Σ over rounds of max over pairs (m·α_pair + N/p·β),  m = ⌈N/(p·c)⌉,  p−1 rounds (p if odd)",
 }
 
 
@@ -291,8 +307,46 @@ def _path_down(leaf: int, msg: Callable[[int, int], Step]) -> list[Step]:
     return out[::-1]
 
 
+def reduce_scatter_model(pr: Problem) -> Prediction:
+    phase = _ring_phase(pr, "reduce-scatter", [pr.group.snake], lambda me: (0, pr.elements), _rs)
+    return Prediction("ring", FORMULAS["reduce-scatter"], (phase,))
+
+
+def all_gather_model(pr: Problem) -> Prediction:
+    phase = _ring_phase(pr, "all-gather", [pr.group.snake], lambda me: (0, pr.elements), _ag)
+    return Prediction("ring", FORMULAS["all-gather"], (phase,))
+
+
+def all_to_all_model(pr: Problem) -> Prediction:
+    """Each round charged to its critical pair; each rank's part for its partner cut as the kernel cuts it."""
+    members = pr.group.programs
+    p = len(members)
+    part = pr.elements // p
+    steps = []
+    for r in range(rounds(p)):
+        sends = []
+        for i in range(p):
+            j = partner(i, r, p)
+            if j != i:
+                runs = pieces(j * part, (j + 1) * part, pr.chunk)
+                flits = sum(-(-(b - a) * pr.itemsize // pr.graph.flit_bytes) for a, b in runs)
+                sends.append(Step(message_cost(pr.graph, pr.pe(members[i]), pr.pe(members[j])), len(runs), flits))
+        if sends:
+            steps.append(_critical(sends))
+    return Prediction("pairwise", FORMULAS["all-to-all"], (Phase("pairwise exchange", tuple(steps)),))
+
+
 MODELS: dict[str, Callable[[Problem], Prediction]] = {"ring": ring_model, "2d": grid2d_model, "tree": tree_model}
 
+#: Every collective's models, by algorithm (all-reduce's are :data:`MODELS`).
+COLLECTIVE_MODELS: dict[str, dict[str, Callable[[Problem], Prediction]]] = {
+    "all-reduce": MODELS,
+    "reduce-scatter": {"ring": reduce_scatter_model},
+    "all-gather": {"ring": all_gather_model},
+    "all-to-all": {"pairwise": all_to_all_model},
+}
 
-def predict(algo: str, pr: Problem) -> Prediction:
-    return MODELS[algo](pr)
+
+def predict(algo: str, pr: Problem, op: str = "all-reduce") -> Prediction:
+    """The model of collective ``op`` (all-reduce by default) run with ``algo``."""
+    return COLLECTIVE_MODELS[op][algo](pr)
