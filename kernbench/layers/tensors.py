@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.dtypes import bfloat16, float8_e4m3fn
-from kernbench.handles import HbmTensor
+from kernbench.handles import HbmTensor, Ptr
 from kernbench.kernels.data import placeholder
 from kernbench.runtime.api import Runtime
 
@@ -57,9 +57,9 @@ class Filler:
         return self.rt.deploy(values, dtype=dtype, pe=pe, name=name)
 
 
-def f32(t: HbmTensor) -> np.ndarray:
-    """A deployed tensor's values in float32 (for a reference)."""
-    return np.asarray(t.array, dtype=np.float32)
+def f32(t: HbmTensor | Ptr) -> np.ndarray:
+    """A deployed tensor's (or region's) values in float32 (for a reference)."""
+    return np.asarray(t.values() if isinstance(t, Ptr) else t.array, dtype=np.float32)
 
 
 def rotation(d: int) -> np.ndarray:
