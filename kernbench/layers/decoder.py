@@ -213,12 +213,16 @@ def prefill_layer(run: Run, pes: list[PeTensors]) -> None:
     wn2 = tl.load(t.norms[1])
     for r0, r1 in attention.tile_ranges(plan.tokens, T):
         h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
-        mlp.swiglu(rmsnorm(h, wn2, s.rms_eps, run.act), *t.mlp, t.partial[1][r0:r1, :], run.act)
+        h2 = rmsnorm(h, wn2, s.rms_eps, run.act)
+        del h  # (recomputed for the last residual: a tile of it is as big as the scratch can spare)
+        mlp.swiglu(h2, *t.mlp, t.partial[1][r0:r1, :], run.act)
+        del h2
     all_reduce(t.partial[1], everyone, algo=run.algo)
     if me == 0:
         for r0, r1 in attention.tile_ranges(plan.tokens, T):
             h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
             tl.store(run.out[r0:r1, :], tl.add(h, tl.load(t.partial[1][r0:r1, :])))
+            del h
 
 
 # --- set-up ----------------------------------------------------------------------
@@ -364,16 +368,27 @@ OPTIONS = (
     Option("seq", int, 1024, "tokens of KV cache per sequence (decode) or of each prompt (prefill)", low=1, high=2**20),
     Option("tp", int, 8, "tensor-parallel PEs (heads and FFN columns split over them)", low=1, high=4096),
     Option("dtype", str, "bfloat16", "weights and KV cache (fp8: activations bfloat16)", tuple(DTYPES)),
-    Option("tile", int, 0, "KV tokens per tile (decode; 0: 512) or prompt tokens per tile (prefill; 0: 32)", low=0, high=65536),
+    Option("tile", int, 0, "KV tokens per tile (decode; 0: 512) or prompt tokens per tile (prefill; 0: up to 32, see docs)", low=0, high=65536),
     Option("placement", str, "packed", "which PEs: packed (a CUBE's 8, then the next) or spread (one per CUBE first)", PLACEMENTS),
     Option("allreduce", str, "ring", "the all-reduces' algorithm", ALGORITHMS),
     Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),
 )
-DEFAULT_TILE = {"decode": 512, "prefill": 32}
+DECODE_TILE = 512
+PREFILL_TILE_BYTES = 256 * 1024  # a prefill tile of the layer input (T × H activations) at most: three live ones fit the scratch
 
 
 def tile_of(p: Params) -> int:
-    return int(p["tile"]) or DEFAULT_TILE[p["phase"]]
+    """``--tile``, or its default: 512 KV tokens in decode; in prefill the most prompt tokens, a power of two up to
+    32, whose T × H activation tile fits 256 KiB (the RMSNorm of a tile holds three: 32 for H = 4096, 16 for 8192)."""
+    if p["tile"]:
+        return int(p["tile"])
+    if p["phase"] == "decode":
+        return DECODE_TILE
+    row_bytes = PRESETS[p["model"]].hidden * np.dtype(ACTIVATION[p["dtype"]]).itemsize
+    t = 32
+    while t > 1 and t * row_bytes > PREFILL_TILE_BYTES:
+        t //= 2
+    return t
 
 
 def _checked(p: Params, pes: int) -> list[str]:
