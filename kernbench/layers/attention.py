@@ -162,7 +162,7 @@ def _prefill_kernel(qs: list[list[HbmTensor]], kts: list[list[HbmTensor]], vs: l
         d = q_h.shape[1]
         for i, (r0, r1) in enumerate(tile_ranges(q_h.shape[0], tile)):
             q = tl.scale(tl.load(q_h[r0:r1, :]), 1.0 / math.sqrt(d))
-            m, l, o = prefill_partial(q, kt, v, i, None, mask, ninf)
+            _m, l, o = prefill_partial(q, kt, v, i, None, mask, ninf)
             tl.store(out[r0:r1, :], tl.div(o, l))
 
 

@@ -113,8 +113,14 @@ def _group_queries(run: Run, q: TensorHandle, me: int, members: list[int]) -> li
 
 
 def decode_layer(run: Run, pes: list[PeTensors]) -> None:
-    plan, me = run.plan, tl.program_id()
-    t, s = pes[me], plan.shape
+    me = tl.program_id()
+    x = decode_attention(run, pes[me], me)
+    _finish(run, pes[me], x, me)
+
+
+def decode_attention(run: Run, t: PeTensors, me: int) -> TensorHandle:
+    """Decode's first half, up to this PE's heads' attention outputs in ``t.attn``; returns the input tile ``x``."""
+    plan, s = run.plan, run.plan.shape
     B, d, G, ql, kvl, P = plan.batch, s.head_dim, s.group, plan.ql, plan.kvl, plan.sharing
     x = tl.load(t.x)
     h1 = rmsnorm(x, tl.load(t.norms[0]), s.rms_eps, run.act)
@@ -155,7 +161,7 @@ def decode_layer(run: Run, pes: list[PeTensors]) -> None:
             c0 = hh * G * d if P == 1 else 0
             tl.store(t.attn[b : b + 1, c0 : c0 + mine.shape[0] * d], mine.reshape(1, mine.shape[0] * d))
             del state, o, mine, q_b
-    _finish(run, t, x, me)
+    return x
 
 
 def _finish(run: Run, t: PeTensors, x: TensorHandle, me: int) -> None:
@@ -175,8 +181,28 @@ def _finish(run: Run, t: PeTensors, x: TensorHandle, me: int) -> None:
 
 
 def prefill_layer(run: Run, pes: list[PeTensors]) -> None:
-    plan, me = run.plan, tl.program_id()
-    t, s = pes[me], plan.shape
+    me = tl.program_id()
+    t, s, plan, T = pes[me], run.plan.shape, run.plan, run.tile
+    prefill_attention(run, t)
+    everyone = Group(tuple(range(plan.tp)))
+    wn2 = tl.load(t.norms[1])
+    for r0, r1 in attention.tile_ranges(plan.tokens, T):
+        h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
+        h2 = rmsnorm(h, wn2, s.rms_eps, run.act)
+        del h  # (recomputed for the last residual: a tile of it is as big as the scratch can spare)
+        mlp.swiglu(h2, *t.mlp, t.partial[1][r0:r1, :], run.act)
+        del h2
+    all_reduce(t.partial[1], everyone, algo=run.algo)
+    if me == 0:
+        for r0, r1 in attention.tile_ranges(plan.tokens, T):
+            h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
+            tl.store(run.out[r0:r1, :], tl.add(h, tl.load(t.partial[1][r0:r1, :])))
+            del h
+
+
+def prefill_attention(run: Run, t: PeTensors) -> None:
+    """Prefill's first half: attention of every prompt tile, the output projection and its all-reduce (``t.partial[0]``)."""
+    plan, s = run.plan, run.plan.shape
     S, T, d, G, ql, kvl = plan.seq, run.tile, s.head_dim, s.group, plan.ql, plan.kvl
     assert t.wk is not None and t.wv is not None and t.positions is not None
     rot, freq, wn = tl.load(t.rot), tl.load(t.rope), tl.load(t.norms[0])
@@ -206,23 +232,9 @@ def prefill_layer(run: Run, pes: list[PeTensors]) -> None:
                 tl.store(t.attn[r0:r1, j * d : (j + 1) * d], tl.div(o, l))
                 del q, qr, m, l, o
             del h1, diag, cos, sin, cos_q, sin_q
-    everyone = Group(tuple(range(plan.tp)))
     for r0, r1 in attention.tile_ranges(plan.tokens, T):
         tl.composite([tl.OpSpec("gemm", {"a": tl.ref(t.attn[r0:r1, :]), "b": tl.ref(t.wo)}, tl.ref(t.partial[0][r0:r1, :]))])
-    all_reduce(t.partial[0], everyone, algo=run.algo)
-    wn2 = tl.load(t.norms[1])
-    for r0, r1 in attention.tile_ranges(plan.tokens, T):
-        h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
-        h2 = rmsnorm(h, wn2, s.rms_eps, run.act)
-        del h  # (recomputed for the last residual: a tile of it is as big as the scratch can spare)
-        mlp.swiglu(h2, *t.mlp, t.partial[1][r0:r1, :], run.act)
-        del h2
-    all_reduce(t.partial[1], everyone, algo=run.algo)
-    if me == 0:
-        for r0, r1 in attention.tile_ranges(plan.tokens, T):
-            h = tl.add(tl.load(t.x[r0:r1, :]), tl.load(t.partial[0][r0:r1, :]))
-            tl.store(run.out[r0:r1, :], tl.add(h, tl.load(t.partial[1][r0:r1, :])))
-            del h
+    all_reduce(t.partial[0], Group(tuple(range(plan.tp))), algo=run.algo)
 
 
 # --- set-up ----------------------------------------------------------------------
