@@ -51,7 +51,10 @@ class Softmax:
     def fold(self, s: TensorHandle, v: TensorHandle) -> None:
         """Fold in the scores ``s`` (g × T) of a tile whose values are ``v`` (T × d: a tl.ref or a TCM tile)."""
         t = s.shape[1]
-        tl.composite(opt2_recipe(s, self.m, self.m_other, self.l, self.o, self.corr, self.mt, v, self.g, t, self.d), rw_handles=(self.m_other, self.l, self.o))
+        tl.composite(
+            opt2_recipe(s, self.m, self.m_other, self.l, self.o, self.corr, self.mt, v, self.g, t, self.d),
+            rw_handles=(self.m_other, self.l, self.o),
+        )
         self.m, self.m_other = self.m_other, self.m
 
     def scores(self, q: TensorHandle, kt: HbmTensor | Ptr) -> TensorHandle:
@@ -121,7 +124,13 @@ def merge_butterfly(state: State, members: list[int], me: int) -> State:
 
 
 def prefill_partial(
-    q: TensorHandle, kt: HbmTensor, v: HbmTensor, i: int, diag: tuple[TensorHandle, TensorHandle] | None, mask: TensorHandle, ninf: TensorHandle
+    q: TensorHandle,
+    kt: HbmTensor,
+    v: HbmTensor,
+    i: int,
+    diag: tuple[TensorHandle, TensorHandle] | None,
+    mask: TensorHandle,
+    ninf: TensorHandle,
 ) -> State:
     """The state of query tile ``i`` (``q``: T × d, scaled) over key tiles ``0 … i`` of a causal prompt: the
     diagonal (masked) from TCM (``diag = (Kᵀ tile, V tile)``) or, without it, from the cache like the others."""
@@ -152,7 +161,9 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
 # --- the attention-prefill kernel --------------------------------------------------
 
 
-def _prefill_kernel(qs: list[list[HbmTensor]], kts: list[list[HbmTensor]], vs: list[list[HbmTensor]], outs: list[list[HbmTensor]], group: int) -> None:
+def _prefill_kernel(
+    qs: list[list[HbmTensor]], kts: list[list[HbmTensor]], vs: list[list[HbmTensor]], outs: list[list[HbmTensor]], group: int
+) -> None:
     me = tl.program_id()
     tile = kts[me][0].shape[2]
     mask = tl.causal_mask(0, 0, (tile, tile))  # every diagonal tile's: queries and keys at the same offsets

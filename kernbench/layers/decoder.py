@@ -216,7 +216,9 @@ def prefill_attention(run: Run, t: PeTensors) -> None:
             diag = []
             for hh in range(kvl):
                 k, v = tl.zeros((T, d)), tl.zeros((T, d), run.act)
-                tl.composite([tl.OpSpec("gemm", {"a": h1, "b": tl.ref(t.wk[hh])}, k), tl.OpSpec("gemm", {"a": h1, "b": tl.ref(t.wv[hh])}, v)])
+                tl.composite(
+                    [tl.OpSpec("gemm", {"a": h1, "b": tl.ref(t.wk[hh])}, k), tl.OpSpec("gemm", {"a": h1, "b": tl.ref(t.wv[hh])}, v)]
+                )
                 kt = tl.transpose(rope_rows(k, cos, sin, rot, run.act))
                 tl.store(t.kt[hh][b, i], kt)
                 tl.store(t.v[hh][b, i], v)
@@ -380,7 +382,9 @@ OPTIONS = (
     Option("seq", int, 1024, "tokens of KV cache per sequence (decode) or of each prompt (prefill)", low=1, high=2**20),
     Option("tp", int, 8, "tensor-parallel PEs (heads and FFN columns split over them)", low=1, high=4096),
     Option("dtype", str, "bfloat16", "weights and KV cache (fp8: activations bfloat16)", tuple(DTYPES)),
-    Option("tile", int, 0, "KV tokens per tile (decode; 0: 512) or prompt tokens per tile (prefill; 0: up to 32, see docs)", low=0, high=65536),
+    Option(
+        "tile", int, 0, "KV tokens per tile (decode; 0: 512) or prompt tokens per tile (prefill; 0: up to 32, see docs)", low=0, high=65536
+    ),
     Option("placement", str, "packed", "which PEs: packed (a CUBE's 8, then the next) or spread (one per CUBE first)", PLACEMENTS),
     Option("allreduce", str, "ring", "the all-reduces' algorithm", ALGORITHMS),
     Option("seed", int, 0, "random seed of the inputs", low=0, high=2**32 - 1),

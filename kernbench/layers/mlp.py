@@ -25,14 +25,26 @@ from kernbench.layers.tensors import ACTIVATION, DTYPES, TOLERANCE, Filler, f32
 from kernbench.runtime.api import Runtime
 
 
-def swiglu(h: TensorHandle, wg: HbmTensor | Ptr, wu: HbmTensor | Ptr, wd: HbmTensor | Ptr, out: HbmTensor | Ptr, dtype: Any) -> None:
-    """This PE's share of the MLP of ``h`` (rows, H), written to ``out`` (rows, H) in HBM: a partial sum."""
+def swiglu(
+    h: TensorHandle,
+    wg: HbmTensor | Ptr,
+    wu: HbmTensor | Ptr,
+    wd: HbmTensor | Ptr,
+    out: HbmTensor | Ptr | TensorHandle,
+    dtype: Any,
+    *,
+    accumulate: bool = False,
+) -> None:
+    """This PE's share of the MLP of ``h`` (rows, H), written to ``out`` (rows, H): a partial sum, in HBM or (a TCM
+    handle, ``accumulate``: added to it) in TCM."""
     rows, f = h.shape[0], wg.shape[1]
     g, u = tl.zeros((rows, f), dtype), tl.zeros((rows, f), dtype)
     tl.composite([tl.OpSpec("gemm", {"a": h, "b": tl.ref(wg)}, g), tl.OpSpec("gemm", {"a": h, "b": tl.ref(wu)}, u)])
     tl.composite([tl.OpSpec("silu", {"x": g}, g), tl.OpSpec("mul", {"a": g, "b": u}, g)], rw_handles=(g,))
     del u
-    tl.composite([tl.OpSpec("gemm", {"a": g, "b": tl.ref(wd)}, tl.ref(out))])
+    target = out if isinstance(out, TensorHandle) else tl.ref(out)
+    extra = {"accumulate": True} if accumulate else {}
+    tl.composite([tl.OpSpec("gemm", {"a": g, "b": tl.ref(wd)}, target, extra=extra)], rw_handles=(target,) if accumulate else ())
 
 
 def reference(h: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray) -> np.ndarray:
