@@ -44,7 +44,7 @@ from kernbench.kernels.registry import Option, Params, Prepared, kernel
 from kernbench.layers import attention, decoder, mlp, norm
 from kernbench.layers.decoder import PeTensors, Run, figures, tile_of
 from kernbench.layers.norm import rmsnorm
-from kernbench.layers.placement import PHASES, PLACEMENTS, Plan, choose_pes
+from kernbench.layers.placement import Plan, choose_pes
 from kernbench.layers.presets import MODELS, PRESETS
 from kernbench.layers.tensors import ACTIVATION, DTYPES, Filler, f32
 from kernbench.runtime.api import Runtime
