@@ -148,10 +148,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
     mode.add_argument(
         "--study",
-        choices=("allreduce", "gemm", "all"),
+        choices=("allreduce", "gemm", "llm-layer", "all"),
         help=(
             "run a study and print its tables (model vs simulator) instead; one point in memory at a time, "
-            "under 1 GB (allreduce ~2 min, its largest point 64 MiB on 6 PEs)"
+            "under 1 GB (allreduce ~2 min, its largest point 64 MiB on 6 PEs; llm-layer: decoder layers and their "
+            "HBM roofline, a few minutes; all: allreduce and gemm)"
         ),
     )
     p.add_argument(
