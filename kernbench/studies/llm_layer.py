@@ -58,7 +58,7 @@ QUICK: tuple[tuple[str, str, int, int, int], ...] = (
     ("llama3-8b", "decode", 1, 256, 8),
     ("llama3-8b", "decode", 4, 1024, 16),
     ("mixtral-8x7b", "decode", 1, 256, 8),
-    ("llama3-8b", "prefill", 1, 64, 8),
+    ("llama3-8b", "prefill", 1, 32, 8),
 )
 RATIO_EXPLAINED = 3.0  # beyond this multiple of the roofline a point names its dominant cause
 
