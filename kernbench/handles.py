@@ -7,9 +7,10 @@ whose lifetime frees scratch); they hold its frozen :class:`HandleRef`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with numpy: np.dtype(dtype_name(d)) is d)
 import numpy as np
@@ -359,6 +360,15 @@ class ScratchOwner(Protocol):
     def need(self, handles: tuple[object, ...]) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ViewOps:
+    """The views of a TCM handle or ``tl.ref`` (``kernbench.tl.views`` registers them)."""
+
+    view: Callable[[TensorHandle, Any], TensorHandle]
+    reshape: Callable[[TensorHandle, tuple[int, ...]], TensorHandle]
+    transpose: Callable[[TensorHandle], TensorHandle]
+
+
 class TensorHandle:
     """A tensor a kernel holds: data in TCM scratch, or an HBM-resident ``tl.ref``."""
 
@@ -392,26 +402,27 @@ class TensorHandle:
     def name(self) -> str:
         return self.ref.name
 
-    # views (kernbench.tl.views: free when address arithmetic, a copy otherwise)
+    # views: kernbench.tl.views (free when address arithmetic, a copy otherwise), which
+    # registers itself here (the handles module does not import tl: tl imports it)
+    view_ops: ClassVar[ViewOps | None] = None
+
+    def _views(self) -> ViewOps:
+        ops = TensorHandle.view_ops
+        assert ops is not None, "kernbench.tl registers the views when it is imported"
+        return ops
 
     def __getitem__(self, index: Any) -> TensorHandle:
         """``tl.view(self, index)``: rows, columns or a block of the handle."""
-        from kernbench.tl.views import view
-
-        return view(self, index)
+        return self._views().view(self, index)
 
     def reshape(self, *shape: Any) -> TensorHandle:
         """``tl.reshape(self, shape)``."""
-        from kernbench.tl.views import reshape
-
-        return reshape(self, _shape_arg(shape))
+        return self._views().reshape(self, _shape_arg(shape))
 
     @property
     def T(self) -> TensorHandle:
         """``tl.transpose(self)``: its axes reversed."""
-        from kernbench.tl.views import transpose
-
-        return transpose(self)
+        return self._views().transpose(self)
 
     def numpy(self) -> np.ndarray:
         """The handle's value (waits for a pending load/recv like any consuming op)."""

@@ -277,11 +277,17 @@ def compare_passes(k: int) -> int:
     return max(1, math.ceil(math.log2(int(k) + 1)))
 
 
+def _k_of(extra: dict[str, Any]) -> int:
+    """A top-k's k for its work: ``extra["k"]`` (1 when absent; the numerics reject a bad one)."""
+    k = extra.get("k", 1)
+    return int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 else 1
+
+
 def _topk_order(x: ArrayLike, k: int) -> NDArray[np.int64]:
     """The column order of each row's ``k`` largest, largest first (ties: the lower column first)."""
     f = _f32(x)
-    if not 1 <= int(k) <= f.shape[-1]:
-        raise ValueError(f"top-k: k must be in 1..{f.shape[-1]} (the row length), got {k}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= f.shape[-1]:
+        raise ValueError(f"top-k: k must be an integer in 1..{f.shape[-1]} (the row length), got {k!r}")
     order: NDArray[np.int64] = np.argsort(-f, axis=-1, kind="stable")[..., : int(k)]
     return order
 
@@ -325,6 +331,6 @@ OP_KINDS.update({k.name: k for k in INDEXING_KINDS})
 
 # Per kind whose PE_MATH work is not its elements alone: the factor, from the op's extra.
 WORK_FACTOR: dict[str, Callable[[dict[str, Any]], int]] = {
-    "topk": lambda extra: compare_passes(extra.get("k", 1)),
-    "topk_indices": lambda extra: compare_passes(extra.get("k", 1)),
+    "topk": lambda extra: compare_passes(_k_of(extra)),
+    "topk_indices": lambda extra: compare_passes(_k_of(extra)),
 }

@@ -148,7 +148,7 @@ def _indices(idx: Index, rows: int, fn: str, where: str) -> tuple[list[int], Han
         whole = np.isfinite(values) & (values == np.floor(values))
         if not whole.all():
             pos = int(np.argmin(whole))
-            raise ValueError(f"tl.{fn}: {source} holds {values[pos]!r} at position {pos}, not a row number")
+            raise ValueError(f"tl.{fn}: {source} holds {values[pos].item()!r} at position {pos}, not a row number")
     out = [int(v) for v in values.tolist()]
     for pos, r in enumerate(out):
         if not 0 <= r < rows:

@@ -29,7 +29,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle, check_index
+from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle, ViewOps, check_index
 from kernbench.pe.commands import CopyCmd
 from kernbench.tl.context import current
 
@@ -303,7 +303,9 @@ def transpose(x: TensorHandle | HbmTensor | Ptr, axes: Sequence[int] | None = No
     and is charged as the copy it is: through PE_FETCH_STORE, like ``tl.copy``, into a
     new handle. On a ``tl.ref``, an ``HbmTensor`` or a ``Ptr`` (``x.T``) it is the
     region with reversed axes, the same bytes: nothing moves until it is loaded, and
-    that load is a strided DMA at the elements' real addresses.
+    that load is a strided DMA at the elements' real addresses. (Such a region is one
+    run per element: right for tiles, slow to simulate for a large tensor; a GEMM
+    with a transposed B says ``transpose_b`` instead.)
 
     Shapes:
         ``axes``: a permutation of ``range(x.ndim)`` (TCM handles only; HBM views take
@@ -353,3 +355,6 @@ def transpose(x: TensorHandle | HbmTensor | Ptr, axes: Sequence[int] | None = No
     d = x.data
     assert d is not None
     return _copy_of(x, f"{x.name}.T", np.ascontiguousarray(np.transpose(d, perm)))
+
+
+TensorHandle.view_ops = ViewOps(view, reshape, transpose)

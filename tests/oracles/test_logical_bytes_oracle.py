@@ -18,11 +18,14 @@ from kernbench.pe.commands import (
     CopyCmd,
     DmaReadCmd,
     DmaWriteCmd,
+    GatherCmd,
     GemmCmd,
     IpcqRecvCmd,
     IpcqSendCmd,
     MathCmd,
+    MathPairCmd,
     OpSpec,
+    ScatterCmd,
 )
 
 FRAMING, OPCODE, ENUM, HANDLE, SCALAR, TUPLE_LEN = 4, 1, 1, 8, 4, 1
@@ -53,6 +56,24 @@ def test_ipcq_commands_carry_a_peer_a_handle_and_a_size():
     assert IpcqSendCmd(3, H, 4096, payload=[1, 2, 3]).logical_bytes == FRAMING + SCALAR + HANDLE + SCALAR
     # recv: src_pe (scalar), dst (handle), size_bytes (scalar)
     assert IpcqRecvCmd(3, H, 4096).logical_bytes == FRAMING + SCALAR + HANDLE + SCALAR
+
+
+def test_a_math_pair_is_a_math_command_with_a_second_out_handle():
+    # tl.topk: opcode, inputs (tuple length + a handle), values out, extras (tuple length + k), indices out
+    assert (
+        MathPairCmd("topk", (H,), H, {"k": 2}, H).logical_bytes
+        == FRAMING + OPCODE + TUPLE_LEN + HANDLE + HANDLE + TUPLE_LEN + SCALAR + HANDLE
+    )
+
+
+@given(st.lists(st.integers(0, 1000), min_size=1, max_size=40))
+def test_row_moves_carry_source_index_destination_and_size(host):
+    rows = tuple([H] * len(host))  # the rows' addresses: worked out by the DMA engine, not carried
+    for cls in (GatherCmd, ScatterCmd):
+        # an index handle
+        assert cls(H, (), rows, 4096, H, H).logical_bytes == FRAMING + HANDLE + HANDLE + HANDLE + SCALAR
+        # host-side indices: a tuple of scalars in place of the handle
+        assert cls(None, tuple(host), rows, 4096, H, H).logical_bytes == FRAMING + HANDLE + TUPLE_LEN + SCALAR * len(host) + HANDLE + SCALAR
 
 
 def test_a_gemm_carries_opcode_three_handles_and_three_dims():

@@ -142,6 +142,24 @@ def test_a_composite_writing_a_view_writes_the_base_rows_and_later_readers_wait_
     assert sum(e.value for e in busy(r, "dma.rd")) == 32 * 128 * 2 + 128 * 64 * 2
 
 
+def test_a_free_view_of_a_computed_handle_is_read_once_the_producer_has_stored_it(rt):
+    X = rng_array((64, 128), 13)
+    got = {}
+
+    def k(x):
+        e = tl.exp(tl.wait(tl.load(x)))
+        got["v"] = tl.scale(tl.view(e, (slice(8, 16),)), 2.0).numpy()
+
+    r = run1(rt, k, rt.deploy(X))
+    assert cmds(r) == ["DmaReadCmd", "MathCmd", "MathCmd"]
+    exp_store = next(e for e in busy(r, "fs") if e.label == "store exp")
+    scale_fetch = next(e for e in busy(r, "fs") if e.label == "fetch scale")
+    assert scale_fetch.t_ns >= exp_store.end_ns
+    assert scale_fetch.end_ns - scale_fetch.t_ns == pytest.approx(8 * 128 * 2 / TCM_GBPS)
+    e = np.exp(X.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(got["v"], (e[8:16].astype(np.float32) * np.float32(2.0)).astype(np.float16))
+
+
 # --- TCM: views that move data --------------------------------------------------------
 
 
@@ -220,6 +238,23 @@ def test_hbm_views_read_and_write_the_elements_they_name(rt):
     np.testing.assert_array_equal(got["flat"], X[2:4].reshape(256))
     np.testing.assert_array_equal(got["rows"], X[24:32])
     np.testing.assert_array_equal(rt.read(out), X.T)
+
+
+def test_tl_ref_views_stream_the_elements_they_name_in_a_composite(rt):
+    X, V = rng_array((64, 128), 17), rng_array((64, 128), 18)
+    got = {}
+
+    def k(x, v):
+        acc = tl.zeros((64, 64))
+        b = tl.ref(v).T  # (128, 64), strided: streamed at its elements' real addresses
+        tl.composite([tl.OpSpec("gemm", {"a": tl.ref(x).reshape(64, 128), "b": b}, acc)])
+        flat = tl.zeros((2, 64))
+        tl.composite([tl.OpSpec("scale", {"x": tl.ref(x)[0:1].reshape(2, 64)}, flat, extra={"factor": 3.0})])
+        got["acc"], got["flat"] = acc.numpy(), flat.numpy()
+
+    run1(rt, k, rt.deploy(X), rt.deploy(V), record=False)
+    np.testing.assert_allclose(got["acc"], X.astype(np.float32) @ V.T.astype(np.float32), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got["flat"], X[0].astype(np.float32).reshape(2, 64) * 3)
 
 
 def test_hbm_views_are_regions_at_the_real_addresses_and_issue_nothing(rt):
