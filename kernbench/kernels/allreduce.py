@@ -15,6 +15,10 @@ CUBE of SIP N; otherwise a comma list of PE ids (``sip0.cube3.pe0``) or
 indices into the runtime's PE list (``0,8,16`` or ranges ``0-7``). The
 2d algorithm's grid is ``--grid RxC`` (rows × columns, programs row-major),
 by default the CUBE grid for the CUBE sets and the most square one else.
+
+Its siblings ``allgather``, ``reducescatter`` and ``alltoall``
+(:mod:`kernbench.kernels.collective_ops`) take the same PE, payload, chunk,
+dtype and seed options and use this module's PE selection and checks.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from kernbench import collectives, tl
-from kernbench.collectives import Group, Ring, alltoall, ring
+from kernbench.collectives import Group, Ring, ring
+from kernbench.collectives.alltoall import BUFFERS as ALL_TO_ALL_BUFFERS
 from kernbench.handles import HbmTensor
 from kernbench.kernels.allreduce import DTYPES, check_payload, make_group, max_abs_error, reference, select_pes, tolerance
 from kernbench.kernels.data import random_f16
@@ -71,7 +72,7 @@ def _options(op: str) -> tuple[Option, ...]:
 OUTPUTS = ("inplace", "separate")
 
 #: Chunk buffers each collective holds in TCM at once: chunk × this ≤ kernel scratch.
-HELD = {"all-gather": ring.GATHER_BUFFERS, "reduce-scatter": ring.BUFFERS, "all-to-all": alltoall.BUFFERS}
+HELD = {"all-gather": ring.GATHER_BUFFERS, "reduce-scatter": ring.BUFFERS, "all-to-all": ALL_TO_ALL_BUFFERS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -291,7 +291,7 @@ class Runtime:
             if taken:
                 name = getattr(_unwrap(earlier.kernel), "__name__", "a kernel")
                 raise ValueError(
-                    f"launch: {', '.join(taken)} already run(s) {name} (launch {n} of this run); a PE runs one kernel "
+                    f"launch: {', '.join(taken)} already run{'s' if len(taken) == 1 else ''} {name} (launch {n} of this run); a PE runs one kernel "
                     "per run: give this launch other PEs, or run it after Runtime.run"
                 )
         for where, tensor in _tensors_in({"args": tuple(args), **kwargs}):

@@ -14,6 +14,7 @@ import linecache
 import sys
 import weakref
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 import greenlet
@@ -124,7 +125,7 @@ class KernelContext:
 
     def _kernel_site(self) -> tuple[str, int, str] | None:
         """(file, line, function) of the innermost frame of the kernel's file calling ``tl`` now."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         kfile = self.kernel_file
         while frame is not None and kfile:
             if frame.f_code.co_filename == kfile:
@@ -166,11 +167,14 @@ class KernelContext:
     def need(self, handles: Iterable[object]) -> None:
         """Auto-wait (ADR-0062): block on any operand whose load/recv is pending; refuse another program's handle."""
         pending = self._pending
+        reader = getattr(greenlet.getcurrent(), "ctx", None)  # (not self when h.numpy() is called by another kernel)
         for h in handles:
             if not isinstance(h, TensorHandle):
                 continue
             if h.owner is not self and h.owner is not None:
                 raise ValueError(self._foreign(h))
+            if reader is not self and isinstance(reader, KernelContext):
+                raise ValueError(reader._foreign(h))
             if not pending:
                 continue
             why = pending.pop(h.ref.id, None)

@@ -191,3 +191,59 @@ def test_the_4kib_ring_points_the_page_explains_by_hand(topology, pes, want_ns):
     """The α–β column docs/studies.md quotes for its 4 KiB ring ratios (0.77, 0.61, 2.19,
     1.26 µs; the page test holds the page to the model) is the per-pair hand computation."""
     assert _model_us(topology, "ring", 4096, pes) * 1000 == pytest.approx(want_ns)
+
+
+# --- the other collectives ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("topology, closing_alpha", [("torus2x3", 55.5), ("mesh2x3", 71.0)])
+def test_reduce_scatter_and_all_gather_are_the_rings_halves_by_hand(topology, closing_alpha, request):
+    graph = request.getfixturevalue(topology.removesuffix("2x3"))
+    # 6 x 1024 elements, 1024-element chunks: 5 steps of one message of 8 flits, each charged to the closing pair
+    pr = problem(graph, 6 * 1024, 1024)
+    for op in ("reduce-scatter", "all-gather"):
+        m = predict("ring", pr, op)
+        assert m.ns == pytest.approx(5 * (closing_alpha + 8 * 2.0))
+        assert m.alpha_term_ns == pytest.approx(5 * closing_alpha) and m.beta_term_ns == 80.0
+    assert "(p−1)·m·α_max" in predict("ring", pr, "all-gather").formula
+
+
+@pytest.mark.parametrize("elements, chunk", [(6 * 1024, 1024), (50_000 - 2, 777), (5, 64)])
+def test_the_ring_all_reduce_is_its_reduce_scatter_then_its_all_gather(torus, mesh, elements, chunk):
+    for graph in (torus, mesh):
+        pr = problem(graph, elements, chunk)
+        ring = predict("ring", pr)
+        halves = [predict("ring", pr, op) for op in ("reduce-scatter", "all-gather")]
+        assert ring.ns == pytest.approx(sum(h.ns for h in halves))
+        assert ring.phases[0].steps == halves[0].phases[0].steps + halves[1].phases[0].steps
+
+
+# Round-robin rounds of 6 members (the circle method, member 5 fixed): r0 (0,5) (1,4) (2,3);
+# r1 (1,5) (0,2) (3,4); r2 (2,5) (0,4) (1,3); r3 (3,5) (0,1) (2,4); r4 (4,5) (0,3) (1,2).
+# CUBE c sits at x = c % 2, y = c // 2. On the torus (y wraps) the farthest pair of r0, r1, r2
+# and r4 is two hops (α 55.5), every pair of r3 one hop (α 40); on the mesh r0's (0,5) is
+# three hops (71), r1, r2 and r4 two, r3 one.
+
+
+@pytest.mark.parametrize(
+    "topology, round_alphas",
+    [("torus2x3", [55.5, 55.5, 55.5, 40, 55.5]), ("mesh2x3", [71, 55.5, 55.5, 40, 55.5])],
+)
+def test_all_to_all_model_charges_each_round_to_its_farthest_pair_by_hand(topology, round_alphas, request):
+    graph = request.getfixturevalue(topology.removesuffix("2x3"))
+    # 6 x 1024 elements: parts of 1024 elements (2 KiB, 8 flits), one message per part
+    m = predict("pairwise", problem(graph, 6 * 1024, 1024), "all-to-all")
+    assert [s.cost.alpha_ns for s in m.phases[0].steps] == pytest.approx(round_alphas)
+    assert m.ns == pytest.approx(sum(a + 8 * 2.0 for a in round_alphas))
+    # half the chunk: two messages of 4 flits per part, twice the startups, the same flits
+    half = predict("pairwise", problem(graph, 6 * 1024, 512), "all-to-all")
+    assert half.ns == pytest.approx(sum(2 * a + 8 * 2.0 for a in round_alphas))
+
+
+def test_an_odd_group_takes_one_round_more_each_member_sitting_one_out(torus):
+    # five PE 0s (CUBEs 0-4), 5 x 1000 elements: 5 rounds, parts of 1000 elements (2000 B: 8 flits)
+    pes = tuple(f"sip0.cube{c}.pe0" for c in range(5))
+    m = predict("pairwise", Problem(torus, Group(tuple(range(5))), pes, 5000, 2, 4096), "all-to-all")
+    steps = m.phases[0].steps
+    assert len(steps) == 5 and all(s.messages == 1 and s.flits == 8 for s in steps)
+    assert "p−1 rounds (p if odd)" in m.formula
