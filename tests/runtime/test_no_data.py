@@ -34,6 +34,9 @@ SHIPPED = [
     ["gemm-composite"],
     ["gemm-primitive"],
     ["allreduce"],
+    ["alltoall"],
+    ["allgather"],
+    ["reducescatter"],
 ]
 
 
