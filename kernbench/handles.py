@@ -106,7 +106,7 @@ class HbmTensor:
         self.layout = array  # the values, or (no data) their geometry only
         self.deployed_by = deployed_by
         self.root = root
-        self.holds_data = holds_data if root is None else root.holds_data
+        self.holds_data: bool = holds_data if root is None else root.holds_data
 
     @property
     def array(self) -> np.ndarray:

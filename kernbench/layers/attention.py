@@ -72,13 +72,15 @@ def tile_ranges(n: int, tile: int) -> list[tuple[int, int]]:
     return [(t0, min(n, t0 + tile)) for t0 in range(0, n, tile)]
 
 
-def kv_tile(kt: HbmTensor, v: HbmTensor, i: int, width: int) -> tuple[HbmTensor | Ptr, HbmTensor | Ptr]:
+def kv_tile(kt: HbmTensor | Ptr, v: HbmTensor | Ptr, i: int, width: int) -> tuple[HbmTensor | Ptr, HbmTensor | Ptr]:
     """Tile ``i`` of a cache (Kᵀ tiles (n, d, T), V tiles (n, T, d)), its first ``width`` tokens."""
     full = width == kt.shape[2]
     return (kt[i] if full else kt[i, :, :width]), (v[i] if full else v[i, :width, :])
 
 
-def decode_partial(q: TensorHandle, kt: HbmTensor, v: HbmTensor, n: int, new: tuple[TensorHandle, TensorHandle] | None) -> State:
+def decode_partial(
+    q: TensorHandle, kt: HbmTensor | Ptr, v: HbmTensor | Ptr, n: int, new: tuple[TensorHandle, TensorHandle] | None
+) -> State:
     """The state of ``q`` (G × d, scaled) over ``n`` cached tokens of one sequence's KV head (Kᵀ tiles ``kt``,
     V tiles ``v``) and, with ``new = (k (d × 1), v (1 × d))``, the new token, whose K and V go into slot ``n``."""
     g, d = q.shape
@@ -125,8 +127,8 @@ def merge_butterfly(state: State, members: list[int], me: int) -> State:
 
 def prefill_partial(
     q: TensorHandle,
-    kt: HbmTensor,
-    v: HbmTensor,
+    kt: HbmTensor | Ptr,
+    v: HbmTensor | Ptr,
     i: int,
     diag: tuple[TensorHandle, TensorHandle] | None,
     mask: TensorHandle,
@@ -155,7 +157,8 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
         n, m = s.shape
         s = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n), s, -np.inf)
     p = np.exp(s - s.max(axis=1, keepdims=True))
-    return (p @ v.astype(np.float32)) / p.sum(axis=1, keepdims=True)
+    out: np.ndarray = (p @ v.astype(np.float32)) / p.sum(axis=1, keepdims=True)
+    return out
 
 
 # --- the attention-prefill kernel --------------------------------------------------

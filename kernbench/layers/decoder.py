@@ -351,7 +351,8 @@ def attention_reference(plan: Plan, pes: list[PeTensors], x: np.ndarray, norm1: 
                 qj = rope.reference(q[rows, j * d : (j + 1) * d], pos, s.rope_theta)
                 kj = rope.reference(k[rows, h * d : (h + 1) * d], pos, s.rope_theta)
                 out[rows, j * d : (j + 1) * d] = attention.reference(qj, kj, v[rows, h * d : (h + 1) * d], causal=True)
-    return x + out @ wo
+    residual: np.ndarray = x + out @ wo
+    return residual
 
 
 def layer_reference(plan: Plan, pes: list[PeTensors]) -> np.ndarray:

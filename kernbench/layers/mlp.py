@@ -50,7 +50,8 @@ def swiglu(
 def reference(h: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray) -> np.ndarray:
     """float32 SwiGLU MLP of the rows of ``h``."""
     g = h @ wg
-    return ((g / (1.0 + np.exp(-g))) * (h @ wu)) @ wd
+    out: np.ndarray = ((g / (1.0 + np.exp(-g))) * (h @ wu)) @ wd
+    return out
 
 
 def _mlp_kernel(xs: list[HbmTensor], ws: list[tuple[HbmTensor, HbmTensor, HbmTensor]], bufs: list[HbmTensor], tile: int, algo: str) -> None:

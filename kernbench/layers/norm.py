@@ -33,7 +33,8 @@ def rmsnorm(x: TensorHandle, w: TensorHandle, eps: float, dtype: Any) -> TensorH
 def reference(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     """float32 RMSNorm of the rows of ``x`` with weight ``w`` (n,) or (1, n)."""
     x = x.astype(np.float32)
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps)) * w.astype(np.float32).reshape(1, -1)
+    y: np.ndarray = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(eps)) * w.astype(np.float32).reshape(1, -1)
+    return y
 
 
 def _rmsnorm_kernel(xs: list[HbmTensor], w: list[HbmTensor], outs: list[HbmTensor], tile: int, eps: float) -> None:

@@ -50,7 +50,8 @@ def reference(x: np.ndarray, positions: np.ndarray, theta: float) -> np.ndarray:
     d = x.shape[-1]
     a = positions.astype(np.float32).reshape(-1, 1) @ inv_freq(d, theta)
     x = x.astype(np.float32)
-    return x * np.cos(a) + (x @ rotation(d)) * np.sin(a)
+    out: np.ndarray = x * np.cos(a) + (x @ rotation(d)) * np.sin(a)
+    return out
 
 
 def _rope_kernel(

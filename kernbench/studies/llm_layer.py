@@ -133,7 +133,7 @@ def run_point(model: str, phase: str, batch: int, seq: int, tp: int) -> Point:
     spec.validate(params, len(rt.pe_ids()))
     spec.prepare(rt, params)
     result = rt.run(record=True)
-    att = result.explain().as_json()
+    att: dict[str, Any] = dict(result.explain().as_json())
     compute, memory, comm = split(att["path"])
     plan = Plan(shape, phase, batch, seq, tp)
     pes = [rt.pe_ids()[i] for i in choose_pes(rt.pe_ids(), tp, params["placement"])]
