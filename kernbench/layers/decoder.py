@@ -270,7 +270,12 @@ def deploy(rt: Runtime, plan: Plan, dtype: str, tile: int, where: list[int], see
             attn=rt.empty((n_tok, ql * d), adt, pe=pe, name=f"attn{p}"),
             partial=(rt.empty((n_tok, H), adt, pe=pe, name=f"part1.{p}"), rt.empty((n_tok, H), adt, pe=pe, name=f"part2.{p}")),
         )
-        if not decode or plan.holds_new_token(p):
+        if not decode and p % plan.sharing:  # prefill: a copy of its group's K and V weights (the group's first member's)
+            lead = out[p - p % plan.sharing]
+            assert lead.wk is not None and lead.wv is not None
+            t.wk = rt.deploy(lead.wk.layout, dtype=wdt, pe=pe, name=f"Wk{p}")
+            t.wv = rt.deploy(lead.wv.layout, dtype=wdt, pe=pe, name=f"Wv{p}")
+        elif not decode or plan.holds_new_token(p):
             shape = (H, kvl * d) if decode else (kvl, H, d)
             t.wk = fill.weight(shape, wdt, H, pe=pe, name=f"Wk{p}")
             t.wv = fill.weight(shape, wdt, H, pe=pe, name=f"Wv{p}")

@@ -67,6 +67,12 @@ def test_decoder_layer_prefill_passes_its_check_on_a_short_prompt():
     assert_checked_and_timed_without_data("decoder-layer", topology="cube1", model="llama3-8b", phase="prefill", batch=1, seq=64, tp=8)
 
 
+def test_decoder_layer_prefill_with_pes_sharing_a_kv_head_passes_its_check():
+    # tp 16: each pair of PEs projects its group's K and V with the same weights (a copy each)
+    latency, err, _ = run("decoder-layer", model="llama3-8b", phase="prefill", batch=1, seq=32, tp=16)
+    assert err is not None and err <= TOLERANCE["bfloat16"], err
+
+
 @pytest.mark.slow
 def test_moe_layer_mixtral_decode_batch_4_tp_8_passes_its_check_and_equals_its_no_data_latency():
     assert_checked_and_timed_without_data("moe-layer", model="mixtral-8x7b", phase="decode", batch=4, tp=8)
