@@ -395,14 +395,14 @@ def _hint(name: str, known: list[str]) -> str:
 
 
 def suggest(name: str, known: list[str]) -> list[str]:
-    """Names ``name`` may have meant: same but for case, a prefix of one, a part of one, or a close typo."""
+    """Names ``name`` may have meant: same but for case, else every one it is a prefix or a part of (``decode``:
+    ``decoder-layer`` and ``gqa-decode``), else a close typo."""
     import difflib
 
     key = name.lower()
     matchers: tuple[Callable[[str], bool], ...] = (
         lambda k: k.lower() == key,
-        lambda k: k.lower().startswith(key) or key.startswith(k.lower()),
-        lambda k: key in k.lower(),
+        lambda k: k.lower().startswith(key) or key.startswith(k.lower()) or key in k.lower(),
     )
     for match in matchers:
         hits = sorted(k for k in known if match(k))
