@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 import kernbench.tl as tl
+from kernbench.collectives import all_reduce
 from kernbench.collectives.group import Group
-from kernbench.handles import HbmTensor, TensorHandle
+from kernbench.handles import HbmTensor
 from kernbench.kernels.registry import Option, Params, Prepared, kernel
 from kernbench.layers import attention, decoder, mlp, norm
 from kernbench.layers.decoder import PeTensors, Run, figures, tile_of
@@ -135,8 +136,6 @@ def moe_layer(m: MoeRun, pes: list[PeTensors], experts: list[Experts]) -> None:
         x = decoder.decode_attention(run, t, me)
         del x
         tl.composite([tl.OpSpec("gemm", {"a": tl.ref(t.attn), "b": tl.ref(t.wo)}, tl.ref(t.partial[0]))])
-        from kernbench.collectives import all_reduce
-
         all_reduce(t.partial[0], Group(tuple(range(run.plan.tp))), algo=run.algo)
     else:
         decoder.prefill_attention(run, t)
@@ -239,6 +238,3 @@ def moe_setup(rt: Runtime, **p: Any) -> Prepared:
         return float(np.abs(f32(out) - moe_reference(run, pes, experts)).max())
 
     return Prepared(check, lambda result: figures(plan, result, p["dtype"]))
-
-
-_ = TensorHandle  # (the kernel's handles are TensorHandles: imported for the type of p[:, …] views)
