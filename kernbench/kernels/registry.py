@@ -389,20 +389,23 @@ def _hint(name: str, known: list[str]) -> str:
     if Path(name).exists() or Path(name + ".py").exists():
         path = name if name.endswith(".py") else name + ".py"
         return f"; to run a kernel file, name it with its .py: {path}"
-    guesses = suggest(name.replace("_", "-"), known)
+    key = name.replace("_", "-")
+    guesses = suggest(key, known)
+    if guesses and len(key) >= 3:  # a kernel's name part is as good a guess as another's prefix ("decode": decoder-layer, gqa-decode)
+        guesses = sorted(set(guesses) | {k for k in known if key.lower() in k.lower()})
     hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
     return f"{hint}; `kernbench run --list` shows the shipped kernels, and a file of yours is named as path/to/file.py[:NAME]"
 
 
 def suggest(name: str, known: list[str]) -> list[str]:
-    """Names ``name`` may have meant: same but for case, else every one it is a prefix or a part of (``decode``:
-    ``decoder-layer`` and ``gqa-decode``), else a close typo."""
+    """Names ``name`` may have meant: same but for case, a prefix of one, a part of one, or a close typo."""
     import difflib
 
     key = name.lower()
     matchers: tuple[Callable[[str], bool], ...] = (
         lambda k: k.lower() == key,
-        lambda k: k.lower().startswith(key) or key.startswith(k.lower()) or key in k.lower(),
+        lambda k: k.lower().startswith(key) or key.startswith(k.lower()),
+        lambda k: key in k.lower(),
     )
     for match in matchers:
         hits = sorted(k for k in known if match(k))
