@@ -15,8 +15,8 @@ sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, gelu, sin, cos, pow), each
 element taking :attr:`OpKind.passes` trips through it (pow: a log and an exp;
 sigmoid and silu: an exp and a reciprocal; the plain multiply-adds around them
 overlap in the plain lanes and are not charged apart). ``div`` stays plain
-(the vector lanes divide). ``exp`` is plain or transcendental as
-:data:`EXP_RATE` says (docs/extending.md, "Transcendental rate").
+(the vector lanes divide). Why these, and the default rate: docs/extending.md,
+"Transcendental rate".
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from kernbench.dtypes import largest
 
 F32 = NDArray[np.float32]
 
+RATES = ("plain", "transcendental")  # PE_MATH's two rates (the module docstring)
+STEPS = ("k", "elements", "rows")  # the axes a composite streams along (kernbench.pe.steps)
+
 
 @dataclass(frozen=True, slots=True)
 class OpKind:
@@ -46,6 +49,11 @@ class OpKind:
     rate: str = "plain"  # PE_MATH's rate for it: "plain" (math_elems_per_cycle) or "transcendental"
     passes: int = 1  # trips through its rate's pipe per element (PE_MATH time of E elements: math(passes · E))
     shaped: bool = False  # its numerics take the result's shape (``shape=``): a kind with no operand to take it from
+
+    def __post_init__(self) -> None:
+        # a typo in the table would otherwise time a kind silently at the plain rate or stream it wrong
+        if self.rate not in RATES or self.steps not in STEPS or self.passes < 1 or self.engine not in ("gemm", "math"):
+            raise ValueError(f"op kind {self.name!r}: engine, steps, rate or passes out of range ({self})")
 
     def compute(self, operands: list[NDArray[np.generic]], extra: dict[str, Any], shape: tuple[int, ...] | None = None) -> F32:
         """The numerics, in float32; ``shape``: the result's, for a :attr:`shaped` kind."""
@@ -148,9 +156,6 @@ def _cast(x: ArrayLike, dtype: str | None = None, saturate: bool = False) -> F32
     return f
 
 
-#: whether ``exp`` runs at the transcendental rate (see the module docstring)
-EXP_RATE = "plain"
-
 T = "transcendental"
 
 
@@ -178,7 +183,7 @@ OP_KINDS: dict[str, OpKind] = {
             "mul_bcast", "math", ("a", "b"), _binary(np.multiply), doc="a × b with b a (rows, 1) column (numerics as mul)", steps="rows"
         ),
         OpKind("div_bcast", "math", ("a", "b"), _binary(np.divide), doc="a / b with b a (rows, 1) column (numerics as div)", steps="rows"),
-        OpKind("exp", "math", ("x",), _unary(np.exp), doc="e ** x, elementwise", rate=EXP_RATE),
+        OpKind("exp", "math", ("x",), _unary(np.exp), doc="e ** x, elementwise", rate=T),
         OpKind("scale", "math", ("x",), lambda x, factor=1.0: _f32(x) * np.float32(factor), ("factor",), "x × factor (default 1.0)"),
         OpKind("copy", "math", ("x",), _f32, doc="x unchanged (on PE_MATH; tl.copy goes through PE_FETCH_STORE only)"),
         OpKind("rowmax", "math", ("x",), _rowmax, doc="max along the last axis, kept as size 1: (rows, 1)", steps="rows"),
@@ -204,7 +209,7 @@ OP_KINDS: dict[str, OpKind] = {
         OpKind("cos", "math", ("x",), _unary(np.cos), doc="cos x (radians), elementwise", rate=T),
         # unary and binary, plain rate
         OpKind("neg", "math", ("x",), _unary(np.negative), doc="−x, elementwise"),
-        OpKind("abs", "math", ("x",), _unary(np.abs), doc="|x|, elementwise"),
+        OpKind("abs", "math", ("x",), _unary(np.abs), doc="the absolute value of x, elementwise"),
         OpKind("minimum", "math", ("a", "b"), _binary(np.minimum), doc="the smaller of a and b, elementwise"),
         OpKind("clamp", "math", ("x",), _clamp, ("lo", "hi"), "x clipped to [lo, hi] (scalars)"),
         # broadcasts: a (rows, 1) column streamed with its rows; a (1, cols) row read once and held

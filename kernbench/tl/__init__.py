@@ -62,11 +62,11 @@ costs, in the terms below. Their parameters are keys of the topology's
   ns for E elements (a *plain* op kind: add, mul, max, compare, select, cast, …).
 - **tmath(E)**: PE_MATH is busy
   ``(math_pipeline_cycles + ceil(E / math_transcendental_elems_per_cycle)) / clock_freq_ghz``
-  ns for E elements of a *transcendental* op kind (log, sqrt, rsqrt, reciprocal,
-  tanh, sigmoid, silu, gelu, sin, cos, pow: the special-function pipe,
-  ``math_transcendental_elems_per_cycle``, "assumed"); a kind of two passes (pow,
-  sigmoid, silu) is tmath(2E). ``--explain`` names its share as the cause
-  ``math (transcendental)``. (``exp``: see its entry.)
+  ns for E elements of a *transcendental* op kind (exp, log, sqrt, rsqrt,
+  reciprocal, tanh, sigmoid, silu, gelu, sin, cos, pow: the special-function
+  pipe, ``math_transcendental_elems_per_cycle``, "assumed", docs/extending.md);
+  a kind of two passes (pow, sigmoid, silu) is tmath(2E). ``--explain`` names
+  its share as the cause ``math (transcendental)``.
 - **single-op compute on ENGINE**: sched, then, once every operand is ready
   (produced by an earlier command, or landed): fetch(operand bytes), ENGINE,
   store(result bytes); the result is ready when its store ends.

@@ -137,7 +137,7 @@ def maximum(a: TensorHandle, b: TensorHandle) -> TensorHandle:
 
 
 def exp(x: TensorHandle) -> TensorHandle:
-    """``e ** x`` elementwise on PE_MATH.
+    """``e ** x`` elementwise on PE_MATH, at the transcendental rate.
 
     Shapes:
         The result has ``x``'s shape.
@@ -147,7 +147,7 @@ def exp(x: TensorHandle) -> TensorHandle:
         - Command: ``MathCmd`` of op kind ``exp``, 23 logical bytes (framing, opcode, one input
           handle, out handle, two tuple lengths).
         - PE_CPU: auto-wait on ``x``; dispatch(23), single-op FIXED.
-        - Engines: single-op compute on PE_MATH: fetch(x.nbytes), math(elements of ``x``),
+        - Engines: single-op compute on PE_MATH: fetch(x.nbytes), tmath(elements of ``x``),
           store(x.nbytes).
     Errors:
         ``TypeError`` if ``x`` is not a TCM handle (a ``tl.ref`` is not).

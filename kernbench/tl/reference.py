@@ -356,7 +356,7 @@ def render_op_kinds() -> str:
         engine = ENGINE_WORK[k.engine][0]
         work = _work(k)
         params = ", ".join(f"`{p}`" for p in k.params) or "—"
-        operands = ", ".join(f"`{a}`" for a in k.arity)
+        operands = ", ".join(f"`{a}`" for a in k.arity) or "none (the shape is `out`'s)"
         single = ", ".join(users.get(k.name, [])) or "—"
         rows.append(f"| `{k.name}` | {engine} | {operands} | {params} | {work} | {STEPS[k.steps]} | {k.doc} | {single} |")
     engines = "\n".join(f"- **{label}**: {work}; {time}." for label, work, time in ENGINE_WORK.values())

@@ -76,9 +76,7 @@ PE_ATTRS = Section(
         "clock_freq_ghz": Field(float, 1.0, between(1e-3, 1e3), "PE clock; converts cycles to ns"),
         "gemm_tflops": Field(float, 8.0, between(1e-3, 1e6), "PE_GEMM peak, f16"),
         "math_elems_per_cycle": Field(float, 64.0, between(1e-3, 1e6), "PE_MATH vector lanes"),
-        "math_transcendental_elems_per_cycle": Field(
-            float, 16.0, between(1e-3, 1e6), "PE_MATH rate of transcendental op kinds (exp, log, tanh, …); assumed"
-        ),
+        "math_transcendental_elems_per_cycle": Field(float, 16.0, between(1e-3, 1e6), "PE_MATH exp/log/tanh/… rate; assumed"),
         "math_pipeline_cycles": Field(float, 4.0, _cycles, "PE_MATH fixed latency per op"),
         "gemm_pipeline_cycles": Field(float, 8.0, _cycles, "PE_GEMM fixed latency per op"),
         "tcm_bytes": Field(int, 16 * 2**20, between(1, 2**40), "TCM capacity"),

@@ -238,3 +238,11 @@ def test_flags_that_do_not_go_together_are_one_error_line(flags, names, capsys):
 def test_params_and_yaml_keep_the_topology_errors(argv, needle, capsys):
     code, _, err = run(argv, capsys)
     assert code == 2 and err.startswith("error: ") and needle in err and "Traceback" not in err
+
+
+def test_the_transcendental_rate_is_listed_as_an_assumed_default_and_set_reaches_it(capsys):
+    row = params_json(capsys, "paper")["pe.attrs.math_transcendental_elems_per_cycle"]
+    assert (row["value"], row["unit"], row["source"]) == (16.0, "elements/cycle", "default")
+    assert "assumed" in row["help"]
+    changed = params_json(capsys, "paper", "--set", "pe.attrs.math_transcendental_elems_per_cycle=32")
+    assert changed["pe.attrs.math_transcendental_elems_per_cycle"]["value"] == 32.0

@@ -8,7 +8,9 @@ number the simulator printed.
   STORE ``out_bytes / tcm_bw``, each an in-order lane (FETCH and STORE are
   separate lanes);
 * GEMM ``gemm_pipeline_cycles / clock + 2·m·k·n / (gemm_tflops · 1e3)``;
-  MATH ``(math_pipeline_cycles + ceil(elems / math_elems_per_cycle)) / clock``;
+  MATH ``(math_pipeline_cycles + ceil(elems / lanes)) / clock``, ``lanes`` being
+  ``math_elems_per_cycle`` for a plain op and ``math_transcendental_elems_per_cycle``
+  for a transcendental one (exp);
 * ``tl.cycles(n)``: ``n / clock``;
 * DMA read and write channels hold one transfer at a time, each taking what
   the flit-by-flit reference (``oracle_flits``) says;
@@ -59,8 +61,8 @@ def gemm_ns(a, m: int, k: int, n: float) -> float:
     return a["gemm_pipeline_cycles"] / a["clock_freq_ghz"] + 2.0 * m * k * n / (a["gemm_tflops"] * 1e3)
 
 
-def math_ns(a, elems: float) -> float:
-    return (a["math_pipeline_cycles"] + ceil(elems / a["math_elems_per_cycle"])) / a["clock_freq_ghz"]
+def math_ns(a, elems: float, lanes: str = "math_elems_per_cycle") -> float:
+    return (a["math_pipeline_cycles"] + ceil(elems / a[lanes])) / a["clock_freq_ghz"]
 
 
 def spans(r, engine: str, label: str | None = None, pe: str = PE0):
@@ -97,20 +99,23 @@ def test_a_gemm_pays_dispatch_scheduler_fetch_engine_and_store_in_closed_form(rt
     assert held["out"].nbytes == m * n * 4  # tl.dot accumulates and returns float32
 
 
-def test_a_math_op_pays_its_pipeline_and_every_started_vector(rt):
+@pytest.mark.parametrize(
+    "op, lanes", [(tl.neg, "math_elems_per_cycle"), (tl.exp, "math_transcendental_elems_per_cycle")], ids=["plain", "transcendental"]
+)
+def test_a_math_op_pays_its_pipeline_and_every_started_vector(rt, op, lanes):
     a = attrs(rt)
     held = {}
 
     def kern(x):
         xa = tl.load(x)
         tl.wait(xa)
-        held["out"] = tl.exp(xa)
+        held["out"] = op(xa)
 
-    r = run1(rt, kern, rt.deploy(rng_array((10, 30), 3)))  # 300 elements: 4.69 vectors of 64
+    r = run1(rt, kern, rt.deploy(rng_array((10, 30), 3)))  # 300 elements: 4.69 vectors of 64, 18.75 of 16
     (d,) = [e for e in dispatches(r) if e.label == "MathCmd"]
     assert d.end_ns - d.t_ns == pytest.approx(single_op_dispatch_ns(a, MATH1_CMD_BYTES), abs=EPS)
     (mth,) = spans(r, "math")
-    assert mth.end_ns - mth.t_ns == pytest.approx(math_ns(a, 300), abs=EPS)
+    assert mth.end_ns - mth.t_ns == pytest.approx(math_ns(a, 300, lanes), abs=EPS)
     (f,) = spans(r, "fs", "fetch")
     (s,) = spans(r, "fs", "store")
     assert f.end_ns - f.t_ns == pytest.approx(300 * 2 / a["tcm_bw_gbps"], abs=EPS)

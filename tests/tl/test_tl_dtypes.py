@@ -75,6 +75,11 @@ def test_deploy_load_compute_and_store_move_elements_times_itemsize_and_compute_
     assert [e.value for e in rd] == [32 * 64 * ITEMSIZE[name]]
     assert [e.value for e in wr] == [32 * 64 * ITEMSIZE[name]]
     assert r.op_logs[PE0][0]["logical_bytes"] == 24  # dispatch bytes do not follow the dtype
+    tcm = rt.graph.nodes[f"{PE0}.cpu"].attrs["tcm_bw_gbps"]
+    fs = sorted(busy(r, "fs"), key=lambda e: (e.t_ns, e.seq))
+    tile = 32 * 64 * ITEMSIZE[name]
+    # scale: fetch x, store; add: fetch both, store — every TCM byte count at the itemsize
+    assert [round((e.end_ns - e.t_ns) * tcm) for e in fs] == [tile, tile, 2 * tile, tile]
 
 
 def test_an_op_on_two_dtypes_returns_numpys_result_type_bfloat16_with_float16_is_float32(rt):

@@ -255,6 +255,35 @@ def test_where_selects_elementwise_and_keeps_the_dtype_of_its_values(rt):
     assert held["w"].dtype == np.float16
     np.testing.assert_array_equal(held["w"].numpy(), expected)
     assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(3) == 39
+    a = a_of(rt)
+    mask_span, where_span = busy(r, "math")
+    assert mask_span.label == "causal_mask"
+    assert where_span.label == "where"
+    assert where_span.end_ns - where_span.t_ns == pytest.approx(
+        (a["math_pipeline_cycles"] + ceil(16 * 32 / 64)) / a["clock_freq_ghz"], abs=EPS
+    )
+    fetch = [e for e in busy(r, "fs") if e.label == "fetch where"]
+    assert fetch[0].end_ns - fetch[0].t_ns == pytest.approx(
+        (16 * 32 * 1 + 16 * 32 * 2 + 2) / a["tcm_bw_gbps"], abs=EPS
+    )  # mask, s, the (1, 1)
+
+
+@pytest.mark.parametrize("dtype, itemsize", [(tl.float8_e5m2, 1), (tl.bfloat16, 2), (np.float32, 4)], ids=["fp8", "bf16", "f32"])
+def test_cast_is_a_plain_pass_and_stores_the_target_itemsize(rt, dtype, itemsize):
+    a = a_of(rt)
+    tx = rt.deploy(np.random.default_rng(9).standard_normal((10, 30)), name="x")
+    held = {}
+
+    def kern(x):
+        held["c"] = tl.cast(tl.wait(tl.load(x)), dtype)
+
+    r = run1(rt, kern, tx)
+    np.testing.assert_array_equal(held["c"].numpy(), tx.array.astype(np.float32).astype(dtype))
+    (m,) = busy(r, "math")
+    assert m.end_ns - m.t_ns == pytest.approx((a["math_pipeline_cycles"] + ceil(300 / 64)) / a["clock_freq_ghz"], abs=EPS)
+    (store,) = [e for e in busy(r, "fs") if e.label.startswith("store")]
+    assert store.end_ns - store.t_ns == pytest.approx(300 * itemsize / a["tcm_bw_gbps"], abs=EPS)
+    assert r.op_logs[PE0][-1]["logical_bytes"] == cmd_bytes(1, 2 * ENUM) == 25
 
 
 @pytest.mark.parametrize("q_offset, k_offset", [(0, 0), (5, 0), (0, 7), (100, 96)])
@@ -315,3 +344,30 @@ def test_explain_names_the_transcendental_share_and_the_attribution_sums_to_the_
     elems = 64 * 128
     assert at.by_cause["math (transcendental)"] == pytest.approx((a["math_pipeline_cycles"] + elems / 8) / a["clock_freq_ghz"], abs=EPS)
     assert at.by_cause["math"] == pytest.approx((a["math_pipeline_cycles"] + elems / 64) / a["clock_freq_ghz"], abs=EPS)
+
+
+def test_a_kernel_of_the_new_ops_gives_the_same_event_stream_run_after_run(graph):
+    def once():
+        rt = Runtime(graph)
+        tx = rt.deploy(np.random.default_rng(8).standard_normal((32, 64)), dtype=tl.bfloat16, name="x")
+
+        def kern(x):
+            t = tl.load(x)
+            g = tl.gelu(tl.where(tl.causal_mask(0, 0, (32, 64)), t, tl.neg(t)))
+            tl.store(
+                x, tl.cast(tl.add_bcast(g, tl.rsqrt(tl.add(tl.rowmean(tl.mul(g, g)), tl.full((1, 1), 1.0, tl.bfloat16)))), tl.bfloat16)
+            )
+
+        r = run1(rt, kern, tx)
+        return r.latency_ns, [(e.t_ns, e.kind, e.component, e.end_ns, e.label, e.value) for e in r.events], tx.array.tobytes()
+
+    assert once() == once()
+
+
+def test_an_op_kind_with_a_rate_or_axis_the_engines_do_not_know_is_refused_when_the_table_is_built():
+    from kernbench.pe.opkinds import OpKind
+
+    with pytest.raises(ValueError, match="out of range"):
+        OpKind("expp", "math", ("x",), np.exp, rate="transcendentl")
+    with pytest.raises(ValueError, match="out of range"):
+        OpKind("rowz", "math", ("x",), np.exp, steps="row")
