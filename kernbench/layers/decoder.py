@@ -251,7 +251,7 @@ def deploy(rt: Runtime, plan: Plan, dtype: str, tile: int, where: list[int], see
     x = fill.random((n_tok, H), adt, 1.0, pe=where[0], name="x0")
     norms = (fill.rng.random((1, H), dtype=F32) + F32(0.5), fill.rng.random((1, H), dtype=F32) + F32(0.5))
     angle = np.float32(plan.seq) * inv_freq(d, s.rope_theta)  # the new token's position is seq
-    out = []
+    out: list[PeTensors] = []
     for p, pe in enumerate(where):
         t = PeTensors(
             x=x if p == 0 else rt.deploy(x.layout, dtype=adt, pe=pe, name=f"x{p}"),
