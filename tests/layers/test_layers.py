@@ -40,6 +40,7 @@ def assert_checked_and_timed_without_data(name: str, topology: str | None = None
         ("rmsnorm", {"dtype": "float16", "rows": 24, "tile": 5}),
         ("rope", {"tokens": 64}),
         ("swiglu-mlp", {"tokens": 8, "allreduce": "tree"}),
+        ("swiglu-mlp", {"tokens": 8, "dtype": "float8_e4m3fn"}),
         ("attention-prefill", {"seq": 128, "tile": 32}),
     ],
 )
@@ -83,6 +84,14 @@ def test_a_moe_layer_takes_at_least_one_expert_streamed_from_one_slice():
     # 8 pseudo-channels × 32 GB/s = 256 B/ns, 1,376,256 ns, whatever else overlaps it
     latency, _, _ = run("moe-layer", data=False, batch=4, seq=256, tp=8)
     assert latency >= 3 * 4096 * 14336 * 2 / 256
+
+
+def test_fp8_weights_and_kv_cache_make_a_memory_bound_decode_layer_faster():
+    # the weights and KV cache are most of the bytes: at one byte an element instead of two, the HBM-bound step shrinks
+    small = dict(topology="cube1", model="llama3-8b", batch=2, seq=128, tp=8)
+    bf16, _, _ = run("decoder-layer", data=False, dtype="bfloat16", **small)
+    fp8, _, _ = run("decoder-layer", data=False, dtype="float8_e4m3fn", **small)
+    assert 0.45 * bf16 < fp8 < 0.6 * bf16
 
 
 # --- rules, presets, placement, routing ------------------------------------------
