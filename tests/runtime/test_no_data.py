@@ -101,3 +101,16 @@ def test_the_run_record_says_no_data_was_held_and_no_check_ran(capsys):
     assert none["latency_ns"] == held["latency_ns"] and none["commands"] == held["commands"]
     assert cli.main([*argv[:-1], "--no-data"]) == 0
     assert "--no-data: no values held, the reference check is skipped" in capsys.readouterr().out
+
+
+def test_a_trace_of_a_run_without_data_reads_back_as_a_record_saying_so(tmp_path, capsys):
+    from kernbench.analysis.summary import summarize
+    from kernbench.events.tracefile import open_trace
+
+    path = tmp_path / "run.kbtrace"
+    argv = ["run", "gqa-decode", "--topology", "cube1", "--kv-heads", "2", "--heads", "16", "--context", "256"]
+    assert cli.main([*argv, "--no-data", "--trace", str(path)]) == 0
+    capsys.readouterr()
+    trace = open_trace(path)
+    rec = summarize(trace.store, "run", trace.metadata.end_ns or None, trace.metadata).as_json()
+    assert rec["data"] == "none" and rec["max_abs_err"] is None
