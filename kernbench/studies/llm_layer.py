@@ -157,9 +157,9 @@ def run_point(model: str, phase: str, batch: int, seq: int, tp: int) -> Point:
     )
 
 
-def sweep(grid: Iterable[tuple[str, str, int, int, int]] = GRID) -> Iterator[Point]:
-    """The grid's points, one simulated (and dropped) at a time."""
-    for point in grid:
+def sweep(grid: Iterable[tuple[str, str, int, int, int]] | None = None) -> Iterator[Point]:
+    """The grid's points (default: :data:`GRID`), one simulated (and dropped) at a time."""
+    for point in GRID if grid is None else grid:
         yield run_point(*point)
 
 
@@ -189,7 +189,7 @@ def plot(points: list[Point]) -> str:
     return render(rows, "latency_us", "seq", ["seq", "series"], width=90, height=18)
 
 
-def report(grid: Iterable[tuple[str, str, int, int, int]] = GRID) -> str:
+def report(grid: Iterable[tuple[str, str, int, int, int]] | None = None) -> str:
     points = list(sweep(grid))
     return "\n".join(
         [

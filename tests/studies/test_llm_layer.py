@@ -55,7 +55,6 @@ def test_the_roofline_is_weights_and_kv_over_the_slices_bandwidth_by_hand():
 
 def test_bench_study_llm_layer_prints_the_table_and_the_plot(monkeypatch, capsys):
     monkeypatch.setattr(llm_layer, "GRID", llm_layer.QUICK[:1])
-    monkeypatch.setattr(llm_layer.report, "__defaults__", (llm_layer.QUICK[:1],))
     assert main(["bench", "--study", "llm-layer"]) == 0
     out = capsys.readouterr().out
     assert "roofline" in out and "tok/s (est.)" in out and "latency_us by seq" in out
