@@ -16,6 +16,7 @@ import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with nu
 import numpy as np
 from numpy.typing import DTypeLike
 
+from kernbench.errors import KernbenchError
 from kernbench.sim.region import Region, byte_distance, region_of_view
 
 
@@ -57,6 +58,24 @@ def dtype_name(dtype: DTypeLike) -> str:
     return np.dtype(dtype).name
 
 
+class NoDataError(ValueError, KernbenchError):
+    """A tensor's values were asked for, but it holds none (deployed by ``Runtime(data=False)``)."""
+
+
+def layout_only(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
+    """A C-contiguous array's *geometry* with no payload: shape, dtype, strides and addresses, for
+    views and regions to be computed from exactly as from a real array. Its memory is one element:
+    it is never read or written (a tensor holding no data gives zeros and discards what is stored)."""
+    dt = np.dtype(dtype)
+    strides = []
+    step = dt.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(1, n)
+    base = np.zeros(1, dt)
+    return np.lib.stride_tricks.as_strided(base, shape=shape, strides=tuple(reversed(strides)), writeable=False)
+
+
 class HbmTensor:
     """A tensor deployed to one memory (HBM slice or SRAM) at a byte offset.
 
@@ -67,7 +86,11 @@ class HbmTensor:
 
     ``root``: for a view (``x.T``, ``x.reshape(...)``, a region of a region), the deployed tensor
     whose bytes ``array`` views; ``offset`` is then the address of ``array``'s first element, and
-    real addresses are computed against the root (None for a deployed tensor)."""
+    real addresses are computed against the root (None for a deployed tensor).
+
+    ``holds_data=False`` (``Runtime(data=False)``, ``--no-data``; a view's is its root's): ``layout``
+    is only the tensor's geometry (:func:`layout_only`); its regions read as zeros, stores to it are
+    discarded, and :attr:`array` raises :class:`NoDataError`."""
 
     def __init__(
         self,
@@ -78,26 +101,35 @@ class HbmTensor:
         deployed_by: object | None = None,
         root: HbmTensor | None = None,
         named: bool = True,
+        holds_data: bool = True,
     ) -> None:
         self.name = name
         self.named = named
         self.memory = memory
         self.offset = offset
-        self.array = array
+        self.layout = array  # the values, or (no data) their geometry only
         self.deployed_by = deployed_by
         self.root = root
+        self.holds_data: bool = holds_data if root is None else root.holds_data
+
+    @property
+    def array(self) -> np.ndarray:
+        """The tensor's values (a tensor holding no data has none: :class:`NoDataError`)."""
+        if not self.holds_data:
+            raise NoDataError(f"tensor {self.name}{self.shape} holds no data: it was deployed by Runtime(data=False) (--no-data)")
+        return self.layout
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.array.shape)
+        return tuple(self.layout.shape)
 
     @property
     def dtype(self) -> np.dtype:
-        return self.array.dtype
+        return self.layout.dtype
 
     @property
     def nbytes(self) -> int:
-        return int(self.array.nbytes)
+        return int(self.layout.nbytes)
 
     def __getitem__(self, index: Any) -> Ptr:
         return Ptr(self, index if isinstance(index, tuple) else (index,))
@@ -138,7 +170,7 @@ class Ptr:
         self.tensor = tensor
         self.index = index
         check_index(tensor.name, tensor.shape, index)
-        self._view: np.ndarray = tensor.array[(*index, ...)]  # (with "...": a view even when it is one element)
+        self._view: np.ndarray = tensor.layout[(*index, ...)]  # (with "...": a view even when it is one element)
         if self._view.size == 0:
             raise IndexError(f"empty region {self.describe()} of {tensor.name}{tensor.shape}")
         self._view.flags.writeable = False  # reads go through it without a copy (values()); writes through the tensor
@@ -167,9 +199,9 @@ class Ptr:
         if self._offset is None:
             root = self.tensor.root
             if root is None:
-                self._offset = self.tensor.offset + first_byte(self.tensor.array, self.index)
+                self._offset = self.tensor.offset + first_byte(self.tensor.layout, self.index)
             else:  # a view's strides may be anything: measure against the deployed bytes
-                self._offset = root.offset + byte_distance(root.array, self._view)
+                self._offset = root.offset + byte_distance(root.layout, self._view)
         return self._offset
 
     @property
@@ -180,7 +212,7 @@ class Ptr:
                 self._region = Region.contiguous(self.offset, self._view.nbytes)
             else:
                 base = self.tensor.root or self.tensor
-                self._region = region_of_view(base.array, self._view, base.offset)
+                self._region = region_of_view(base.layout, self._view, base.offset)
         return self._region
 
     # --- views: regions of the same bytes, no data moved ----------------------------
@@ -188,11 +220,11 @@ class Ptr:
     def _derived(self, name: str, array: np.ndarray) -> HbmTensor:
         """``array`` (a numpy view of this region's bytes) as a tensor of the same memory."""
         root = self.tensor.root or self.tensor
-        assert np.may_share_memory(array, root.array), f"{name} is not a view of {root.name}"
-        return HbmTensor(name, self.memory, root.offset + byte_distance(root.array, array), array, self.tensor.deployed_by, root)
+        assert np.may_share_memory(array, root.layout), f"{name} is not a view of {root.name}"
+        return HbmTensor(name, self.memory, root.offset + byte_distance(root.layout, array), array, self.tensor.deployed_by, root)
 
     def _writable(self) -> np.ndarray:
-        return self.tensor.array[(*self.index, ...)]
+        return self.tensor.layout[(*self.index, ...)]
 
     def __getitem__(self, index: Any) -> Ptr:
         """A region of this region (integers and slices, checked against its shape)."""
@@ -212,7 +244,7 @@ class Ptr:
             r = v.reshape(new)
         except ValueError:
             raise ValueError(f"cannot reshape {self.describe()} {self.shape} ({v.size} elements) to {new}") from None
-        root = (self.tensor.root or self.tensor).array
+        root = (self.tensor.root or self.tensor).layout
         if not np.may_share_memory(r, root):
             raise ValueError(
                 f"reshaping the strided region {self.describe()} {self.shape} to {new} would move data; "
@@ -227,15 +259,26 @@ class Ptr:
         return self._derived(f"{self.describe()}.T", self._writable().T).whole()
 
     def read(self) -> np.ndarray:
-        """A copy of the region's values."""
+        """A copy of the region's values (zeros from a tensor that holds no data)."""
+        if not self.tensor.holds_data:
+            return np.zeros(self._view.shape, self._view.dtype)
         return np.array(self._view, copy=True)
 
     def values(self) -> np.ndarray:
-        """The region's values as they are now, without a copy: read-only, to compute from at once."""
+        """The region's values as they are now, without a copy: read-only, to compute from at once
+        (zeros, broadcast, from a tensor that holds no data)."""
+        if not self.tensor.holds_data:
+            return np.broadcast_to(np.zeros((), self._view.dtype), self._view.shape)
         return self._view
 
+    @property
+    def holds_data(self) -> bool:
+        return self.tensor.holds_data
+
     def write(self, value: np.ndarray) -> None:
-        self.tensor.array[self.index] = value
+        """Store ``value`` in the region (discarded by a tensor that holds no data)."""
+        if self.tensor.holds_data:
+            self.tensor.layout[self.index] = value
 
     def describe(self) -> str:
         if self.tensor.root is not None and self.index == (slice(None),):

@@ -90,7 +90,15 @@ FIELDS: tuple[Field, ...] = (
         "max_abs_err",
         "number|null",
         "",
-        "largest |output − numpy reference| the kernel's check found; null when it has no check (or a trace did not keep it)",
+        "largest |output − numpy reference| the kernel's check found; null when it has no check, when the run held no data "
+        "(`--no-data`), or when a trace did not keep it",
+    ),
+    Field(
+        "data",
+        "string",
+        "",
+        "`held`: tensors held values and the check ran; `none`: a `--no-data` run (`Runtime(data=False)`), timing only — "
+        "the same commands and latency, loads gave zeros, no reference check",
     ),
     Field("stall_ns", "number", "ns", "time PE_CPUs spent stalled (lazy-load waits, a full scheduler queue, receives), summed over PEs"),
     Field("stall_ns_by_reason", "object", "ns", "the same by reason (`lazy load`, `queue full`, `recv wait`, …)"),
@@ -126,7 +134,7 @@ FIELDS: tuple[Field, ...] = (
 )
 NAMES = tuple(f.name for f in FIELDS)
 #: what says which run it was rather than what it measured (a sweep row's swept values say it there)
-CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "fidelity", "variant", "params", "overrides", "topology_digest")
+CONTEXT = ("schema", "kernel", "kernel_file", "topology", "timing", "fidelity", "variant", "params", "overrides", "topology_digest", "data")
 
 
 #: analyses a record holds only when asked for (null otherwise; a sweep row leaves them out then)
@@ -159,6 +167,7 @@ def record(
     fidelity: str = "paper",
     what_if: Mapping[str, Any] | None = None,
     speedups: Mapping[str, Any] | None = None,
+    data: str = "held",
 ) -> dict[str, Any]:
     """A run record, its numbers rounded as every output shows them (ns to 1e-6, percents to 1e-3)."""
     span = latency_ns * pes
@@ -178,6 +187,7 @@ def record(
         "commands": commands,
         "dispatch_cycles": round(dispatch_cycles, 6),
         "max_abs_err": max_abs_err,
+        "data": data,
         "stall_ns": round(sum(stall_ns_by_reason.values()), 6),
         "stall_ns_by_reason": {k: round(v, 6) for k, v in sorted(stall_ns_by_reason.items())},
         "engine_busy_ns": {e: round(v, 6) for e, v in engine_busy_ns.items()},

@@ -73,6 +73,7 @@ class RunSummary:
             engine_busy_ns=self.engine_busy_ns,
             attribution=self.attribution.as_json() if self.attribution is not None else None,
             figures=_figures(figures),
+            data="none" if extra.get("data") == "none" else "held",
         )
 
 

@@ -100,10 +100,10 @@ def flat(buf: Buffer, what: str = "collective") -> HbmTensor:
     contiguous (one run of bytes, in row-major order).
     """
     if isinstance(buf, Ptr):
-        view = buf.tensor.array[(*buf.index, ...)]  # (writable, unlike the region's own view)
+        view = buf.tensor.layout[(*buf.index, ...)]  # (writable, unlike the region's own view; layout: also with no data held)
         name, offset, base = buf.describe(), buf.offset, buf.tensor
     elif isinstance(buf, HbmTensor):
-        view, name, offset, base = buf.array, buf.name, buf.offset, buf
+        view, name, offset, base = buf.layout, buf.name, buf.offset, buf
     else:
         raise TypeError(f"{what}: expected an HBM tensor (Runtime.deploy) or a region of one, not {type(buf).__name__}")
     if not view.flags.c_contiguous:
@@ -114,7 +114,7 @@ def flat(buf: Buffer, what: str = "collective") -> HbmTensor:
     if view.ndim == 1 and buf is base:
         return base
     out = copy.copy(base)  # (whatever else the tensor carries, with its array and address replaced)
-    out.name, out.offset, out.array = name, offset, view.reshape(-1)
+    out.name, out.offset, out.layout = name, offset, view.reshape(-1)
     return out
 
 

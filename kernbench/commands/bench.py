@@ -148,10 +148,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     mode.add_argument("--regen", action="store_true", help="rewrite the goldens and print what moved")
     mode.add_argument(
         "--study",
-        choices=("allreduce", "gemm", "all"),
+        choices=("allreduce", "gemm", "llm-layer", "all"),
         help=(
             "run a study and print its tables (model vs simulator) instead; one point in memory at a time, "
-            "under 1 GB (allreduce ~2 min, its largest point 64 MiB on 6 PEs)"
+            "under 1 GB (allreduce ~2 min, its largest point 64 MiB on 6 PEs); llm-layer: decoder layers beside their "
+            "HBM roofline, ~6 min, up to 1.4 GB (its 70B 32k-context point's events, kept for --explain); all: allreduce and gemm"
         ),
     )
     p.add_argument(

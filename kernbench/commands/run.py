@@ -128,6 +128,14 @@ COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "full: + HBM banks, row buffers, refresh (both flit by flit; docs/fidelity.md)",
         ),
     ),
+    (
+        "--no-data",
+        dict(
+            action="store_true",
+            help="timing only: tensors hold no values (no size limit of data; loads give zeros, stores are dropped), "
+            "the same commands and latency; the reference check is skipped (max_abs_err null, data none)",
+        ),
+    ),
     ("--trace", dict(metavar="FILE", help="save the event stream as a .kbtrace file")),
     ("--perfetto", dict(metavar="FILE", help="export Chrome/Perfetto trace JSON")),
     (
@@ -308,7 +316,7 @@ def prepare(kernel: str, argv: list[str]) -> tuple[registry.KernelSpec, argparse
     from kernbench.topology.compile import compile_spec
 
     spec, ns, params, topology = _checked(kernel, argv)
-    rt = Runtime(compile_spec(topology), mode=ns.timing, fidelity=ns.fidelity)  # the document checked above: read once
+    rt = Runtime(compile_spec(topology), mode=ns.timing, fidelity=ns.fidelity, data=not ns.no_data)  # the document checked above: read once
     return spec, ns, rt, set_up(spec, rt, params), params
 
 
@@ -391,7 +399,8 @@ def report(
         variant=prepared.variant,
         params=params,
         overrides=overrides_of(overrides),
-        max_abs_err=max_error(spec, prepared),
+        max_abs_err=max_error(spec, prepared) if rt.holds_data else None,  # (no data: nothing to check)
+        data="held" if rt.holds_data else "none",
         attribution=attribution,
         figures=_figures(spec, users_code(spec, "summary", lambda: prepared.summary(result))),
         what_if=what_if,
@@ -544,6 +553,8 @@ def _meta(
         "overrides": overrides_of(overrides),
         "topology_digest": topology_digest(rt.graph.spec),
     }
+    if not rt.holds_data:
+        extra["data"] = "none"
     if end_ns is None:
         if partial:
             extra["partial"] = True
@@ -613,7 +624,10 @@ def print_report(data: dict[str, Any]) -> None:
     console.print(f"latency            {data['latency_ns']:,.1f} ns")
     console.print(f"commands           {data['commands']:,}   dispatch {data['dispatch_cycles']:,.1f} cycles")
     err = data["max_abs_err"]
-    console.print(f"max |err| vs numpy {'— (the kernel has no reference check)' if err is None else format(err, '.3g')}")
+    if data.get("data") == "none":
+        console.print("max |err| vs numpy — (--no-data: no values held, the reference check is skipped)")
+    else:
+        console.print(f"max |err| vs numpy {'— (the kernel has no reference check)' if err is None else format(err, '.3g')}")
     for k, v in data.items():
         if k not in NAMES:
             console.print(f"{k:<18} {v}", markup=False)
@@ -640,7 +654,9 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
 
     def fn(bus: Bus) -> TraceMetadata:
         result = rt.run(bus=bus, limits=limits)
-        return _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared), overrides=ns.overrides)
+        return _meta(
+            spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None, overrides=ns.overrides
+        )
 
     return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)
 

@@ -69,11 +69,11 @@ latency_ns and an `error` column, its error is printed on stderr as `error: poin
 Ctrl-C stops the workers and writes nothing (points already finished stay cached).
 
 Results are cached in $XDG_CACHE_HOME/kernbench/sweep (~/.cache/kernbench/sweep),
-keyed by kernel, options, the resolved topology, --timing, --fidelity, --explain and the kernbench version
-and source; --no-cache runs every point, --cache-dir puts the cache elsewhere.
+keyed by kernel, options, the resolved topology, --timing, --fidelity, --explain, --no-data and the kernbench
+version and source; --no-cache runs every point, --cache-dir puts the cache elsewhere.
 """
 
-_KEEP = {"--topology", "--set", "--timing", "--fidelity", "--explain", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
+_KEEP = {"--topology", "--set", "--timing", "--fidelity", "--explain", "--no-data", "--max-commands-per-pe", "--max-sim-ns", "--max-wall-s"}
 
 
 def _jobs(text: str) -> int:
@@ -323,7 +323,9 @@ def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[
         check_size(topologies[where])
     topology = topologies[where]
     spec.validate(params, pe_count(topology), given)
-    return result_cache.point_key(spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest, fidelity=ns.fidelity)
+    return result_cache.point_key(
+        spec.name, params, topology, ns.timing, explain=ns.explain, source=spec.digest, fidelity=ns.fidelity, data=not ns.no_data
+    )
 
 
 _SHOWN = (("latency_ns", "latency ns"), ("commands", "commands"), ("dispatch_cycles", "dispatch cycles"), ("max_abs_err", "max |err|"))

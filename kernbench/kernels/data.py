@@ -39,3 +39,9 @@ def random_u16(rng: np.random.Generator, n: int) -> np.ndarray:
         raw: np.ndarray = bitgen.random_raw(n // 4)  # (uint64)
         return raw.view(np.uint16)
     return rng.integers(0, 0xFFFF, size=n, dtype=np.uint16, endpoint=True)
+
+
+def placeholder(shape: tuple[int, ...], dtype: np.typing.DTypeLike = np.float16) -> np.ndarray:
+    """An array of ``shape`` holding one zero (every element the same, broadcast): what a set-up hands
+    ``Runtime.deploy`` in a run that holds no data (``--no-data``), which keeps only shape and dtype."""
+    return np.broadcast_to(np.zeros((), dtype), shape)

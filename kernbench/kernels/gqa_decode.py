@@ -65,7 +65,7 @@ import numpy as np
 import kernbench.tl as tl
 from kernbench.float16 import to_float32
 from kernbench.handles import HbmTensor, Ptr, TensorHandle
-from kernbench.kernels.data import random_f16
+from kernbench.kernels.data import placeholder, random_f16
 from kernbench.kernels.registry import OpLogEntry, Option, Params, Prepared, Summary, kernel
 from kernbench.runtime.api import RunResult, Runtime
 
@@ -275,8 +275,11 @@ def pes_per_head_for(pes_available: int, p: Params) -> int:
 MAX_KV_ELEMENTS = 2**26  # kv_heads × context × head_dim: K and V (float16) take at most 256 MiB
 
 
-def check_options(p: Params, pes_available: int) -> list[str]:
-    """Rules between the options and against the topology (each option's range is checked before)."""
+def check_options(p: Params, pes_available: int, data: bool = True) -> list[str]:
+    """Rules between the options and against the topology (each option's range is checked before).
+
+    The KV size limit holds only for a run holding data (``data``): a ``--no-data`` run deploys no
+    values, so it is checked by the set-up, which knows the runtime, before anything is deployed."""
     H, kvh, d, ctx = p["heads"], p["kv_heads"], p["head_dim"], p["context"]
     problems = []
     if p["variant"] not in VARIANTS:
@@ -285,7 +288,7 @@ def check_options(p: Params, pes_available: int) -> list[str]:
         problems.append("--heads, --kv-heads, --head-dim, --context and --tile must be >= 1, --pes-per-head >= 0")
     elif H % kvh:
         problems.append(f"--heads {H} must be a multiple of --kv-heads {kvh}")
-    elif kvh * ctx * d > MAX_KV_ELEMENTS:
+    elif data and kvh * ctx * d > MAX_KV_ELEMENTS:
         problems.append(f"--kv-heads × --context × --head-dim = {kvh * ctx * d:,} KV elements; at most {MAX_KV_ELEMENTS:,}")
     elif kvh * (P := pes_per_head_for(pes_available, p)) > pes_available:
         problems.append(f"--kv-heads × --pes-per-head = {kvh * P} PEs, but the topology has {pes_available}")
@@ -310,11 +313,11 @@ PARAMS = (
     name="gqa-decode",
     description="GQA fused-attention decode, flash-decoding split over PEs (variants primitive, opt3, opt2)",
     topology="paper",
-    check=check_options,
+    check=lambda p, pes: check_options(p, pes, data=False),
 )
 def setup(rt: Runtime, extra_ops: int = 0, **p: Any) -> Prepared:
     variant = p["variant"]
-    problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()))
+    problems = check_options(dict(p, pes_per_head=p.get("pes_per_head", 0)), len(rt.pe_ids()), rt.holds_data)
     if problems:
         raise ValueError("; ".join(problems))
     H, kvh, d, ctx, T = p["heads"], p["kv_heads"], p["head_dim"], p["context"], p["tile"]
@@ -324,7 +327,12 @@ def setup(rt: Runtime, extra_ops: int = 0, **p: Any) -> Prepared:
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     rng = np.random.default_rng(p.get("seed", 0))
-    Q = random_f16(rng, (H, d))
+    data = rt.holds_data
+
+    def values(shape: tuple[int, ...]) -> np.ndarray:  # (no data: the shape alone, drawn nothing)
+        return random_f16(rng, shape) if data else placeholder(shape)
+
+    Q = values((H, d))
     qs: list[HbmTensor] = []
     kts: list[KTiles] = []
     vs: list[HbmTensor] = []
@@ -340,18 +348,16 @@ def setup(rt: Runtime, extra_ops: int = 0, **p: Any) -> Prepared:
             qs.append(rt.deploy(Q[h * G : (h + 1) * G], pe=pe, name=f"Q{h}.{r}"))
             # drawn per program straight into the layout it is stored in: held once
             if layout == "naive":
-                kt = rt.deploy(random_f16(rng, (d, b - a)), pe=pe, name=f"Kt{h}.{r}", copy=False)
+                kt = rt.deploy(values((d, b - a)), pe=pe, name=f"Kt{h}.{r}", copy=False)
                 kts.append(KTiles(naive=kt))
-                k_parts[h].append([kt.array])
+                k_parts[h].append([kt.layout])
             else:
-                tiles = {
-                    t0: rt.deploy(random_f16(rng, (d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)
-                }
+                tiles = {t0: rt.deploy(values((d, t1 - t0)), pe=pe, name=f"Kt{h}.{r}.{t0}", copy=False) for t0, t1 in _tiles(b - a, T)}
                 kts.append(KTiles(tiles=tiles))
-                k_parts[h].append([t.array for t in tiles.values()])
-            v = rt.deploy(random_f16(rng, (b - a, d)), pe=pe, name=f"V{h}.{r}", copy=False)
+                k_parts[h].append([t.layout for t in tiles.values()])
+            v = rt.deploy(values((b - a, d)), pe=pe, name=f"V{h}.{r}", copy=False)
             vs.append(v)
-            v_parts[h].append(v.array)
+            v_parts[h].append(v.layout)
         outs.append(rt.empty((G, d), np.float16, pe=h * P, name=f"O{h}"))
     rt.launch(gqa_decode, pes=range(kvh * P), args=(variant, qs, kts, vs, outs, P, T, extra_ops))
     ref: list[np.ndarray] = []  # computed on the first check(), not at setup

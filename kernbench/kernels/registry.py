@@ -59,6 +59,8 @@ RESERVED = frozenset(
         "max_commands_per_pe",
         "max_sim_ns",
         "max_wall_s",
+        "no_data",
+        "fidelity",
         "help",
         "list",
     }
@@ -225,6 +227,8 @@ class KernelSpec:
 
 
 PACKAGE = __name__.rsplit(".", 1)[0]
+#: the packages whose modules declare the shipped kernels: these bench kernels, and the transformer layers
+SHIPPED_PACKAGES = (PACKAGE, "kernbench.layers")
 
 
 def kernel(
@@ -324,10 +328,10 @@ def _load_all() -> None:
     import importlib
     import pkgutil
 
-    from kernbench import kernels as package
-
-    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-        importlib.import_module(f"{PACKAGE}.{module}")
+    for name in SHIPPED_PACKAGES:
+        package = importlib.import_module(name)
+        for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+            importlib.import_module(f"{name}.{module}")
     _loaded = True
 
 
@@ -335,7 +339,7 @@ def shipped() -> dict[str, KernelSpec]:
     """The kernels declared by this package's modules (those imported so far)."""
     out: dict[str, KernelSpec] = {}
     for module, specs in DECLARED.items():
-        if module.startswith(PACKAGE + "."):
+        if module.startswith(tuple(f"{name}." for name in SHIPPED_PACKAGES)):
             for name, spec in specs.items():
                 if name in out and out[name].setup is not spec.setup:
                     raise TypeError(f"two shipped kernels are named {name!r} (one in {module})")
@@ -389,7 +393,10 @@ def _hint(name: str, known: list[str]) -> str:
     if Path(name).exists() or Path(name + ".py").exists():
         path = name if name.endswith(".py") else name + ".py"
         return f"; to run a kernel file, name it with its .py: {path}"
-    guesses = suggest(name.replace("_", "-"), known)
+    key = name.replace("_", "-")
+    guesses = suggest(key, known)
+    if guesses and len(key) >= 3:  # a kernel's name part is as good a guess as another's prefix ("decode": decoder-layer, gqa-decode)
+        guesses = sorted(set(guesses) | {k for k in known if key.lower() in k.lower()})
     hint = f" (did you mean {' or '.join(repr(g) for g in guesses)}?)" if guesses else ""
     return f"{hint}; `kernbench run --list` shows the shipped kernels, and a file of yours is named as path/to/file.py[:NAME]"
 

@@ -37,7 +37,7 @@ from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMes
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.source import parse_site
 from kernbench.events.types import ENGINES, Event
-from kernbench.handles import HbmTensor, Ptr
+from kernbench.handles import HbmTensor, Ptr, layout_only
 from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
@@ -172,6 +172,7 @@ class RunResult:
         figures: Mapping[str, Any] | None = None,
         what_if: Mapping[str, Any] | None = None,
         speedups: Mapping[str, Any] | None = None,
+        data: str = "held",
     ) -> dict[str, Any]:
         """This run as a run record (:mod:`kernbench.record`, ``kernbench run --json``'s object): the
         per-PE accounting summed over PEs under the record's names; what ran (the kernel, its options,
@@ -200,6 +201,7 @@ class RunResult:
             figures=figures,
             what_if=what_if,
             speedups=speedups,
+            data=data,
         )
 
     def engine_util_pct(self) -> dict[str, float]:
@@ -217,14 +219,23 @@ class Runtime:
         overrides: Sequence[str] | None = None,
         mode: Mode = "fast",
         fidelity: str = "paper",
+        data: bool = True,
     ) -> None:
         """``fidelity``: the model's level (``paper``, ``credit``, ``full``: docs/fidelity.md);
-        above ``paper`` transfers run flit by flit whatever ``mode`` says."""
+        above ``paper`` transfers run flit by flit whatever ``mode`` says.
+
+        ``data=False`` (``kernbench run --no-data``): tensors hold no payload. ``deploy`` and ``empty``
+        record shape, dtype and placement only (no array of that size is made, nor refused as too big),
+        loads of them yield zero tiles, stores to them are discarded, and ``read`` raises
+        :class:`~kernbench.handles.NoDataError`. The commands, and so the event stream and the latency,
+        are the same as with data, as long as the kernel's control flow and addresses do not depend on
+        values (a data-dependent choice, such as MoE routing, must come from the host's side)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)} (fast: trains in closed form; oracle: flit by flit), not {mode!r}")
         self.fidelity = check_fidelity(fidelity)
         self.graph = topology if isinstance(topology, Graph) else load_topology(topology, list(overrides or []))
         self.mode = mode
+        self.holds_data = bool(data)
         self._pe_ids = tuple(sorted((n.id[: -len(".cpu")] for n in self.graph.nodes_of_kind("pe_cpu")), key=pe_key))
         self._pe_set = frozenset(self._pe_ids)
         self._next_offset: dict[str, int] = {}
@@ -289,7 +300,8 @@ class Runtime:
 
         ``copy=False`` takes the array over as it is when it already is a
         C-contiguous array of the stored dtype (the caller must not change it
-        afterwards): a large input is then held once, not twice.
+        afterwards): a large input is then held once, not twice. A runtime
+        holding no data (``data=False``) keeps only the array's shape and dtype.
         """
         arr = np.asarray(array)
         what = f"Runtime.deploy of {name or 'an array'} {arr.shape}"
@@ -301,6 +313,8 @@ class Runtime:
             target = np.dtype(np.float16)
         else:
             target = arr.dtype
+        if not self.holds_data:
+            return self._phantom(tuple(arr.shape), target, pe, memory, name)
         if arr.dtype != target:
             arr = np.ascontiguousarray(
                 narrow(arr, target, what, "scale the array first, or deploy it as float32")
@@ -312,10 +326,20 @@ class Runtime:
         return HbmTensor(name or f"t{self._names}", mem, off, arr, deployed_by=self._token, named=name is not None)
 
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
-        """A zero-filled HBM tensor to write results into."""
+        """A zero-filled HBM tensor to write results into (with ``data=False``: its geometry only)."""
+        if not self.holds_data:
+            return self._phantom(tuple(int(n) for n in shape), np.dtype(dtype), where.get("pe"), where.get("memory"), where.get("name"))
         return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, copy=False, **where)
 
+    def _phantom(self, shape: tuple[int, ...], dtype: np.dtype, pe: int | str | None, memory: str | None, name: str | None) -> HbmTensor:
+        """A tensor placed as ``deploy`` places one, holding no data (see :func:`~kernbench.handles.layout_only`)."""
+        layout = layout_only(shape, dtype)
+        mem, off = self._place(int(layout.nbytes), pe, memory)
+        self._names += 1
+        return HbmTensor(name or f"t{self._names}", mem, off, layout, deployed_by=self._token, holds_data=False)
+
     def read(self, tensor: HbmTensor) -> np.ndarray:
+        """A copy of a tensor's values (:class:`~kernbench.handles.NoDataError` if it holds none)."""
         return np.array(tensor.array, copy=True)
 
     # --- launching --------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``kernbench bench --study allreduce|gemm|all``: run the studies and print their tables."""
+"""``kernbench bench --study allreduce|gemm|llm-layer|all``: run the studies and print their tables (all: allreduce and gemm)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 from kernbench.sizes import size_label
 
-STUDIES = ("allreduce", "gemm", "all")
+STUDIES = ("allreduce", "gemm", "llm-layer", "all")  # all: the paper's two cross-checks (allreduce, gemm)
 
 
 def allreduce_report() -> str:
@@ -50,11 +50,17 @@ def gemm_report() -> str:
     )
 
 
+def llm_layer_report() -> str:
+    from kernbench.studies import llm_layer
+
+    return llm_layer.report()
+
+
 def run_studies(which: str) -> int:
     if which not in STUDIES:
         raise ValueError(f"unknown study {which!r}; choose one of {', '.join(STUDIES)}")
-    for name, report in (("gemm", gemm_report), ("allreduce", allreduce_report)):
-        if which in (name, "all"):
+    for name, report in (("gemm", gemm_report), ("allreduce", allreduce_report), ("llm-layer", llm_layer_report)):
+        if which == name or (which == "all" and name != "llm-layer"):
             t0 = time.perf_counter()
             print(report())
             print(f"\n({name} study: {time.perf_counter() - t0:.0f} s of simulation)\n")

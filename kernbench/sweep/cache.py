@@ -84,6 +84,7 @@ def point_key(
     explain: bool = False,
     source: str = "",
     fidelity: str = "paper",
+    data: bool = True,
 ) -> str:
     """``source``: a kernel file's digest (:attr:`KernelSpec.digest <kernbench.kernels.registry.KernelSpec.digest>`), "" when shipped."""
     doc = {
@@ -97,6 +98,7 @@ def point_key(
         "timing": timing,
         "fidelity": fidelity,  # another level of the model is another result
         "explain": explain,  # a row with the attribution's columns is another row
+        "data": data,  # a --no-data row has no max_abs_err
     }
     return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

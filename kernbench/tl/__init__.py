@@ -612,7 +612,10 @@ def _value(h: TensorHandle) -> np.ndarray:
 def _run_spec(op: OpSpec) -> None:
     """An op's numerics into its ``out`` (its kind and handles checked by :func:`_spec_refs`)."""
     out = op.out
-    r = OP_KINDS[op.kind].compute([_value(h) for h in op.operands.values()], op.extra, out.shape if out is not None else None)
+    if op.kind == "gemm" and out is not None and not all(h.ptr.holds_data for h in op.operands.values() if h.ptr is not None):
+        r = np.zeros(out.shape, np.float32)  # a tensor of Runtime(data=False) reads as zeros: so is the product (not multiplied out)
+    else:
+        r = OP_KINDS[op.kind].compute([_value(h) for h in op.operands.values()], op.extra, out.shape if out is not None else None)
     if out is None:
         return
     if op.extra and op.extra.get("accumulate"):

@@ -75,7 +75,7 @@ MISTAKES = [
         ["topo", "show", "cube1", "--set", "sip.mesh.widht=2"],
         "sip.mesh.widht: unknown key (did you mean 'width'?); known keys: height, width, wrap",
     ),
-    (["bench", "--study", "nosuch"], "invalid choice: 'nosuch' (choose from 'allreduce', 'gemm', 'all')"),
+    (["bench", "--study", "nosuch"], "invalid choice: 'nosuch' (choose from 'allreduce', 'gemm', 'llm-layer', 'all')"),
     (["new", "thing", "x"], "invalid choice: 'thing' (choose from 'kernel')"),
 ]
 
