@@ -25,20 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernbench.events.source import parse_site
+from kernbench.events.types import ENGINE_TABLE
 
-#: engine kind of a PE lane (by the lane's name in its component id), for ``engine:KIND``
-LANE_ENGINES: dict[str, str] = {
-    "cpu": "PE_CPU",
-    "sched": "PE_SCHEDULER",
-    "fs": "PE_FETCH_STORE",
-    "gemm": "PE_GEMM",
-    "math": "PE_MATH",
-}
 #: engines that cannot be scaled, and why
 UNSCALABLE: dict[str, str] = {
     "PE_DMA": "a DMA transfer is timed by the network (links, HBM channels), not by a service time of its own",
     "PE_IPCQ": "an IPCQ message is timed by the network (links), not by a service time of its own",
 }
+#: engine kind of a PE lane (by the lane's name in its component id), for ``engine:KIND``: every lane whose
+#: work can be scaled (events.types' one table)
+LANE_ENGINES: dict[str, str] = {e.lane: e.block for e in ENGINE_TABLE if e.block not in UNSCALABLE}
 
 
 @dataclass

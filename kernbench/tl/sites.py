@@ -22,7 +22,7 @@ from types import CodeType, FrameType
 from kernbench.events.source import Frame, site_text
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../kernbench
-_USER_INSIDE = (os.path.join(_PACKAGE, "kernels") + os.sep,)  # shipped kernels are user code
+_USER_INSIDE = tuple(os.path.join(_PACKAGE, folder) + os.sep for folder in ("kernels", "layers"))  # shipped kernels are user code
 _LIBRARY = tuple(
     sorted({os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(key))})
 )
