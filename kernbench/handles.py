@@ -134,6 +134,16 @@ class HbmTensor:
     def __getitem__(self, index: Any) -> Ptr:
         return Ptr(self, index if isinstance(index, tuple) else (index,))
 
+    def name_after(self, parameter: str) -> None:
+        """Take a kernel parameter's name (``x``, ``xs[0]``) if no name was given at deploy."""
+        if not self.named:
+            self.name, self.named = parameter, True
+
+    def retargeted(self, name: str, offset: int, layout: np.ndarray) -> HbmTensor:
+        """The same tensor (memory, runtime, root, data or not) under another name, address and layout:
+        a view over the same bytes (a collective's flat view)."""
+        return HbmTensor(name, self.memory, offset, layout, self.deployed_by, self.root, named=self.named, holds_data=self.holds_data)
+
     def whole(self) -> Ptr:
         return Ptr(self, (slice(None),))
 

@@ -39,8 +39,6 @@ each); all-to-all is a pairwise exchange (:mod:`~kernbench.collectives.alltoall`
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -113,9 +111,7 @@ def flat(buf: Buffer, what: str = "collective") -> HbmTensor:
         )
     if view.ndim == 1 and buf is base:
         return base
-    out = copy.copy(base)  # (whatever else the tensor carries, with its array and address replaced)
-    out.name, out.offset, out.layout = name, offset, view.reshape(-1)
-    return out
+    return base.retargeted(name, offset, view.reshape(-1))
 
 
 def _group(group: Group | None) -> Group:

@@ -482,8 +482,7 @@ def name_by_parameters(kernel: Callable[..., Any], args: tuple[Any, ...], kwargs
     except (TypeError, ValueError):  # (ValueError: a callable without a signature)
         return
     for where, tensor in _tensors_in(dict(bound.arguments)):
-        if not tensor.named:
-            tensor.name, tensor.named = where, True
+        tensor.name_after(where)
 
 
 def _check_kernel(kernel: Any) -> None:

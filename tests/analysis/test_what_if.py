@@ -243,7 +243,10 @@ def test_every_engine_lane_of_a_pe_has_an_engine_kind_to_scale():
     assert lanes and all(lane.component[len("sip0.cube0.pe0") + 1 :] in LANE_ENGINES for lane in lanes)
 
 
-@pytest.mark.parametrize(("engine", "lane"), [("PE_FETCH_STORE", "fetch"), ("PE_FETCH_STORE", "store"), ("PE_SCHEDULER", "sched"), ("PE_MATH", "math"), ("PE_CPU", "cpu")])
+@pytest.mark.parametrize(
+    ("engine", "lane"),
+    [("PE_FETCH_STORE", "fetch"), ("PE_FETCH_STORE", "store"), ("PE_SCHEDULER", "sched"), ("PE_MATH", "math"), ("PE_CPU", "cpu")],
+)
 def test_each_engine_scaled_to_zero_has_no_busy_time_left(mixed, engine, lane):
     rt, base, _path = mixed
     assert sum(b[lane] for b in base.engine_busy_ns.values()) > 0
