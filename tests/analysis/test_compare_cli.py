@@ -37,7 +37,10 @@ def test_the_deltas_are_b_minus_a_and_the_attribution_delta_sums_to_the_latency_
     assert d["commands"] == b["commands"] - a["commands"] < 0  # opt2 issues fewer, larger commands
     assert sum(d["attribution"]["by_cause"].values()) == pytest.approx(d["latency_ns"], abs=1e-5)
     assert sum(d["attribution"]["by_component_kind"].values()) == pytest.approx(d["latency_ns"], abs=1e-5)
-    assert d["attribution"]["by_cause"]["dispatch"] < 0  # the saving is PE_CPU dispatch (ADR-0064's point)
+    causes = set(a["attribution"]["by_cause"]) | set(b["attribution"]["by_cause"])
+    for cause in causes:  # each cause's delta is B's time on it minus A's
+        want = b["attribution"]["by_cause"].get(cause, 0.0) - a["attribution"]["by_cause"].get(cause, 0.0)
+        assert d["attribution"]["by_cause"].get(cause, 0.0) == pytest.approx(want, abs=1e-5)
     for side in (a, b):
         assert sum(side["attribution"]["by_cause"].values()) == pytest.approx(side["latency_ns"], abs=1e-6)
 
