@@ -303,6 +303,15 @@ def json_schema() -> dict[str, Any]:
     fields = {"type": "object", "required": list(NAMES), "properties": {f.name: _field_schema(f) for f in FIELDS}}
     point = {"type": "object", "description": "the point's swept values, by --grid key", "additionalProperties": _SCALAR}
     figures = {"unevaluatedProperties": _SCALAR}  # (any other key: a figure of the kernel's own, a number or text)
+    level_ns = {"type": "object", "additionalProperties": {"type": ["number", "null"]}}
+    fidelity_row = {
+        "type": "object",
+        "description": "with --check-fidelity: the point's latency at every level of the model, and the levels at which it is the best point",
+        "required": ["latency_ns", "best_at"],
+        "properties": {"latency_ns": level_ns, "best_at": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": False,
+    }
+    fidelity_compare = {"type": "object", "description": "with --check-fidelity: both sides at every level and whether the winner holds"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://kernbench.invalid/run-record.schema.json",
@@ -314,7 +323,12 @@ def json_schema() -> dict[str, Any]:
             "run_record": {"allOf": [{"$ref": "#/$defs/fields"}], **figures},
             "sweep_row": {
                 "oneOf": [
-                    {"allOf": [{"$ref": "#/$defs/fields"}], "required": ["point"], "properties": {"point": point}, **figures},
+                    {
+                        "allOf": [{"$ref": "#/$defs/fields"}],
+                        "required": ["point"],
+                        "properties": {"point": point, "fidelity_check": fidelity_row},
+                        **figures,
+                    },
                     {
                         "type": "object",
                         "description": "a point that failed: its one-line error",
@@ -343,6 +357,7 @@ def json_schema() -> dict[str, Any]:
                     "a": {"$ref": "#/$defs/compare_side"},
                     "b": {"$ref": "#/$defs/compare_side"},
                     "delta": {"type": "object", "description": "B − A of the numbers, under the record's names, with latency_pct"},
+                    "fidelity_check": fidelity_compare,
                 },
                 "additionalProperties": False,
             },

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_points(spec, points, cache, jobs=ns.jobs or usable_cpus(), scheduler=ns.scheduler)
     table = sweep_table.rows(points, outcomes)
     records = sweep_table.records(spec.name, points, outcomes)
-    verdict = _check_fidelity(spec, ns, points, outcomes, cache, table) if ns.check_fidelity else None
+    verdict = _check_fidelity(spec, ns, points, outcomes, cache, table, records) if ns.check_fidelity else None
     if ns.out:
         write_text_atomic(ns.out, sweep_table.render(table, records, ns.out))
     if ns.json:
@@ -199,9 +199,11 @@ def _check_fidelity(
     outcomes: Sequence[Outcome],
     cache: result_cache.ResultCache,
     table: list[dict[str, Any]],
+    records: list[dict[str, Any]],
 ) -> str:
-    """Every point again at the other levels: each row gets ``latency_ns_<level>`` for every level
-    and ``best_at`` (the levels at which it is the best point); returns the per-level table and verdict."""
+    """Every point again at the other levels: each table row gets ``latency_ns_<level>`` for every level
+    and ``best_at`` (the levels at which it is the best point), each record the same as its
+    ``fidelity_check``; returns the per-level table and verdict."""
     latencies: dict[str, list[float | None]] = {}
     for level in FIDELITIES:
         if level == ns.fidelity:
@@ -215,6 +217,7 @@ def _check_fidelity(
         for level in FIDELITIES:
             row[f"latency_ns_{level}"] = latencies[level][i]
         row["best_at"] = [level for level in FIDELITIES if best[level] == i]
+        records[i]["fidelity_check"] = {"latency_ns": {level: latencies[level][i] for level in FIDELITIES}, "best_at": row["best_at"]}
     names = [p.label() for p in points]
     lines = ["fidelity check (--check-fidelity): every point at every level of the model", ""]
     width = max(len(n) for n in names)

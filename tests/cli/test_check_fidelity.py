@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from schema_check import check as validate
 
 from kernbench.cli import main
 from kernbench.commands import fidelity_check as fc
@@ -23,6 +24,7 @@ def out_json(capsys, argv):
 def test_compare_reruns_both_sides_at_every_level_and_says_whether_the_winner_holds(capsys):
     a, b = F4.format(form="composite"), F4.format(form="primitive")
     rec = out_json(capsys, ["compare", a, b, "--json", "--check-fidelity"])
+    validate(rec, "compare")
     check = rec["fidelity_check"]
     assert [lv["fidelity"] for lv in check["levels"]] == ["paper", "credit", "full"]
     paper = check["levels"][0]
@@ -64,11 +66,14 @@ def test_sweep_gives_every_row_its_per_level_latencies_and_marks_the_best(capsys
     rows = out_json(capsys, ["sweep", "gemm-tiled", *argv[1:], "--json"])
     assert len(rows) == 2
     for row in rows:
-        assert row["latency_ns_paper"] == row["latency_ns"]
-        assert set(row) >= {"latency_ns_credit", "latency_ns_full", "best_at"}
+        validate(row, "sweep_row")
+        assert row["fidelity_check"]["latency_ns"]["paper"] == row["latency_ns"]
+        assert set(row["fidelity_check"]["latency_ns"]) == {"paper", "credit", "full"}
     for level in ("paper", "credit", "full"):
-        best = min(rows, key=lambda r: r[f"latency_ns_{level}"])
-        assert level in best["best_at"] and all(level not in r["best_at"] for r in rows if r is not best)
+        best = min(rows, key=lambda r: r["fidelity_check"]["latency_ns"][level])
+        assert level in best["fidelity_check"]["best_at"] and all(
+            level not in r["fidelity_check"]["best_at"] for r in rows if r is not best
+        )
     capsys.readouterr()
     assert main(["sweep", "gemm-tiled", *argv[1:]]) == 0
     out = capsys.readouterr().out
