@@ -47,6 +47,9 @@ NOT_RUN = {
     "tiling                             tiles  sim %  model   gap  II bound    Δ lead-in   Δ gaps Δ lead-out  (ns, sim − model, busiest PE's GEMM lane)": (
         "tests/studies/test_studies.py (tilings, slow)"
     ),
+    "LLM layer: one decoder layer's latency on the paper topology (bfloat16, --no-data, packed placement, ring all-reduce)": (
+        "tests/studies/test_llm_layer.py (the table's columns, roofline and 'why' on the quick grid; the page pastes the default grid)"
+    ),
 }
 #: commands worth a mark: they simulate the 256-PE paper machine, or many points
 SLOW = ("kernbench run gqa-decode --explain", "kernbench compare", "kernbench sweep gqa-decode", "kernbench-tui probe")
