@@ -97,7 +97,7 @@ def test_errors_and_limits_states_the_exit_codes_and_the_limits_in_the_code():
         f"the route trees of the {cube_paths.SOURCES_KEPT} most recently used sources are kept",
         f"{allreduce.MAX_PAYLOAD_BYTES // 2**20} MiB of payload × PEs",
         f"at most {gemm.MAX_INPUT_BYTES // 2**20} MiB (GEMM), 2^{gqa_decode.MAX_KV_ELEMENTS.bit_length() - 1} KV elements",
-        "| `bench --study` | one point in memory at a time, under 1 GB",
+        "| `bench --study` | one point in memory at a time; per study: the all-reduce study under 1 GB",
         f"| run: simulated time | {limits.DEFAULT_MAX_SIM_NS:.0e}".replace("e+0", "e"),
         f"0 ≤ n ≤ {tl.MAX_CYCLES:.0e}".replace("e+", "e"),
         f"| trace files | {tracefile.MAX_TRACE_BYTES // 2**30} GiB, {tracefile.MAX_TRACE_EVENTS // 10**6} M events",
