@@ -311,7 +311,7 @@ def compare_text(a: RunSummary, b: RunSummary) -> str:
         ("critical path by component kind", a.attribution.by_component_kind, b.attribution.by_component_kind),
     ):
         t = _table(title, ("A ns", "B ns", "B − A"))
-        keys = sorted(set(da) | set(db), key=lambda k: -abs(db.get(k, 0.0) - da.get(k, 0.0)))
+        keys = sorted(set(da) | set(db), key=lambda k: (-abs(db.get(k, 0.0) - da.get(k, 0.0)), k))  # (ties by name: no hash order)
         for k in keys:
             t.add_row(k, f"{da.get(k, 0.0):,.3f}", f"{db.get(k, 0.0):,.3f}", _delta(db.get(k, 0.0) - da.get(k, 0.0)))
         t.add_row("total", f"{sum(da.values()):,.3f}", f"{sum(db.values()):,.3f}", _delta(sum(db.values()) - sum(da.values())))

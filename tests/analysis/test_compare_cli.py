@@ -95,3 +95,17 @@ def test_a_side_saves_its_trace_and_refuses_what_belongs_to_compare(capsys, tmp_
         assert f"compare A: {SMALL} {flag}: {flag} is not taken inside a side" in capsys.readouterr().err
     assert main(["compare", f"{SMALL} --trace {saved}", f"{SMALL} --trace {saved}"]) == 2
     assert "--trace" in capsys.readouterr().err
+
+
+def test_the_text_is_the_same_whatever_the_hash_seed():
+    """Causes that tie (+0.000) are listed by name, not in a set's hash order (identical inputs, identical output)."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "kernbench.cli", "compare", f"{SMALL} --variant opt3", f"{SMALL} --variant opt2"]
+    outs = {
+        subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1
