@@ -174,9 +174,9 @@ def run(args: argparse.Namespace) -> int:
         path = path / f"{name}.py"
     if path.suffix != ".py":
         raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
-    check_outputs([("--out", str(path))])  # (first: a name too long or a locked folder is one error here, not an OSError)
-    if path.exists() or path.is_symlink():
+    if os.path.lexists(path):  # (lexists: False, not OSError, for a name too long)
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
+    check_outputs([("--out", str(path))])  # (a name too long or a locked folder is one error here, not an OSError)
     if problem := shadow_problem(path):
         raise KernbenchError(f"new kernel {name!r}: {problem}")
     write_text_atomic(path, TEMPLATE.format(name=name))

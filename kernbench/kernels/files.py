@@ -15,20 +15,35 @@ not declare (the names it does).
 A loaded file is kept for the process's lifetime, keyed by its path and
 its content's digest, so every command of one process (a sweep's points,
 both sides of a compare) reads it once; an edited file is read again.
+
+The user's own modules: every module loaded from a kernel file's folder tree
+(a helper beside it, a package beside it, ``from helpers import h`` inside the
+set-up or the kernel, at any point of the process) is recorded
+(:func:`user_modules`): by an import hook watching every import once a kernel
+file has been loaded, and by a look at ``sys.modules``. Results depend on
+them (:func:`dependencies`: the sweep cache checks their digests) and no
+output may overwrite one (:mod:`kernbench.outputs` asks before writing).
+Installed code (the standard library, site-packages, kernbench itself) is
+never the user's, even inside that tree.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import importlib.machinery
 import importlib.util
 import linecache
 import re
 import sys
+import sysconfig
+import threading
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
 from kernbench.kernels.declared import DECLARED
@@ -56,6 +71,10 @@ class KernelFile:
 _loaded: dict[tuple[Path, str], KernelFile] = {}
 #: the folders of kernel files this process put on sys.path (their modules are the user's, not installed ones)
 FOLDERS: set[str] = set()
+#: the folders of every kernel file this process loaded: a module loaded from under one is the user's
+_TREES: set[Path] = set()
+#: every user's module file seen in this process (see the module docstring), with its module's name
+_SEEN: dict[Path, str] = {}
 
 
 def is_file_ref(text: str) -> bool:
@@ -104,7 +123,7 @@ def load(path_text: str) -> KernelFile:
         raise KernelFileError(_no_declaration(path_text, tree))
     neighbours = _neighbours(path, set(sys.modules) - before - {module_name})
     full = _digest(source, neighbours)
-    inputs = (str(path), *(str(f) for _name, f in neighbours))
+    inputs = (str(path), *(str(f) for _name, f in neighbours if f != path))
     kf = KernelFile(path, full, {n: replace(s, source=str(path), digest=full, inputs=inputs) for n, s in declared.items()})
     _loaded[(path, digest)] = kf
     return kf
@@ -165,6 +184,7 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     if spec is None or spec.loader is None:
         raise KernelFileError(f"{path_text}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
+    _watch(path.parent)
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)  # its own helpers import as they do under `python file.py`
@@ -194,13 +214,108 @@ def user_line(exc: BaseException, path: Path) -> str:
 
 
 def _neighbours(path: Path, imported: set[str]) -> list[tuple[str, Path]]:
-    """The modules ``path`` imported from its own folder, by name, with their files (results depend on them too)."""
+    """The modules ``path`` imported from its own folder tree, by name, with their files (results depend on them too)."""
     out = []
     for name in sorted(imported):
-        file = getattr(sys.modules.get(name), "__file__", None)
-        if file and Path(file).resolve().parent == path.parent:
-            out.append((name, Path(file).resolve()))
+        file = _module_file(sys.modules.get(name))
+        if file is not None and is_users(file):
+            out.append((name, file))
     return out
+
+
+def _module_file(module: object) -> Path | None:
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str) or not file:
+        return None
+    try:
+        return Path(file).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+@functools.cache
+def _installed_roots() -> tuple[Path, ...]:
+    """Where installed code lives: the standard library, site-packages, kernbench's own package."""
+    roots = {Path(__file__).resolve().parents[1]}
+    for p in (*sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix):
+        try:
+            roots.add(Path(p).resolve())
+        except (OSError, RuntimeError, ValueError):
+            continue
+    return tuple(sorted(roots))
+
+
+def is_users(file: Path) -> bool:
+    """Whether ``file`` (resolved) lies in a kernel file's folder tree and is not installed code."""
+    if not any(file.is_relative_to(tree) for tree in _TREES):
+        return False
+    return not any(file.is_relative_to(root) for root in _installed_roots())
+
+
+def user_modules() -> dict[Path, str]:
+    """Every user's module file (see the module docstring) this process loaded, with its module's name."""
+    if not _TREES:
+        return dict(_SEEN)
+    for name, module in list(sys.modules.items()):
+        file = _module_file(module)
+        if file is not None and file not in _SEEN and is_users(file):
+            _SEEN[file] = name
+    return dict(_SEEN)
+
+
+def note_user_modules(files: Iterable[str]) -> None:
+    """Record user's module files another process loaded (a sweep's or a compare's worker)."""
+    for f in files:
+        _SEEN.setdefault(Path(f), "(loaded by a worker)")
+
+
+def dependencies() -> dict[str, str]:
+    """Each user's module file with the digest of what it holds now (a file gone: "")."""
+    out = {}
+    for file in sorted(user_modules()):
+        try:
+            out[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
+        except OSError:
+            out[str(file)] = ""
+    return out
+
+
+class _ImportWatch:
+    """A meta-path entry that finds nothing itself: it asks the path finder where a module would come from,
+    and records the file when it lies in a kernel file's tree (so a module imported and then dropped from
+    ``sys.modules`` is still known). Reentrant imports inside its own look-up are left alone."""
+
+    _busy = threading.local()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            origin = getattr(spec, "origin", None)
+            if isinstance(origin, str) and origin not in ("built-in", "frozen"):
+                file = Path(origin).resolve()
+                if is_users(file):
+                    _SEEN.setdefault(file, name)
+        except Exception:  # (a finder's own trouble is the import's to report, not the watch's)
+            pass
+        finally:
+            self._busy.on = False
+        return None
+
+    def invalidate_caches(self) -> None:
+        return None
+
+
+_WATCH = _ImportWatch()
+
+
+def _watch(folder: Path) -> None:
+    """Treat ``folder``'s tree as the user's, and watch imports from now on."""
+    _TREES.add(folder)
+    if not any(f is _WATCH for f in sys.meta_path):
+        sys.meta_path.insert(0, _WATCH)
 
 
 def _digest(source: bytes, neighbours: list[tuple[str, Path]]) -> str:

@@ -44,9 +44,10 @@ MAX_MIB_CHILD = 400  # peak RSS of a child, interpreter included
 LATENCY = re.compile(rb'"latency_ns": [^,}]+')
 
 
-def digest(key: str, metrics: object) -> str:
-    """What an entry's ``sha256`` is: the SHA-256 of its key and metrics in canonical JSON."""
-    return hashlib.sha256(json.dumps({"key": key, "metrics": metrics}, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def digest(key: str, metrics: object, dependencies: object = None) -> str:
+    """What an entry's ``sha256`` is: the SHA-256 of its key, metrics and dependencies in canonical JSON."""
+    doc = {"key": key, "metrics": metrics, "dependencies": dependencies or {}}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 # --- the corpus: each a way to damage the entry at ``path`` ----------------------------------------
@@ -60,7 +61,7 @@ def edited(change: Callable[[dict], None], *, reseal: bool = True) -> Callable[[
         doc = json.loads(path.read_text())
         change(doc)
         if reseal and "sha256" in doc:
-            doc["sha256"] = digest(doc["key"], doc["metrics"])
+            doc["sha256"] = digest(doc["key"], doc["metrics"], doc.get("dependencies"))
         path.write_text(json.dumps(doc))
 
     return damage
