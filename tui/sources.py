@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from kernbench import limits
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
 from kernbench.events.store import ColumnBatch, EventStore, columnize
@@ -251,6 +252,12 @@ def _child_main(
         if len(buf) >= batch_events or (len(buf) % 256 == 0 and time.monotonic() - last >= batch_s):
             flush()
 
+    def stop(message: str) -> None:  # the user's code did not stop at the wall-time limit: say so, then end
+        send(("error", message))
+        conn.close()
+        os._exit(limits.WALL_EXIT_STATUS)
+
+    limits.hard_stop = stop
     try:
         module, func = target.split(":")
         send(("status", ("preparing: topology, tensors, launch", None)))

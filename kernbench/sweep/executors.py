@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from kernbench import limits
 from kernbench.errors import KernbenchError
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
 from kernbench.sweep.point import Outcome, Task, code_id
@@ -63,8 +64,14 @@ def _start_worker(init: Callable[..., None] | None = None, init_args: tuple[Any,
     then the caller's own ``init``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_parent()
+    limits.hard_stop = _end_worker
     if init is not None:
         init(*init_args)
+
+
+def _end_worker(message: str) -> None:
+    """A point's code did not stop at the wall-time limit: end this worker (its parent says why, from the status)."""
+    os._exit(limits.WALL_EXIT_STATUS)
 
 
 def in_processes(
@@ -85,11 +92,21 @@ def in_processes(
     quiet_resource_tracker()
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(init, init_args))
     finished = False
+    workers: list[Any] = []
     try:
-        for future in as_completed([pool.submit(work, task) for task in tasks]):
+        futures = [pool.submit(work, task) for task in tasks]
+        workers = list((getattr(pool, "_processes", None) or {}).values())  # (how they ended says why the pool broke)
+        for future in as_completed(futures):
             yield future.result()
         finished = True
     except BrokenProcessPool:
+        for process in workers:
+            process.join(timeout=1)
+        if any(process.exitcode == limits.WALL_EXIT_STATUS for process in workers):
+            raise KernbenchError(
+                f"{what} ran past the wall-time limit (--max-wall-s) in the user's code and did not stop when asked "
+                "(it catches the stop, or waits in C code), so it was ended; what it had was not run"
+            ) from None
         raise KernbenchError(f"{what} died (killed, or out of memory?); what it had was not run") from None
     finally:
         if finished:
