@@ -315,17 +315,20 @@ def users_code(spec: registry.KernelSpec, what: str, call: Callable[[], T]) -> T
     """``call()`` — a kernel's set-up, reference check or summary — with its failures said where they are:
     a shipped kernel's ValueError as its message, anything from a kernel file at its line in the file."""
     from kernbench.kernels.files import user_line
+    from kernbench.raised import described, theirs
 
     try:
         return call()
     except KernbenchError:
         raise
-    except Exception as exc:
+    except BaseException as exc:  # (sys.exit(), GreenletExit, a BaseException of its own: the user's too)
+        if not theirs(exc):
+            raise
         if not spec.source:
             if isinstance(exc, ValueError):
                 raise KernbenchError(f"{spec.name}: {exc}") from None
             raise
-        raise KernbenchError(f"{spec.name}: its {what} raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
+        raise KernbenchError(f"{spec.name}: its {what} raised {described(exc)}{user_line(exc, Path(spec.source))}") from None
 
 
 def max_error(spec: registry.KernelSpec, prepared: registry.Prepared) -> float | None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import KernbenchError
 from kernbench.kernels.declared import DECLARED
+from kernbench.raised import described, theirs
 
 if TYPE_CHECKING:
     from kernbench.kernels.registry import KernelSpec
@@ -197,10 +198,12 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     except SyntaxError as exc:  # in a file it imports
         sys.modules.pop(module_name, None)
         raise KernelFileError(_syntax_message(exc.filename or path_text, exc)) from None
-    except Exception as exc:
+    except BaseException as exc:  # (sys.exit() and other BaseExceptions at import are the user's too)
         sys.modules.pop(module_name, None)
         DECLARED.pop(module_name, None)
-        raise KernelFileError(f"{path_text}: importing it raised {type(exc).__name__}: {exc}{user_line(exc, path)}") from None
+        if not theirs(exc):
+            raise
+        raise KernelFileError(f"{path_text}: importing it raised {described(exc)}{user_line(exc, path)}") from None
 
 
 def user_line(exc: BaseException, path: Path) -> str:

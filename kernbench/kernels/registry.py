@@ -193,14 +193,15 @@ class KernelSpec:
         from pathlib import Path
 
         from kernbench.kernels.files import user_line
+        from kernbench.raised import described, theirs
 
         where = f"{self.name}: its option rules {getattr(self.check, '__qualname__', 'check')}"
         try:
             found = self.check(params, pes)
-        except Exception as exc:
-            if not self.source:
+        except BaseException as exc:
+            if not self.source or not theirs(exc):
                 raise
-            raise KernbenchError(f"{where} raised {type(exc).__name__}: {exc}{user_line(exc, Path(self.source))}") from None
+            raise KernbenchError(f"{where} raised {described(exc)}{user_line(exc, Path(self.source))}") from None
         if found is None or isinstance(found, str):
             return [found] if found else []
         if isinstance(found, (list, tuple)) and all(isinstance(p, str) for p in found):

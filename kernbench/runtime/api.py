@@ -41,6 +41,7 @@ from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
+from kernbench.raised import Raised, theirs
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
 from kernbench.topology.compile import load_topology
@@ -358,11 +359,30 @@ def _kernel_file(kernel: Any) -> str:
 
 
 def _call_kernel(launch: Launch) -> None:
-    out = launch.kernel(*launch.args, **launch.kwargs)
+    try:
+        out = launch.kernel(*launch.args, **launch.kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:  # the kernel's own sys.exit(), GreenletExit, …: its error, at its line
+        if not theirs(exc) or _thrown_in(exc):
+            raise
+        raise Raised(exc).with_traceback(exc.__traceback__) from None
     if inspect.isgenerator(out) or inspect.iscoroutine(out) or inspect.isasyncgen(out):
         if inspect.iscoroutine(out):
             out.close()
         raise TypeError("the kernel returned a generator or coroutine; a kernel is a plain function that runs to its end")
+
+
+def _thrown_in(exc: BaseException) -> bool:
+    """Whether ``exc`` was thrown into the kernel where it waits for its PE (``GreenletExit`` when its greenlet
+    is collected), not raised by the kernel's own code."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == _CONTEXT_FILE
+
+
+_CONTEXT_FILE = inspect.getsourcefile(KernelContext) or ""
 
 
 def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
