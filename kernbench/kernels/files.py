@@ -1,9 +1,15 @@
 """Kernel files: a kernel of the user's, named on the command line as ``path/to/file.py[:NAME]``.
 
 The file is imported as a module of its own (not as ``__main__``, so an
-``if __name__ == "__main__":`` block does not run; its folder is put first
-on ``sys.path``, as ``python file.py`` would), and the kernels it declares
-with :func:`kernbench.kernel` are what it offers. ``:NAME`` picks one when
+``if __name__ == "__main__":`` block does not run), and the kernels it
+declares with :func:`kernbench.kernel` are what it offers. Its folder comes
+first for the imports the user's own code makes, as under ``python file.py``
+(``from helpers import h``, or its own ``json.py``), but last for everyone
+else's: it is appended to ``sys.path``, and an import hook looks in it first
+only when the importing frame is the user's. So a ``logging.py``,
+``queue.py`` or ``json.py`` beside the file never replaces the standard
+module for kernbench, the standard library or a spawned worker process
+(whose ``sys.path`` is this one's). ``:NAME`` picks one when
 it declares several.
 
 What can go wrong says where, in the user's file: a missing or unreadable
@@ -32,6 +38,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import linecache
@@ -187,9 +194,10 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     module = importlib.util.module_from_spec(spec)
     _watch(path.parent)
     folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # its own helpers import as they do under `python file.py`
+    if folder not in FOLDERS:
         FOLDERS.add(folder)
+        if folder not in sys.path:
+            sys.path.append(folder)  # (last: see the module docstring; the user's code finds it first anyway)
     sys.modules[module_name] = module  # (pickling and dataclasses look a module up by name)
     try:
         spec.loader.exec_module(module)
@@ -284,31 +292,50 @@ def dependencies() -> dict[str, str]:
 
 
 class _ImportWatch:
-    """A meta-path entry that finds nothing itself: it asks the path finder where a module would come from,
-    and records the file when it lies in a kernel file's tree (so a module imported and then dropped from
-    ``sys.modules`` is still known). Reentrant imports inside its own look-up are left alone."""
+    """The first meta-path entry once a kernel file is loaded. A top-level import made by the user's own code
+    is looked for in the kernel files' folders first (``python file.py``'s order for that code, though the
+    folders are last on ``sys.path``); anything else finds nothing here and goes on as usual. Either way the
+    file a module comes from is recorded when it lies in a kernel file's tree (so one imported and then
+    dropped from ``sys.modules`` is still known). Reentrant imports inside its own look-up are left alone."""
 
     _busy = threading.local()
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if getattr(self._busy, "on", False):
             return None
         self._busy.on = True
         try:
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            first = None
+            if path is None and FOLDERS and _imported_by_users_code():
+                first = importlib.machinery.PathFinder.find_spec(name, sorted(FOLDERS))
+            spec = first or importlib.machinery.PathFinder.find_spec(name, path)
             origin = getattr(spec, "origin", None)
             if isinstance(origin, str) and origin not in ("built-in", "frozen"):
                 file = Path(origin).resolve()
                 if is_users(file):
                     _SEEN.setdefault(file, name)
+            return first
         except Exception:  # (a finder's own trouble is the import's to report, not the watch's)
-            pass
+            return None
         finally:
             self._busy.on = False
-        return None
 
     def invalidate_caches(self) -> None:
         return None
+
+
+def _imported_by_users_code() -> bool:
+    """Whether the frame that asked for the import being found (past the import system's own) is the user's."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if not (file.startswith("<frozen importlib") or file == importlib.__file__ or file == __file__):
+            try:
+                return is_users(Path(file).resolve())
+            except (OSError, RuntimeError, ValueError):
+                return False
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 _WATCH = _ImportWatch()
