@@ -22,7 +22,7 @@ from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, write_text_atomic
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_]*\Z")  # (\Z: "$" would take "x\n")
 
 TEMPLATE = '''\
 """{name}: a kernel for kernbench, written against its tile-level API (`tl`).

@@ -205,9 +205,10 @@ def kernel_description(spec: registry.KernelSpec) -> str:
 
 
 def option_help(prm: registry.Option) -> str:
+    """An option's ``--help`` line, its ``%`` doubled (argparse formats help with ``%``: "50% of" would crash it)."""
     default = prm.value_text(prm.default) if prm.type is int else repr(prm.default)  # a float's default as a float: 2.0
     used = " or ".join(f"--{name.replace('_', '-')} {value}" for name, value in prm.only_with)
-    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})"
+    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})".replace("%", "%%")
 
 
 def _metavar(prm: registry.Option) -> str:
@@ -400,6 +401,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.kernel == "":
+        raise KernbenchError(
+            "kernbench run: the kernel named is empty: name a shipped kernel (see --list) or a kernel file, path/to/file.py"
+        )
     if args.list or not args.kernel:
         table = _listed(args.kernel)
         if args.json:

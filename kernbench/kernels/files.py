@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 
 SUFFIX = ".py"
 MAX_BYTES = 1 << 20  # a kernel file is code, not data
-_REF = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[A-Za-z][A-Za-z0-9_.-]*))?$")
+MAX_SHOWN_CHARS = 160  # of a source line quoted in an error
+_REF = re.compile(r"\A(?P<path>.+\.py)(?::(?P<name>[A-Za-z][A-Za-z0-9_.-]*))?\Z", re.S)
 _MODULE_PREFIX = "kernbench_file_"
 
 
@@ -167,12 +168,16 @@ def _parse(path_text: str, source: bytes) -> ast.Module:
         raise KernelFileError(_syntax_message(path_text, exc)) from None
     except ValueError as exc:  # null bytes
         raise KernelFileError(f"{path_text}: not Python source ({exc})") from None
+    except (RecursionError, MemoryError):  # (an expression nested thousands deep: the parser's stack)
+        raise KernelFileError(f"{path_text}: too deeply nested for Python's parser (an expression or block thousands deep)") from None
 
 
 def _syntax_message(path_text: str, exc: SyntaxError) -> str:
     where = f"{path_text}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
-    text = (exc.text or "").rstrip("\n")
-    return f"{where}: {type(exc).__name__}: {exc.msg}" + (f"\n    {text.strip()}" if text.strip() else "")
+    text = (exc.text or "").strip()
+    if len(text) > MAX_SHOWN_CHARS:  # (a generated line of thousands of brackets: the start says enough)
+        text = text[:MAX_SHOWN_CHARS] + f"… ({len(text):,} characters)"
+    return f"{where}: {type(exc).__name__}: {exc.msg}" + (f"\n    {text}" if text else "")
 
 
 def _declares_something(tree: ast.Module) -> bool:

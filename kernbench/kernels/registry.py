@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,8 +42,8 @@ Summary = dict[str, Any]  # kernel-specific figures of a run, as JSON writes the
 OpLogEntry = dict[str, Any]  # one command of a PE's op log (RunResult.op_logs)
 
 OPTION_TYPES = (int, float, str)
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_KERNEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")  # (\Z: "$" would take a name ending in a newline)
+_KERNEL_NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_.-]*\Z")
 #: options every kernel has already (``kernbench run``'s own); a kernel's may not take their names
 RESERVED = frozenset(
     {"topology", "set", "json", "explain", "timing", "trace", "perfetto", "max_commands_per_pe", "max_sim_ns", "max_wall_s", "help", "list"}
@@ -92,6 +93,8 @@ class Option:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is not acceptable for this option, or None."""
+        if self.type is float and isinstance(value, (int, float)) and not math.isfinite(value):
+            return f"{self.flag} {value!r}: must be a finite number"
         if self.choices is not None and value not in self.choices:
             return f"{self.flag} {value!r}: choose one of {', '.join(map(str, self.choices))}"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
@@ -235,6 +238,15 @@ def kernel(
     function is returned as it is.
     """
     opts = tuple(options)
+    for arg, value, kind in (
+        ("topology", topology, str),
+        ("name", name, (str, type(None))),
+        ("description", description, (str, type(None))),
+    ):
+        if not isinstance(value, kind) or (arg == "topology" and not value):
+            raise TypeError(f"@kernel({arg}={value!r}): {arg} is {'a topology name or path' if arg == 'topology' else 'text'}")
+    if check is not None and not callable(check):
+        raise TypeError(f"@kernel(check={check!r}): check is a function check(params, pes) -> list of problems")
 
     def declare(setup: Callable[..., SetupResult]) -> Callable[..., SetupResult]:
         key = name or getattr(setup, "__name__", "").replace("_", "-")

@@ -335,6 +335,9 @@ def _check_kernel(kernel: Any) -> None:
     if not callable(kernel):
         raise TypeError(f"a kernel must be a function, got {type(kernel).__name__}")
     fn = _unwrap(kernel)
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)  # noqa: B004
+    if code is None:  # a builtin (print, len) or a C function: no Python code of its own to run on a PE
+        raise TypeError(f"a kernel must be a Python function (def …), got {getattr(fn, '__name__', None) or type(fn).__name__!r}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
         raise TypeError(
             f"kernel {getattr(fn, '__name__', fn)!r} is a generator or async function; a kernel is a plain function (drop the yield/async)"
