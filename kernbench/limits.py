@@ -20,8 +20,8 @@ stop through (it catches ``BaseException`` in a loop, or waits in C code)
 is given :data:`GRACE_S`; then, in a process kernbench owns (the command
 line, its worker processes: :data:`hard_stop` is set), the process is ended
 with one error line naming the user's line it was at. Should even that
-thread not get to run (C code holding the interpreter lock), faulthandler's
-own thread, which needs no lock, ends it :data:`LAST_RESORT_S` later.
+thread not get to run (C code holding the interpreter lock), a reaper
+process (:mod:`kernbench.reaper`) ends it :data:`LAST_RESORT_S` later.
 
 The defaults are far above any shipped kernel (the paper's GQA decode issues
 under 100 commands per PE, runs 4.4 µs simulated and ~10 s of wall time).
@@ -30,7 +30,6 @@ under 100 commands per PE, runs 4.4 µs simulated and ~10 s of wall time).
 from __future__ import annotations
 
 import ctypes
-import faulthandler
 import math
 import sys
 import threading
@@ -46,7 +45,7 @@ DEFAULT_MAX_SIM_NS = 1e9  # one simulated second
 DEFAULT_MAX_WALL_S = 300.0
 WATCHDOG_REPEAT_S = 0.25  # the alarm repeats, so a kernel that swallows it once is stopped anyway
 GRACE_S = 2.0  # past the limit, how long the user's code has to let the stop through before its process is ended
-LAST_RESORT_S = 5.0  # and how much longer before faulthandler's thread ends it (the watchdog thread never ran)
+LAST_RESORT_S = 5.0  # and how much longer before the reaper process ends it (the watchdog thread never ran)
 #: exit status of a worker process ended by :data:`hard_stop` (its parent reports it; 124 as timeout(1) uses)
 WALL_EXIT_STATUS = 124
 
@@ -92,6 +91,16 @@ def _leave_a_kernel() -> None:
         driver.throw(WallTimeExceeded())
 
 
+#: per thread, the frame it was running when the watchdog last sent it the stop
+_ALARMED_AT: dict[int, object] = {}
+
+
+def alarm_frame() -> object:
+    """The frame this thread was running when the watchdog sent it the stop (None if it never did): where a
+    kernel was when it was stopped, though the stop itself is built (and the kernel's frames gone) later."""
+    return _ALARMED_AT.get(threading.get_ident())
+
+
 class WallTimeExceeded(BaseException):
     """Raised by the watchdog wherever Python is running; a BaseException so a
     kernel's ``except Exception`` does not swallow it."""
@@ -128,9 +137,15 @@ def supervised(wall_s: float | None, what: str) -> Iterator[None]:
         yield
         return
     stop = hard_stop
-    last_resort = stop is not None and threading.current_thread() is threading.main_thread()
+    last_resort = stop is not None
     if last_resort:
-        faulthandler.dump_traceback_later(wall_s + GRACE_S + LAST_RESORT_S, exit=True)
+        from kernbench import reaper
+
+        how = "it did not stop when asked (it holds the interpreter in C code), so its process was ended"
+        reaper.arm(
+            wall_s + GRACE_S + LAST_RESORT_S,
+            f"error: {what} ran past the wall-time limit of {wall_s:g} s; {how} (raise it with --max-wall-s)",
+        )
     try:
         with _from_another_thread(wall_s, on_stuck=None if stop is None else lambda where: stop(_stopped(what, wall_s, where, ended=True))):
             yield
@@ -138,7 +153,7 @@ def supervised(wall_s: float | None, what: str) -> Iterator[None]:
         raise RunLimitError(_stopped(what, wall_s, users_line_of(exc.__traceback__))) from None
     finally:
         if last_resort:
-            faulthandler.cancel_dump_traceback_later()
+            reaper.disarm()
 
 
 def _stopped(what: str, wall_s: float, where: str, ended: bool = False) -> str:
@@ -186,6 +201,7 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
             with sending:
                 if done[0]:
                     return
+                _ALARMED_AT[ident] = sys._current_frames().get(ident)  # (where the stop lands: see alarm_frame)
                 raise_in(target, ctypes.py_object(_WallAlarm))
             if on_stuck is not None and time.monotonic() >= stuck_at:
                 on_stuck(users_line_of(None, sys._current_frames().get(ident)))
@@ -207,3 +223,4 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
             finish()
         ended.set()
         watcher.join()
+        _ALARMED_AT.pop(ident, None)

@@ -37,7 +37,7 @@ from kernbench.events.bus import Bus, Recorder
 from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor, Ptr
 from kernbench.interrupts import raise_pending
-from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
+from kernbench.limits import RunLimits, WallTimeExceeded, alarm_frame, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
@@ -431,7 +431,7 @@ def _live_programs(launches: list[Launch], limits: RunLimits) -> list[_Program]:
             _live_requests(g, ctx),
             lambda exc: kernel_location(exc, kfile),
             limits,
-            lambda: kernel_frame_location(g.gr_frame, kfile),
+            lambda: kernel_frame_location(g.gr_frame, kfile) or kernel_frame_location(alarm_frame(), kfile),
         )
         return cpu, ctx
 
