@@ -28,10 +28,10 @@ from collections.abc import Callable
 
 from kernbench.errors import KernbenchError, StdoutError
 from kernbench.interrupts import interrupts_raise, raise_pending
-from kernbench.limits import users_line_of
 from kernbench.printable import printable
 from kernbench.raised import described, theirs
 from kernbench.stdout import checked_stdout
+from kernbench.usercode import users_line_of
 
 OK = 0
 CHECK_FAILED = 1

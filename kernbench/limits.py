@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kernbench.errors import KernbenchError, RunLimitError
+from kernbench.usercode import users_line_of
 
 DEFAULT_MAX_COMMANDS_PER_PE = 100_000
 DEFAULT_MAX_SIM_NS = 1e9  # one simulated second
@@ -159,27 +160,6 @@ def supervised(wall_s: float | None, what: str) -> Iterator[None]:
 def _stopped(what: str, wall_s: float, where: str, ended: bool = False) -> str:
     how = "it did not stop when asked (it catches the stop, or waits in C code), so its process was ended" if ended else "it was stopped"
     return f"{what} ran past the wall-time limit of {wall_s:g} s; {how} (raise it with --max-wall-s){where}"
-
-
-def users_line_of(tb: object, frame: object = None) -> str:
-    """``\n  at FILE:LINE in FUNCTION\n    source`` of the deepest frame in a user's kernel file tree, of a
-    traceback ``tb`` or (when None) the stack ``frame`` is on; "" when none is the user's."""
-    import linecache
-    import traceback
-    from pathlib import Path
-
-    from kernbench.kernels.files import is_users
-
-    frames = list(traceback.extract_tb(tb)) if tb is not None else list(traceback.extract_stack(frame)) if frame is not None else []  # type: ignore[arg-type]
-    for f in reversed(frames):
-        try:
-            mine = bool(f.filename) and is_users(Path(f.filename).resolve())
-        except (OSError, RuntimeError, ValueError):
-            mine = False
-        if mine:
-            line = (linecache.getline(f.filename, f.lineno) or "").strip() if f.lineno is not None else ""
-            return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"
-    return ""
 
 
 @contextmanager

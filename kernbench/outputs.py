@@ -10,7 +10,7 @@ removes the temporary file and leaves an existing target as it was.
 once: the folder must exist and be writable, the target must be a regular
 file (or not exist yet), no two outputs may share a path and no output may
 overwrite an input — nor a module the user's kernel file loaded (a helper
-beside it, one its set-up imported: :func:`kernbench.kernels.files.user_modules`),
+beside it, one its set-up imported: :func:`kernbench.usercode.user_modules`),
 which :func:`write_all_atomic` checks again just before writing, when the
 whole run has imported what it will. Any odd path (a name too long, a folder that cannot be
 searched, a symlink loop) is an :class:`~kernbench.errors.OutputPathError`
@@ -60,7 +60,7 @@ def check_outputs(
 
 def _users_modules() -> dict[tuple[int, int], str]:
     """(device, inode) of every module the user's kernel files loaded, with its name (none if no kernel file was)."""
-    from kernbench.kernels.files import user_modules  # (here: only a process that loaded a kernel file has any)
+    from kernbench.usercode import user_modules
 
     return {ident: name for path, name in user_modules().items() if (ident := _input_identity(path)) is not None}
 

@@ -146,7 +146,7 @@ def shadow_problem(path: Path) -> str | None:
     ``path``'s folder and the folders of kernel files this process loaded."""
     import importlib.util
 
-    from kernbench.kernels.files import FOLDERS
+    from kernbench.usercode import FOLDERS
 
     name = path.stem
     try:

@@ -21,6 +21,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from kernbench import usercode
 from kernbench.cliargs import OptionParser
 from kernbench.commands.run import (
     COMMON_OPTIONS,
@@ -37,7 +38,7 @@ from kernbench.commands.run import (
     wall_limit_in,
 )
 from kernbench.errors import KernbenchError
-from kernbench.kernels import files, registry
+from kernbench.kernels import registry
 from kernbench.limits import supervised
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
 from kernbench.printable import printable
@@ -235,7 +236,7 @@ def run_points(
     with sweep_progress(label, len(tasks), stderr_is_terminal()) as advance:
         for outcome in execute(simulate_point, tasks, jobs, scheduler):
             outcomes[outcome.index] = outcome
-            files.note_user_modules(outcome.dependencies or {})  # (protected from --out, as this process's own are)
+            usercode.note_user_modules(outcome.dependencies or {})  # (protected from --out, as this process's own are)
             if outcome.metrics is not None:
                 cache.put(keys[outcome.index], outcome.metrics, outcome.dependencies)
             advance()
@@ -252,10 +253,10 @@ def simulate_point(task: Task) -> Outcome:
             result = rt.run(record=ns.explain, limits=limits_of(ns))
             metrics = point_metrics(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None))
     except KernbenchError as exc:
-        return Outcome(task.index, None, one_line(str(exc)), code_id(), files.dependencies())
+        return Outcome(task.index, None, one_line(str(exc)), code_id(), usercode.dependencies())
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
         return Outcome(task.index, None, one_line(f"internal error (please report it): {type(exc).__name__}: {exc}"), code_id())
-    return Outcome(task.index, metrics, None, code_id(), files.dependencies())
+    return Outcome(task.index, metrics, None, code_id(), usercode.dependencies())
 
 
 def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]]) -> str:

@@ -2,15 +2,10 @@
 
 The file is imported as a module of its own (not as ``__main__``, so an
 ``if __name__ == "__main__":`` block does not run), and the kernels it
-declares with :func:`kernbench.kernel` are what it offers. Its folder comes
-first for the imports the user's own code makes, as under ``python file.py``
-(``from helpers import h``, or its own ``json.py``), but last for everyone
-else's: it is appended to ``sys.path``, and an import hook looks in it first
-only when the importing frame is the user's. So a ``logging.py``,
-``queue.py`` or ``json.py`` beside the file never replaces the standard
-module for kernbench, the standard library or a spawned worker process
-(whose ``sys.path`` is this one's). ``:NAME`` picks one when
-it declares several.
+declares with :func:`kernbench.kernel` are what it offers. ``:NAME`` picks
+one when it declares several. Its folder is the user's
+(:mod:`kernbench.usercode`): its helpers import as under ``python file.py``,
+are recorded wherever they are imported, and are inputs of the run.
 
 What can go wrong says where, in the user's file: a missing or unreadable
 file, a syntax error (line and column), an exception while the file is
@@ -22,21 +17,11 @@ A loaded file is kept for the process's lifetime, keyed by its path and
 its content's digest, so every command of one process (a sweep's points,
 both sides of a compare) reads it once; an edited file is read again.
 
-The user's own modules: every module loaded from a kernel file's folder tree
-(a helper beside it, a package beside it, ``from helpers import h`` inside the
-set-up or the kernel, at any point of the process) is recorded
-(:func:`user_modules`): by an import hook watching every import once a kernel
-file has been loaded, and by a look at ``sys.modules``. Results depend on
-them (:func:`dependencies`: the sweep cache checks their digests) and no
-output may overwrite one (:mod:`kernbench.outputs` asks before writing).
-Installed code (the standard library, site-packages, kernbench itself) is
-never the user's, even inside that tree.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import importlib
 import importlib.machinery
@@ -44,17 +29,15 @@ import importlib.util
 import linecache
 import re
 import sys
-import sysconfig
-import threading
 import traceback
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernbench.errors import KernbenchError
 from kernbench.kernels.declared import DECLARED
 from kernbench.raised import described, theirs
+from kernbench.usercode import FOLDERS, _module_file, is_users, watch
 
 if TYPE_CHECKING:
     from kernbench.kernels.registry import KernelSpec
@@ -78,12 +61,6 @@ class KernelFile:
 
 
 _loaded: dict[tuple[Path, str], KernelFile] = {}
-#: the folders of kernel files this process put on sys.path (their modules are the user's, not installed ones)
-FOLDERS: set[str] = set()
-#: the folders of every kernel file this process loaded: a module loaded from under one is the user's
-_TREES: set[Path] = set()
-#: every user's module file seen in this process (see the module docstring), with its module's name
-_SEEN: dict[Path, str] = {}
 
 
 def is_file_ref(text: str) -> bool:
@@ -197,12 +174,12 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     if spec is None or spec.loader is None:
         raise KernelFileError(f"{path_text}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
-    _watch(path.parent)
+    watch(path.parent)
     folder = str(path.parent)
     if folder not in FOLDERS:
         FOLDERS.add(folder)
         if folder not in sys.path:
-            sys.path.append(folder)  # (last: see the module docstring; the user's code finds it first anyway)
+            sys.path.append(folder)  # (last: see kernbench.usercode; the user's code finds it first anyway)
     sys.modules[module_name] = module  # (pickling and dataclasses look a module up by name)
     try:
         spec.loader.exec_module(module)
@@ -237,120 +214,6 @@ def _neighbours(path: Path, imported: set[str]) -> list[tuple[str, Path]]:
         if file is not None and is_users(file):
             out.append((name, file))
     return out
-
-
-def _module_file(module: object) -> Path | None:
-    file = getattr(module, "__file__", None)
-    if not isinstance(file, str) or not file:
-        return None
-    try:
-        return Path(file).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-
-
-@functools.cache
-def _installed_roots() -> tuple[Path, ...]:
-    """Where installed code lives: the standard library, site-packages, kernbench's own package."""
-    roots = {Path(__file__).resolve().parents[1]}
-    for p in (*sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix):
-        try:
-            roots.add(Path(p).resolve())
-        except (OSError, RuntimeError, ValueError):
-            continue
-    return tuple(sorted(roots))
-
-
-def is_users(file: Path) -> bool:
-    """Whether ``file`` (resolved) lies in a kernel file's folder tree and is not installed code."""
-    if not any(file.is_relative_to(tree) for tree in _TREES):
-        return False
-    return not any(file.is_relative_to(root) for root in _installed_roots())
-
-
-def user_modules() -> dict[Path, str]:
-    """Every user's module file (see the module docstring) this process loaded, with its module's name."""
-    if not _TREES:
-        return dict(_SEEN)
-    for name, module in list(sys.modules.items()):
-        file = _module_file(module)
-        if file is not None and file not in _SEEN and is_users(file):
-            _SEEN[file] = name
-    return dict(_SEEN)
-
-
-def note_user_modules(files: Iterable[str]) -> None:
-    """Record user's module files another process loaded (a sweep's or a compare's worker)."""
-    for f in files:
-        _SEEN.setdefault(Path(f), "(loaded by a worker)")
-
-
-def dependencies() -> dict[str, str]:
-    """Each user's module file with the digest of what it holds now (a file gone: "")."""
-    out = {}
-    for file in sorted(user_modules()):
-        try:
-            out[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
-        except OSError:
-            out[str(file)] = ""
-    return out
-
-
-class _ImportWatch:
-    """The first meta-path entry once a kernel file is loaded. A top-level import made by the user's own code
-    is looked for in the kernel files' folders first (``python file.py``'s order for that code, though the
-    folders are last on ``sys.path``); anything else finds nothing here and goes on as usual. Either way the
-    file a module comes from is recorded when it lies in a kernel file's tree (so one imported and then
-    dropped from ``sys.modules`` is still known). Reentrant imports inside its own look-up are left alone."""
-
-    _busy = threading.local()
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if getattr(self._busy, "on", False):
-            return None
-        self._busy.on = True
-        try:
-            first = None
-            if path is None and FOLDERS and _imported_by_users_code():
-                first = importlib.machinery.PathFinder.find_spec(name, sorted(FOLDERS))
-            spec = first or importlib.machinery.PathFinder.find_spec(name, path)
-            origin = getattr(spec, "origin", None)
-            if isinstance(origin, str) and origin not in ("built-in", "frozen"):
-                file = Path(origin).resolve()
-                if is_users(file):
-                    _SEEN.setdefault(file, name)
-            return first
-        except Exception:  # (a finder's own trouble is the import's to report, not the watch's)
-            return None
-        finally:
-            self._busy.on = False
-
-    def invalidate_caches(self) -> None:
-        return None
-
-
-def _imported_by_users_code() -> bool:
-    """Whether the frame that asked for the import being found (past the import system's own) is the user's."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        file = frame.f_code.co_filename
-        if not (file.startswith("<frozen importlib") or file == importlib.__file__ or file == __file__):
-            try:
-                return is_users(Path(file).resolve())
-            except (OSError, RuntimeError, ValueError):
-                return False
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
-
-
-_WATCH = _ImportWatch()
-
-
-def _watch(folder: Path) -> None:
-    """Treat ``folder``'s tree as the user's, and watch imports from now on."""
-    _TREES.add(folder)
-    if not any(f is _WATCH for f in sys.meta_path):
-        sys.meta_path.insert(0, _WATCH)
 
 
 def _digest(source: bytes, neighbours: list[tuple[str, Path]]) -> str:

@@ -9,7 +9,7 @@ changed model is a new key even when the version string is not bumped).
 Run limits are not in it: they decide whether a run finishes, not its result.
 A kernel file's helpers are known only once it has run (a set-up may import
 one): an entry records each module of the user's the run loaded with its
-digest (:func:`kernbench.kernels.files.dependencies`), and is a miss once
+digest (:func:`kernbench.usercode.dependencies`), and is a miss once
 one of them holds something else (an edited helper changes the result).
 
 Entries are ``<dir>/<key[:2]>/<key>.json``, written atomically

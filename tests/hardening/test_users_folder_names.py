@@ -79,10 +79,11 @@ def test_a_folder_with_standard_module_names_runs_every_command(folder, argv, la
 
 
 def test_the_folder_is_last_on_sys_path_but_first_for_the_users_own_imports(folder, monkeypatch):
+    from kernbench import usercode
     from kernbench.kernels import files
 
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(files, "FOLDERS", set(files.FOLDERS))
+    monkeypatch.setattr(usercode, "FOLDERS", usercode.FOLDERS.copy())
     spec = files.get(str(folder / "k.py"))
     assert sys.path[-1] == str(folder)  # after the standard library and site-packages
     import importlib

@@ -103,15 +103,15 @@ def test_no_output_overwrites_a_helper_the_kernel_file_loaded(tmp_path, place, f
 def test_a_module_only_a_worker_loaded_is_protected_in_the_parent_too(tmp_path):
     """A sweep's parent writes ``--out``; a helper its workers' set-ups imported is reported back with each
     point (``Outcome.dependencies``) and refused as a target like the parent's own."""
-    from kernbench.kernels import files
+    from kernbench import usercode
     from kernbench.outputs import write_text_atomic
 
     helper = tmp_path / "helper.py"
     helper.write_text("CYCLES = 1\n")
-    files.note_user_modules([str(helper)])
+    usercode.note_user_modules([str(helper)])
     try:
         with pytest.raises(OutputPathError, match="your kernel file loaded"):
             write_text_atomic(helper, "overwritten")
     finally:
-        files._SEEN.pop(helper, None)
+        usercode._SEEN.pop(helper, None)
     assert helper.read_text() == "CYCLES = 1\n"

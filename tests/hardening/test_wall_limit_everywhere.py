@@ -128,6 +128,6 @@ def test_the_limit_given_before_or_after_the_kernel_and_in_any_spelling_is_the_o
 
 def test_a_path_in_the_package_is_never_taken_for_the_users(tmp_path: Path):
     """The user's line named is in their file, not in kernbench's own frames."""
-    from kernbench.kernels import files
+    from kernbench import usercode
 
-    assert not files.is_users(Path(files.__file__).resolve())
+    assert not usercode.is_users(Path(usercode.__file__).resolve())
