@@ -41,7 +41,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 MIB = 2**20
@@ -74,7 +74,7 @@ class Case:
     user_alloc: bool = False  # the user's own code allocates the memory (judged on the error, not the RSS)
     module: str = "kernbench.cli"
     stdout_json: bool = False  # the latency is read from the JSON on stdout
-    extra: dict[str, str] = field(default_factory=dict)
+    owner: str = ""  # another helper of this session fixes this case's hole (issue 25 item 4: coll; dtypes: ops)
 
 
 # --- building kernel files ---------------------------------------------------------------------------
@@ -244,6 +244,7 @@ def crashes() -> Iterator[Case]:
         "kernel-full-negative": "tl.full((-1, 2), 0.0)\n",
         "kernel-zeros-bad-dtype": "tl.zeros((2, 2), dtype='nonsense')\n",
     }
+    owners = {"kernel-recv-negative": "coll", "kernel-send-float-pe": "coll"}
     for name, body in kernels.items():
         if name == "kernel-async":
             code = kfile().replace("def work(n):", "async def work(n):")
@@ -251,7 +252,7 @@ def crashes() -> Iterator[Case]:
             code = kfile(top="tl.cycles(1)\n")
         else:
             code = kfile(work=body)
-        yield Case("crash", name, {"k.py": code}, run(), "error")
+        yield Case("crash", name, {"k.py": code}, run(), "error", owner=owners.get(name, ""))
     launches = {
         "launch-print": "rt.launch(print, pes=[0])\n",
         "launch-len": "rt.launch(len, pes=[0])\n",
@@ -265,7 +266,7 @@ def crashes() -> Iterator[Case]:
         "launch-object": "rt.launch(object(), pes=[0])\n",
     }
     for name, line in launches.items():
-        yield Case("crash", name, {"k.py": kfile(launch=line)}, run(), "error")
+        yield Case("crash", name, {"k.py": kfile(launch=line)}, run(), "error", owner="coll" if name == "launch-twice-one-pe" else "")
 
 
 def memory() -> Iterator[Case]:
@@ -286,13 +287,14 @@ def memory() -> Iterator[Case]:
         "empty-float-shape": "rt.empty((2.5, 5))\n",
         "deploy-object": "rt.deploy(np.array([object()] * 4))\n",
         "deploy-strings": "rt.deploy(np.array(['a', 'b']))\n",
-        "deploy-list": "rt.deploy([1, 2, 3])\n",
         "deploy-none": "rt.deploy(None)\n",
-        "deploy-0d": "rt.deploy(np.float32(3))\n",
         "deploy-huge-broadcast": "rt.deploy(np.broadcast_to(np.float32(1), (20000, 20000)))\n",
     }
     for name, body in setups.items():
-        yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), "error")
+        owner = "ops" if name in ("deploy-object", "deploy-strings", "deploy-none") else ""
+        yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), "error", owner=owner)
+    for name, body in {"deploy-list": "rt.deploy([1, 2, 3])\n", "deploy-0d": "rt.deploy(np.float32(3))\n"}.items():
+        yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), 1.0)  # (array-like: taken as numpy takes it)
     users = {  # the user's own code allocates: judged on a clean error (MemoryError at the address-space limit)
         "list-growth": "x = []\nwhile True:\n    x.append(bytearray(10**7))\n",
         "bytes-huge": "b = bytes(10**11)\n",
@@ -364,8 +366,10 @@ def options() -> Iterator[Case]:
             argv = run(f"--n={value}") if cmd == "run" else ["sweep", "k.py", "--grid", f"n={value},1", "--no-cache", "--jobs", "1", *LIMIT]
             yield Case("options", f"float-{value}/{cmd}", {"k.py": kfile(options=floaty, work=work)}, argv, "error")
     ranged = 'Option("n", int, 1, "x", low=1, high=1000)'
-    for value in ("0", "1001", "-1", "1.5", "1e3", "0x10", "", " 5", "５", "10**3", "99999999999999999999999"):
+    for value in ("0", "1001", "-1", "1.5", "1e3", "0x10", "", "10**3", "99999999999999999999999"):
         yield Case("options", f"int-{value!r}", {"k.py": kfile(options=ranged)}, run(f"--n={value}"), "error")
+    for value in (" 5", "５", "+5", "05"):  # (what Python's int() takes: the value 5, as the user wrote it)
+        yield Case("options", f"int-{value!r}", {"k.py": kfile(options=ranged)}, run(f"--n={value}"), 5.0)
     yield Case("options", "unknown-flag", {"k.py": kfile()}, run("--nn", "3"), "error")
     yield Case("options", "flag-twice", {"k.py": kfile()}, run("--n", "3", "--n", "4"), 4.0, stdout_json=False)
     texts = 'Option("n", str, "a", "x", choices=("a", "b"))'
@@ -381,7 +385,7 @@ def options() -> Iterator[Case]:
     for name, body in rules.items():
         yield Case("options", f"rules-{name}", {"k.py": kfile(rules=body)}, run("--n", "3"), "error")
     for i in range(20):  # a range of good values: each must be the value's latency
-        n = 1 + 53 * i
+        n = 1 + 49 * i
         yield Case("options", f"good-{n}", {"k.py": kfile()}, run("--n", str(n)), float(n))
 
 
@@ -765,11 +769,17 @@ def main(argv: list[str] | None = None) -> int:
             )
     print()
     print(summary(results))
+    theirs = [r for r in results if r.verdict in FAILURES and r.case.owner]
+    if theirs:
+        print("\nof the failures, holes another helper of this session fixes:")
+        for r in theirs:
+            print(f"  {r.case.owner}: {r.case.cls}/{r.case.name}: {r.verdict}")
     if args.json:
         Path(args.json).write_text(
             json.dumps(
                 [
                     {
+                        "owner": r.case.owner,
                         "class": r.case.cls,
                         "case": r.case.name,
                         "argv": r.case.argv,

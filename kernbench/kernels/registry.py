@@ -78,6 +78,8 @@ class Option:
             raise TypeError(f"Option {self.name!r}: the name {why}")
         if self.type not in OPTION_TYPES:
             raise TypeError(f"Option {self.name!r}: type must be int, float or str, not {self.type!r}")
+        if not isinstance(self.help, str):
+            raise TypeError(f"Option {self.name!r}: help is the text --help shows, not {type(self.help).__name__}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
         only_with = tuple(tuple(pair) for pair in self.only_with)
