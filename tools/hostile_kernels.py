@@ -291,7 +291,7 @@ def memory() -> Iterator[Case]:
         "deploy-huge-broadcast": "rt.deploy(np.broadcast_to(np.float32(1), (20000, 20000)))\n",
     }
     for name, body in setups.items():
-        owner = "ops" if name in ("deploy-object", "deploy-strings", "deploy-none") else ""
+        owner = "ops" if name in ("deploy-object", "deploy-strings", "deploy-none", "deploy-huge-broadcast") else ""
         yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), "error", owner=owner)
     for name, body in {"deploy-list": "rt.deploy([1, 2, 3])\n", "deploy-0d": "rt.deploy(np.float32(3))\n"}.items():
         yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), 1.0)  # (array-like: taken as numpy takes it)
