@@ -7,7 +7,24 @@ file so that every command takes it (``kernbench run file.py``; see
 """
 
 import os
+import signal
+import sys
 from typing import TYPE_CHECKING
+
+# Ctrl-C while the `kernbench` / `kernbench-tui` program is still importing (its first ~0.15 s) ends it with
+# the line a later Ctrl-C prints, not a KeyboardInterrupt traceback from deep in an import; the commands put
+# their own handler in place once they run (kernbench.interrupts). Only for those programs: a script or
+# notebook that imports kernbench keeps its Ctrl-C.
+_PROGRAMS = ("kernbench", "kernbench-tui")
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    os.write(2, f"interrupted ({signal.Signals(signum).name}); no output was written\n".encode())
+    os._exit(128 + signum)
+
+
+if os.path.basename(sys.argv[0] if sys.argv else "") in _PROGRAMS and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 if TYPE_CHECKING:  # what __getattr__ below loads on first use
     from kernbench import tl as tl

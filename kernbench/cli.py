@@ -14,14 +14,16 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kernbench import __version__
+from kernbench import __version__, limits
 from kernbench.cliargs import OptionParser
 from kernbench.errors import KernbenchError
 from kernbench.exit_codes import guarded
+from kernbench.printable import printable
 
 if TYPE_CHECKING:
     from kernbench.events.bus import Bus
@@ -80,10 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if argv is None and args[:1] and args[0] in SINGLE_RUN_COMMANDS:
         gc.set_threshold(PROGRAM_COLLECTS_EVERY)  # (the youngest generation's; the older ones keep theirs)
+    if argv is None:  # the process is ours: a user's code that will not stop at the wall-time limit ends it
+        limits.hard_stop = end_now
     status = guarded(lambda: _dispatch(args), "error: ")
     if argv is None:
         _leave_to_exit()
     return status
+
+
+def end_now(message: str) -> None:
+    """End this process at once with ``message`` as its one ``error:`` line (status 2): the user's code did
+    not let the wall-time stop through (:func:`kernbench.limits.supervised`)."""
+    try:
+        sys.stdout.flush()
+    except BaseException:  # (whatever state stdout is in, the process ends now)
+        pass
+    os.write(2, f"error: {printable(message, keep=chr(10))}\n".encode("utf-8", "replace"))
+    os._exit(2)
 
 
 def _dispatch(argv: list[str]) -> int:

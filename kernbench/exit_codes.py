@@ -29,7 +29,9 @@ from collections.abc import Callable
 from kernbench.errors import KernbenchError, StdoutError
 from kernbench.interrupts import interrupts_raise, raise_pending
 from kernbench.printable import printable
+from kernbench.raised import described, theirs
 from kernbench.stdout import checked_stdout
+from kernbench.usercode import users_line_of
 
 OK = 0
 CHECK_FAILED = 1
@@ -54,13 +56,21 @@ def _guarded(body: Callable[[], int | None], error_prefix: str) -> int:
         _quiet_flush()
         print(f"{error_prefix}{printable(str(exc), keep=chr(10) + chr(9))}", file=sys.stderr)  # (keep newlines, tabs)
         return BAD_INPUT
-    except KeyboardInterrupt as exc:
-        _quiet_flush()
-        print(interrupted_message(exc), file=sys.stderr)
-        return 128 + getattr(exc, "signum", signal.SIGINT)
     except BrokenPipeError:
         _silence_stdout()
         return OK
+    except BaseException as exc:  # a signal; or what a user's code raised that reached here (sys.exit() in it, say)
+        where = users_line_of(exc.__traceback__) if theirs(exc) else ""
+        if not where and isinstance(exc, KeyboardInterrupt):
+            _quiet_flush()
+            print(interrupted_message(exc), file=sys.stderr)
+            return 128 + getattr(exc, "signum", signal.SIGINT)
+        if not where:
+            raise  # (kernbench's own bug, or argparse's exit: as they were)
+        _quiet_flush()
+        text = f"the kernel file's code raised {described(exc)}{where}"
+        print(f"{error_prefix}{printable(text, keep=chr(10) + chr(9))}", file=sys.stderr)
+        return BAD_INPUT
 
 
 def interrupted_message(exc: BaseException) -> str:

@@ -9,9 +9,19 @@ Three limits, each a user can set (``Runtime.run(limits=RunLimits(...))``,
 * **wall time** — checked at every request PE_CPU takes from a kernel and by a
   watchdog that also stops a kernel that never calls ``tl`` (``while True:
   pass``), even one that catches every exception: the stop is raised in
-  PE_CPU, outside the kernel's frames. On the main thread the watchdog is a
-  SIGALRM; on any other (a Dask worker's, a script's or the debugger's worker
-  thread) a thread that raises the stop asynchronously in the running one.
+  PE_CPU, outside the kernel's frames. The watchdog is a thread that raises
+  the stop asynchronously in the running one — never a signal, which the
+  user's code could ignore (``signal.signal(SIGALRM, SIG_IGN)``).
+
+The commands hold the wall-time limit over *everything* a user's code runs,
+not only the simulation: importing a kernel file, its set-up, its option
+rules, its reference check (:func:`supervised`). Code that does not let the
+stop through (it catches ``BaseException`` in a loop, or waits in C code)
+is given :data:`GRACE_S`; then, in a process kernbench owns (the command
+line, its worker processes: :data:`hard_stop` is set), the process is ended
+with one error line naming the user's line it was at. Should even that
+thread not get to run (C code holding the interpreter lock), a reaper
+process (:mod:`kernbench.reaper`) ends it :data:`LAST_RESORT_S` later.
 
 The defaults are far above any shipped kernel (the paper's GQA decode issues
 under 100 commands per PE, runs 4.4 µs simulated and ~10 s of wall time).
@@ -21,19 +31,28 @@ from __future__ import annotations
 
 import ctypes
 import math
-import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kernbench.errors import KernbenchError
+from kernbench.errors import KernbenchError, RunLimitError
+from kernbench.usercode import users_line_of
 
 DEFAULT_MAX_COMMANDS_PER_PE = 100_000
 DEFAULT_MAX_SIM_NS = 1e9  # one simulated second
 DEFAULT_MAX_WALL_S = 300.0
 WATCHDOG_REPEAT_S = 0.25  # the alarm repeats, so a kernel that swallows it once is stopped anyway
+GRACE_S = 2.0  # past the limit, how long the user's code has to let the stop through before its process is ended
+LAST_RESORT_S = 5.0  # and how much longer before the reaper process ends it (the watchdog thread never ran)
+#: exit status of a worker process ended by :data:`hard_stop` (its parent reports it; 124 as timeout(1) uses)
+WALL_EXIT_STATUS = 124
+
+#: how this process ends when the user's code does not stop at the wall-time limit, given the one-line
+#: message; None (a library caller's process, a test's): the stop is raised again and again, nothing ends
+hard_stop: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +92,16 @@ def _leave_a_kernel() -> None:
         driver.throw(WallTimeExceeded())
 
 
+#: per thread, the frame it was running when the watchdog last sent it the stop
+_ALARMED_AT: dict[int, object] = {}
+
+
+def alarm_frame() -> object:
+    """The frame this thread was running when the watchdog sent it the stop (None if it never did): where a
+    kernel was when it was stopped, though the stop itself is built (and the kernel's frames gone) later."""
+    return _ALARMED_AT.get(threading.get_ident())
+
+
 class WallTimeExceeded(BaseException):
     """Raised by the watchdog wherever Python is running; a BaseException so a
     kernel's ``except Exception`` does not swallow it."""
@@ -92,41 +121,59 @@ class _WallAlarm(WallTimeExceeded):
 def wall_clock_watchdog(limits: RunLimits) -> Iterator[None]:
     """Raise :class:`WallTimeExceeded` in this thread once ``max_wall_s`` has passed (and again every
     :data:`WATCHDOG_REPEAT_S` until the block ends)."""
-    wall_s = limits.max_wall_s
+    if limits.max_wall_s is None:
+        yield
+    else:
+        with _from_another_thread(limits.max_wall_s):
+            yield
+
+
+@contextmanager
+def supervised(wall_s: float | None, what: str) -> Iterator[None]:
+    """Hold ``wall_s`` over a block that runs a user's code (importing a kernel file, a set-up, a run):
+    past it, :class:`WallTimeExceeded` is raised in this thread, and once the block lets it out it becomes
+    one :class:`~kernbench.errors.RunLimitError` saying ``what`` ran past the limit, at the user's line.
+    Code that keeps it from ending the block for :data:`GRACE_S` more ends the process (:data:`hard_stop`)."""
     if wall_s is None:
         yield
-    elif hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-        with _alarm(wall_s):
-            yield
-    else:
-        with _from_another_thread(wall_s):
-            yield
+        return
+    stop = hard_stop
+    last_resort = stop is not None
+    if last_resort:
+        from kernbench import reaper
 
-
-@contextmanager
-def _alarm(wall_s: float) -> Iterator[None]:
-    def alarm(signum: int, frame: object) -> None:
-        _leave_a_kernel()
-        raise WallTimeExceeded()
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, wall_s, WATCHDOG_REPEAT_S)
+        how = "it did not stop when asked (it holds the interpreter in C code), so its process was ended"
+        reaper.arm(
+            wall_s + GRACE_S + LAST_RESORT_S,
+            f"error: {what} ran past the wall-time limit of {wall_s:g} s; {how} (raise it with --max-wall-s)",
+        )
     try:
-        yield
+        with _from_another_thread(wall_s, on_stuck=None if stop is None else lambda where: stop(_stopped(what, wall_s, where, ended=True))):
+            yield
+    except WallTimeExceeded as exc:
+        raise RunLimitError(_stopped(what, wall_s, users_line_of(exc.__traceback__))) from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        if last_resort:
+            reaper.disarm()
+
+
+def _stopped(what: str, wall_s: float, where: str, ended: bool = False) -> str:
+    how = "it did not stop when asked (it catches the stop, or waits in C code), so its process was ended" if ended else "it was stopped"
+    return f"{what} ran past the wall-time limit of {wall_s:g} s; {how} (raise it with --max-wall-s){where}"
 
 
 @contextmanager
-def _from_another_thread(wall_s: float) -> Iterator[None]:
+def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None = None) -> Iterator[None]:
     """A thread that raises :class:`_WallAlarm` in this one (``PyThreadState_SetAsyncExc``: at its next
-    bytecode, wherever it is, as a signal handler would run) — for a run off the main thread, where no
-    signal handler can be installed. It sends only while the block runs: ``sending`` is held for each send,
-    and the block's end marks it done and takes back a send not yet raised under that lock."""
-    target = ctypes.c_ulong(threading.get_ident())
+    bytecode, wherever it is, as a signal handler would run; no signal the user's code could ignore). It
+    sends only while the block runs: ``sending`` is held for each send, and the block's end marks it done
+    and takes back a send not yet raised under that lock. ``on_stuck(where)``, if given, is called once the
+    block has not ended :data:`GRACE_S` after the limit (``where``: the user's line this thread is at)."""
+    ident = threading.get_ident()
+    target = ctypes.c_ulong(ident)
     raise_in = ctypes.pythonapi.PyThreadState_SetAsyncExc
     sending, done, ended = threading.Lock(), [False], threading.Event()
+    stuck_at = time.monotonic() + wall_s + GRACE_S
 
     def watch() -> None:
         timeout = wall_s
@@ -134,7 +181,10 @@ def _from_another_thread(wall_s: float) -> Iterator[None]:
             with sending:
                 if done[0]:
                     return
+                _ALARMED_AT[ident] = sys._current_frames().get(ident)  # (where the stop lands: see alarm_frame)
                 raise_in(target, ctypes.py_object(_WallAlarm))
+            if on_stuck is not None and time.monotonic() >= stuck_at:
+                on_stuck(users_line_of(None, sys._current_frames().get(ident)))
             timeout = WATCHDOG_REPEAT_S
 
     def finish() -> None:
@@ -153,3 +203,4 @@ def _from_another_thread(wall_s: float) -> Iterator[None]:
             finish()
         ended.set()
         watcher.join()
+        _ALARMED_AT.pop(ident, None)

@@ -9,7 +9,10 @@ removes the temporary file and leaves an existing target as it was.
 :func:`check_outputs` runs before a simulation starts, so a bad path fails at
 once: the folder must exist and be writable, the target must be a regular
 file (or not exist yet), no two outputs may share a path and no output may
-overwrite an input. Any odd path (a name too long, a folder that cannot be
+overwrite an input — nor a module the user's kernel file loaded (a helper
+beside it, one its set-up imported: :func:`kernbench.usercode.user_modules`),
+which :func:`write_all_atomic` checks again just before writing, when the
+whole run has imported what it will. Any odd path (a name too long, a folder that cannot be
 searched, a symlink loop) is an :class:`~kernbench.errors.OutputPathError`
 naming it, never an ``OSError`` traceback.
 """
@@ -39,6 +42,7 @@ def check_outputs(
     no output may be one of them."""
     seen: dict[tuple[int, int] | Path, str] = {}
     ins = {ident for p in inputs if p is not None and (ident := _input_identity(Path(p))) is not None}
+    users = _users_modules()
     for flag, raw in outputs:
         if raw is None:
             continue
@@ -49,7 +53,30 @@ def check_outputs(
             raise OutputPathError(f"{flag} {raw}: the same file as {seen[key]}; give each output its own path")
         if key in ins:
             raise OutputPathError(f"{flag} {raw}: that is an input of this run; writing it would destroy it")
+        if key in users:
+            raise OutputPathError(_users_module_message(f"{flag} {raw}", users[key]))
         seen[key] = f"{flag} {raw}"
+
+
+def _users_modules() -> dict[tuple[int, int], str]:
+    """(device, inode) of every module the user's kernel files loaded, with its name (none if no kernel file was)."""
+    from kernbench.usercode import user_modules
+
+    return {ident: name for path, name in user_modules().items() if (ident := _input_identity(path)) is not None}
+
+
+def _users_module_message(where: str, module: str) -> str:
+    return f"{where}: that is the module {module!r}, which your kernel file loaded (an input of this run); writing it would destroy it"
+
+
+def _refuse_users_modules(paths: Iterable[Path]) -> None:
+    users = _users_modules()
+    if not users:
+        return
+    for path in paths:
+        ident = _input_identity(path)
+        if ident is not None and ident in users:
+            raise OutputPathError(_users_module_message(str(path), users[ident]))
 
 
 def _identity(flag: str, path: Path) -> tuple[int, int] | Path:
@@ -122,6 +149,7 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]
 def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[IO[bytes]], Any]]]) -> None:
     """Several outputs of one command, all or none: each is written to its
     temporary file first; only when every one is complete are they renamed."""
+    _refuse_users_modules(Path(raw) for raw, _ in outputs)  # (one the run imported after the outputs were checked)
     done: list[tuple[Path, Path]] = []
     current: Path | None = None
     try:

@@ -122,8 +122,12 @@ def _side_source(label: str, text: str) -> Source | WholeTraceSource:
     try:
         side = parse_side(text)
         if isinstance(side, RunSide):
+            from kernbench.commands.run import wall_limit_in
+            from kernbench.limits import supervised
+
             source = _simulation_source(list(side.argv))
-            check_side(side, saves=False)
+            with supervised(wall_limit_in(side.options), f"compare {label}: {side.text}"):  # (a kernel file's import, rules)
+                check_side(side, saves=False)
             return source
         trace = check_side(side)
         assert not isinstance(trace, argparse.Namespace)
@@ -264,6 +268,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, launch: Callable[[Launchable], int] = _launch) -> int:
+    if argv is None:  # the process is ours: a user's code that will not stop at the wall-time limit ends it
+        from kernbench import limits
+        from kernbench.cli import end_now
+
+        limits.hard_stop = end_now
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["probe"]:
         return guarded(lambda: _probe_command(argv[1:]), "error: ")
@@ -299,11 +308,16 @@ def _launchable(args: argparse.Namespace) -> Launchable:
             raise KernbenchError(
                 "kernbench-tui run: name a kernel: a shipped one (`kernbench run --list`) or a kernel file, path/to/file.py[:NAME]"
             )
+        from kernbench.commands.run import wall_limit_in
+        from kernbench.limits import supervised
+
         run_argv = [args.kernel, *args.options]
         if any(a == "--what-if" or a.startswith("--what-if=") for a in args.options):
             return what_if_comparison(run_argv, run_outputs(run_argv).what_if)
         source = _simulation_source(run_argv)
-        return RunLaunch(source, run_outputs(run_argv))
+        with supervised(wall_limit_in(args.options), args.kernel):  # (a kernel file's import and option rules, here)
+            outputs = run_outputs(run_argv)
+        return RunLaunch(source, outputs)
     try:
         return _simulation_source(DEFAULT_RUN)
     except SimulatorNotWired as exc:

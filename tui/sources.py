@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from kernbench import limits
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus
 from kernbench.events.store import ColumnBatch, EventStore, columnize
@@ -47,6 +48,7 @@ from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
 from kernbench.printable import printable
+from kernbench.sweep.executors import children_start_clean, drop_safe_path
 
 #: what a source hands the app: events, or (from a child process) events already in columns
 EmitBatch = Callable[[list[Event] | ColumnBatch], None]
@@ -165,16 +167,17 @@ class ProcessSource:
     def run(self, emit_batch: EmitBatch) -> TraceMetadata:
         self._status(f"starting the simulation process ({self.description})")
         quiet_resource_tracker()
-        _ensure_resource_tracker()
         ctx = multiprocessing.get_context("spawn")
         receiver, sender = ctx.Pipe(duplex=False)
-        proc = ctx.Process(
-            target=_child_main,
-            args=(self.target, self.args, sender, self.batch_events, self.batch_s),
-            daemon=True,
-            name="kernbench-simulation",
-        )
-        proc.start()
+        with children_start_clean() as had:  # (not the current folder's threading.py: see kernbench.sweep.executors)
+            _ensure_resource_tracker()
+            proc = ctx.Process(
+                target=_child_main,
+                args=(self.target, self.args, sender, self.batch_events, self.batch_s, had),
+                daemon=True,
+                name="kernbench-simulation",
+            )
+            proc.start()
         sender.close()
         try:
             while True:
@@ -231,7 +234,12 @@ def _ensure_resource_tracker() -> None:
 
 
 def _child_main(
-    target: str, args: tuple[object, ...], conn: multiprocessing.connection.Connection, batch_events: int, batch_s: float
+    target: str,
+    args: tuple[object, ...],
+    conn: multiprocessing.connection.Connection,
+    batch_events: int,
+    batch_s: float,
+    had_safe_path: bool = True,
 ) -> None:
     """Body of :class:`ProcessSource`'s child: simulate, send batches, then the result.
 
@@ -240,6 +248,7 @@ def _child_main(
     parent goes (quit, SIGTERM, SIGKILL) the child ends at once and quietly,
     instead of printing a BrokenPipeError into the terminal.
     """
+    drop_safe_path(had_safe_path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_parent()
     buf: list[Event] = []
@@ -263,6 +272,12 @@ def _child_main(
         if len(buf) >= batch_events or (len(buf) % 256 == 0 and time.monotonic() - last >= batch_s):
             flush()
 
+    def stop(message: str) -> None:  # the user's code did not stop at the wall-time limit: say so, then end
+        send(("error", message))
+        conn.close()
+        os._exit(limits.WALL_EXIT_STATUS)
+
+    limits.hard_stop = stop
     try:
         module, func = target.split(":")
         send(("status", ("preparing: topology, tensors, launch", None)))

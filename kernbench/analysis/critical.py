@@ -165,7 +165,7 @@ def critical_path(store: EventStore, latency_ns: float | None = None) -> list[Se
     on_path = np.isin(kind, [int(k) for k in _ON_PATH])
     if not on_path.any():
         return []
-    if not (pred[on_path] >= 0).any():
+    if not (pred[on_path] >= 0).any() and (t[on_path] > TOLERANCE_NS).any():  # (spans all from t=0, as one tl.cycles: a path)
         raise NoCausesError("the run was recorded without causes (a trace from before format v2?): no critical path")
     last_end = end[on_path].max()
     if latency_ns is not None and abs(last_end - latency_ns) > TOLERANCE_NS:

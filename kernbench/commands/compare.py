@@ -31,8 +31,10 @@ from rich.table import Table
 from kernbench.analysis.summary import RunSummary, summarize
 from kernbench.cliargs import description
 from kernbench.commands import fidelity_check
+from kernbench.commands.run import wall_limit_in
 from kernbench.commands.sides import RunSide, Side, SideError, TraceSide, check_side, parse_side
 from kernbench.errors import KernbenchError
+from kernbench.limits import supervised
 from kernbench.outputs import to_json
 from kernbench.printable import printable
 
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     for which, text in (("A", args.a), ("B", args.b)):  # check both before simulating either
         try:
             side = parse_side(text)
-            checked.append((which, side, check_side(side)))
+            with supervised(wall_limit_in(side.argv) if isinstance(side, RunSide) else None, f"compare {which}: {side.text}"):
+                checked.append((which, side, check_side(side)))  # (a kernel file's import and option rules)
         except SideError as exc:
             raise KernbenchError(f"compare {which}: {exc}") from None
     _check_outputs_apart(checked)
@@ -191,13 +194,16 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
 
     side = RunSide(task.argv)
     try:
-        spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
-        progress = _progress_of(task.which)
-        result = rt.run(record=True, limits=limits_of(ns), progress=progress)
-        if progress is not None:  # where it ended (a run shorter than one report made none)
-            progress(result.latency_ns, result.total_commands)
-        data = report(spec, rt, prepared, result, params, overrides=ns.overrides)  # (its check and figures, as run --json's)
-        meta = _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data))
+        with supervised(wall_limit_in(side.options), side.text):  # its set-up, rules, run and check
+            spec, ns, rt, prepared, params = prepare(side.kernel, side.options)
+            progress = _progress_of(task.which)
+            result = rt.run(record=True, limits=limits_of(ns), progress=progress)
+            if progress is not None:  # where it ended (a run shorter than one report made none)
+                progress(result.latency_ns, result.total_commands)
+            data = report(spec, rt, prepared, result, params, overrides=ns.overrides)  # (its check and figures, as run --json's)
+            meta = _meta(
+                spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data)
+            )
         store = result.store()
         if ns.trace or ns.perfetto:
             save_outputs(ns.trace, ns.perfetto, store, meta)

@@ -22,7 +22,7 @@ from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
 from kernbench.outputs import check_outputs, write_text_atomic
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_]*\Z")  # (\Z: "$" would take "x\n")
 
 TEMPLATE = '''\
 """{name}: a kernel for kernbench, written against its tile-level API (`tl`).
@@ -146,7 +146,7 @@ def shadow_problem(path: Path) -> str | None:
     ``path``'s folder and the folders of kernel files this process loaded."""
     import importlib.util
 
-    from kernbench.kernels.files import FOLDERS
+    from kernbench.usercode import FOLDERS
 
     name = path.stem
     try:
@@ -174,9 +174,9 @@ def run(args: argparse.Namespace) -> int:
         path = path / f"{name}.py"
     if path.suffix != ".py":
         raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
-    check_outputs([("--out", str(path))])  # (first: a name too long or a locked folder is one error here, not an OSError)
-    if path.exists() or path.is_symlink():
+    if os.path.lexists(path):  # (lexists: False, not OSError, for a name too long)
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
+    check_outputs([("--out", str(path))])  # (a name too long or a locked folder is one error here, not an OSError)
     if problem := shadow_problem(path):
         raise KernbenchError(f"new kernel {name!r}: {problem}")
     write_text_atomic(path, TEMPLATE.format(name=name))

@@ -33,7 +33,7 @@ from kernbench.events.bus import Bus
 from kernbench.events.store import EventStore
 from kernbench.events.types import ENGINE_TABLE, ENGINES
 from kernbench.kernels import registry
-from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits
+from kernbench.limits import DEFAULT_MAX_COMMANDS_PER_PE, DEFAULT_MAX_SIM_NS, DEFAULT_MAX_WALL_S, RunLimits, supervised
 from kernbench.outputs import check_outputs, to_json, write_all_atomic
 from kernbench.progress import run_progress, stderr_is_terminal, working
 from kernbench.runtime.api import RunResult, Runtime
@@ -75,6 +75,25 @@ def _limit(kind: type, unit: str) -> Callable[[str], float | int | None]:
         return kind(value) or None
 
     return parse
+
+
+def wall_limit_in(argv: Sequence[str]) -> float | None:
+    """The ``--max-wall-s`` an argument list gives (the last one; the default when none or a bad one, which
+    the kernel's parser reports): read before the kernel file is imported, so the limit holds over that too."""
+    value: float | None = DEFAULT_MAX_WALL_S
+    parse = _limit(float, "seconds")
+    for i, word in enumerate(argv):
+        if word == "--max-wall-s" and i + 1 < len(argv):
+            text = argv[i + 1]
+        elif word.startswith("--max-wall-s="):
+            text = word.split("=", 1)[1]
+        else:
+            continue
+        try:
+            value = parse(text)
+        except argparse.ArgumentTypeError:
+            value = DEFAULT_MAX_WALL_S
+    return value
 
 
 #: Options every kernel takes, as (flag, argparse keywords); ``run`` re-reads them after the kernel name too.
@@ -219,9 +238,10 @@ def kernel_description(spec: registry.KernelSpec) -> str:
 
 
 def option_help(prm: registry.Option) -> str:
+    """An option's ``--help`` line, its ``%`` doubled (argparse formats help with ``%``: "50% of" would crash it)."""
     default = prm.value_text(prm.default) if prm.type is int else repr(prm.default)  # a float's default as a float: 2.0
     used = " or ".join(f"--{name.replace('_', '-')} {value}" for name, value in prm.only_with)
-    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})"
+    return f"{prm.help} (default: {default}; {prm.range_text()}{'; only with ' + used if used else ''})".replace("%", "%%")
 
 
 def _metavar(prm: registry.Option) -> str:
@@ -344,17 +364,20 @@ def users_code(spec: registry.KernelSpec, what: str, call: Callable[[], T]) -> T
     """``call()`` — a kernel's set-up, reference check or summary — with its failures said where they are:
     a shipped kernel's ValueError as its message, anything from a kernel file at its line in the file."""
     from kernbench.kernels.files import user_line
+    from kernbench.raised import described, theirs
 
     try:
         return call()
     except KernbenchError:
         raise
-    except Exception as exc:
+    except BaseException as exc:  # (sys.exit(), GreenletExit, a BaseException of its own: the user's too)
+        if not theirs(exc):
+            raise
         if not spec.source:
             if isinstance(exc, ValueError):
                 raise KernbenchError(f"{spec.name}: {exc}") from None
             raise
-        raise KernbenchError(f"{spec.name}: its {what} raised {type(exc).__name__}: {exc}{user_line(exc, Path(spec.source))}") from None
+        raise KernbenchError(f"{spec.name}: its {what} raised {described(exc)}{user_line(exc, Path(spec.source))}") from None
 
 
 def max_error(spec: registry.KernelSpec, prepared: registry.Prepared) -> float | None:
@@ -436,6 +459,16 @@ def _figures(spec: registry.KernelSpec, figures: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    argv = _common_argv(args) + list(args.options)
+    with supervised(wall_limit_in(argv), args.kernel or "kernbench run"):  # its import, set-up, rules, run, check
+        return _run(args, argv)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.kernel == "":
+        raise KernbenchError(
+            "kernbench run: the kernel named is empty: name a shipped kernel (see --list) or a kernel file, path/to/file.py"
+        )
     if args.list or not args.kernel:
         table = _listed(args.kernel)
         if args.json:
@@ -457,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
             for name, spec in table.items():
                 print(f"{name}\t{spec.description}")
         return 0
-    spec, ns, rt, prepared, params = prepare(args.kernel, _common_argv(args) + list(args.options))
+    spec, ns, rt, prepared, params = prepare(args.kernel, argv)
     need_events = bool(ns.trace or ns.perfetto or ns.explain or ns.what_if)
     try:
         with run_progress(spec.name, stderr_is_terminal() and not ns.json) as progress:  # a TTY only, after ~1 s
@@ -649,14 +682,17 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
     """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``."""
     if not argv:
         raise KernbenchError("kernbench-tui run: name a kernel (see `kernbench run --list`)")
-    spec, ns, rt, prepared, params = prepare(argv[0], list(argv[1:]))
+    wall_s = wall_limit_in(argv[1:])
+    with supervised(wall_s, argv[0]):
+        spec, ns, rt, prepared, params = prepare(argv[0], list(argv[1:]))
     limits = limits_of(ns)
 
     def fn(bus: Bus) -> TraceMetadata:
-        result = rt.run(bus=bus, limits=limits)
-        return _meta(
-            spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None, overrides=ns.overrides
-        )
+        with supervised(wall_s, argv[0]):
+            result = rt.run(bus=bus, limits=limits)
+            return _meta(
+                spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None, overrides=ns.overrides
+            )
 
     return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)
 

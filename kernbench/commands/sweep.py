@@ -23,6 +23,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from kernbench import usercode
 from kernbench.cliargs import OptionParser
 from kernbench.commands import fidelity_check
 from kernbench.commands.run import (
@@ -37,9 +38,11 @@ from kernbench.commands.run import (
     parse_kernel_args,
     prepare,
     report,
+    wall_limit_in,
 )
 from kernbench.errors import KernbenchError
 from kernbench.kernels import registry
+from kernbench.limits import supervised
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
 from kernbench.printable import printable
 from kernbench.progress import stderr_is_terminal, sweep_progress
@@ -161,7 +164,8 @@ def sweep_parser(spec: registry.KernelSpec, named: str | None = None) -> argpars
 
 
 def run(args: argparse.Namespace) -> int:
-    spec, ns, fixed = _parse(args)
+    with supervised(wall_limit_in(options_argv(args, SWEEP_OPTIONS) + list(args.options)), args.kernel or "kernbench sweep"):
+        spec, ns, fixed = _parse(args)  # (the kernel file's import, within the wall-time limit)
     taken = [*fixed, *(o.split("=", 1)[0].strip() for o in ns.overrides), *([TOPOLOGY_KEY] if ns.topology else [])]
     axes = parse_axes(spec, ns.grid, taken)
     if not axes:
@@ -277,7 +281,8 @@ def run_points(
     topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
     for point in points:
         try:
-            key = resolve_key(spec, point, topologies)
+            with supervised(wall_limit_in(point.argv), f"{spec.name}'s option rules"):
+                key = resolve_key(spec, point, topologies)
         except KernbenchError as exc:
             outcomes[point.index] = Outcome(point.index, None, one_line(str(exc)))
             continue
@@ -291,8 +296,9 @@ def run_points(
     with sweep_progress(label, len(tasks), stderr_is_terminal()) as advance:
         for outcome in execute(simulate_point, tasks, jobs, scheduler):
             outcomes[outcome.index] = outcome
+            usercode.note_user_modules(outcome.dependencies or {})  # (protected from --out, as this process's own are)
             if outcome.metrics is not None:
-                cache.put(keys[outcome.index], outcome.metrics)
+                cache.put(keys[outcome.index], outcome.metrics, outcome.dependencies)
             advance()
     assert all(o is not None for o in outcomes)
     return outcomes  # type: ignore[return-value]
@@ -302,14 +308,15 @@ def simulate_point(task: Task) -> Outcome:
     """Run one point as ``kernbench run`` would (its checks, its run, its report) to its metrics;
     a failure is returned as the error's one line. Runs in a worker process or on a Dask worker."""
     try:
-        spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
-        result = rt.run(record=ns.explain, limits=limits_of(ns))
-        metrics = point_record(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None, ns.overrides))
+        with supervised(wall_limit_in(task.argv), task.kernel):  # its set-up, rules, run and check
+            spec, ns, rt, prepared, params = prepare(task.kernel, list(task.argv))
+            result = rt.run(record=ns.explain, limits=limits_of(ns))
+            metrics = point_record(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None, ns.overrides))
     except KernbenchError as exc:
-        return Outcome(task.index, None, one_line(str(exc)), code_id())
+        return Outcome(task.index, None, one_line(str(exc)), code_id(), usercode.dependencies())
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
         return Outcome(task.index, None, one_line(f"internal error (please report it): {type(exc).__name__}: {exc}"), code_id())
-    return Outcome(task.index, metrics, None, code_id())
+    return Outcome(task.index, metrics, None, code_id(), usercode.dependencies())
 
 
 def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]]) -> str:

@@ -238,6 +238,8 @@ def _read_columns(payload: bytes, n_events: int, version: int, fail: _Fail) -> d
 
 #: how far a trace's end (metadata ``end_ns``) may fall short of its last event's end: rounding only
 END_TOLERANCE_NS = 1e-6
+#: how far past its last event's end a trace's end may lie (a run ends as its last event does; this is slack)
+END_SLACK_NS = 1.0
 
 
 def _check_events(columns: dict[str, np.ndarray], end_ns: float, fail: _Fail) -> None:
@@ -251,6 +253,8 @@ def _check_events(columns: dict[str, np.ndarray], end_ns: float, fail: _Fail) ->
         return
     if end_ns > 0 and end.max() > end_ns + END_TOLERANCE_NS * max(1.0, end_ns):
         raise fail(f"corrupt: the run ends at {end_ns} ns (metadata end_ns) but an event ends later, at {end.max()} ns")
+    if end_ns > end.max() + END_SLACK_NS + END_TOLERANCE_NS * end_ns:  # (a run ends when its last event does)
+        raise fail(f"corrupt: the run ends at {end_ns} ns (metadata end_ns), long after its last event ends, at {end.max()} ns")
     if t.min() < 0:
         raise fail(f"corrupt: an event at t={t.min()} ns, before the run began (0 ns)")
     if (end < t).any():

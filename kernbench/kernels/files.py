@@ -1,10 +1,11 @@
 """Kernel files: a kernel of the user's, named on the command line as ``path/to/file.py[:NAME]``.
 
 The file is imported as a module of its own (not as ``__main__``, so an
-``if __name__ == "__main__":`` block does not run; its folder is put first
-on ``sys.path``, as ``python file.py`` would), and the kernels it declares
-with :func:`kernbench.kernel` are what it offers. ``:NAME`` picks one when
-it declares several.
+``if __name__ == "__main__":`` block does not run), and the kernels it
+declares with :func:`kernbench.kernel` are what it offers. ``:NAME`` picks
+one when it declares several. Its folder is the user's
+(:mod:`kernbench.usercode`): its helpers import as under ``python file.py``,
+are recorded wherever they are imported, and are inputs of the run.
 
 What can go wrong says where, in the user's file: a missing or unreadable
 file, a syntax error (line and column), an exception while the file is
@@ -15,12 +16,15 @@ not declare (the names it does).
 A loaded file is kept for the process's lifetime, keyed by its path and
 its content's digest, so every command of one process (a sweep's points,
 both sides of a compare) reads it once; an edited file is read again.
+
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
+import importlib.machinery
 import importlib.util
 import linecache
 import re
@@ -32,13 +36,16 @@ from typing import TYPE_CHECKING
 
 from kernbench.errors import KernbenchError
 from kernbench.kernels.declared import DECLARED
+from kernbench.raised import described, theirs
+from kernbench.usercode import FOLDERS, _module_file, is_users, watch
 
 if TYPE_CHECKING:
     from kernbench.kernels.registry import KernelSpec
 
 SUFFIX = ".py"
 MAX_BYTES = 1 << 20  # a kernel file is code, not data
-_REF = re.compile(r"^(?P<path>.+\.py)(?::(?P<name>[A-Za-z][A-Za-z0-9_.-]*))?$")
+MAX_SHOWN_CHARS = 160  # of a source line quoted in an error
+_REF = re.compile(r"\A(?P<path>.+\.py)(?::(?P<name>[A-Za-z][A-Za-z0-9_.-]*))?\Z", re.S)
 _MODULE_PREFIX = "kernbench_file_"
 
 
@@ -54,8 +61,6 @@ class KernelFile:
 
 
 _loaded: dict[tuple[Path, str], KernelFile] = {}
-#: the folders of kernel files this process put on sys.path (their modules are the user's, not installed ones)
-FOLDERS: set[str] = set()
 
 
 def is_file_ref(text: str) -> bool:
@@ -104,7 +109,7 @@ def load(path_text: str) -> KernelFile:
         raise KernelFileError(_no_declaration(path_text, tree))
     neighbours = _neighbours(path, set(sys.modules) - before - {module_name})
     full = _digest(source, neighbours)
-    inputs = (str(path), *(str(f) for _name, f in neighbours))
+    inputs = (str(path), *(str(f) for _name, f in neighbours if f != path))
     kf = KernelFile(path, full, {n: replace(s, source=str(path), digest=full, inputs=inputs) for n, s in declared.items()})
     _loaded[(path, digest)] = kf
     return kf
@@ -140,12 +145,16 @@ def _parse(path_text: str, source: bytes) -> ast.Module:
         raise KernelFileError(_syntax_message(path_text, exc)) from None
     except ValueError as exc:  # null bytes
         raise KernelFileError(f"{path_text}: not Python source ({exc})") from None
+    except (RecursionError, MemoryError):  # (an expression nested thousands deep: the parser's stack)
+        raise KernelFileError(f"{path_text}: too deeply nested for Python's parser (an expression or block thousands deep)") from None
 
 
 def _syntax_message(path_text: str, exc: SyntaxError) -> str:
     where = f"{path_text}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
-    text = (exc.text or "").rstrip("\n")
-    return f"{where}: {type(exc).__name__}: {exc.msg}" + (f"\n    {text.strip()}" if text.strip() else "")
+    text = (exc.text or "").strip()
+    if len(text) > MAX_SHOWN_CHARS:  # (a generated line of thousands of brackets: the start says enough)
+        text = text[:MAX_SHOWN_CHARS] + f"… ({len(text):,} characters)"
+    return f"{where}: {type(exc).__name__}: {exc.msg}" + (f"\n    {text}" if text else "")
 
 
 def _declares_something(tree: ast.Module) -> bool:
@@ -165,10 +174,12 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     if spec is None or spec.loader is None:
         raise KernelFileError(f"{path_text}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
+    watch(path.parent)
     folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # its own helpers import as they do under `python file.py`
+    if folder not in FOLDERS:
         FOLDERS.add(folder)
+        if folder not in sys.path:
+            sys.path.append(folder)  # (last: see kernbench.usercode; the user's code finds it first anyway)
     sys.modules[module_name] = module  # (pickling and dataclasses look a module up by name)
     try:
         spec.loader.exec_module(module)
@@ -177,10 +188,12 @@ def _import(path_text: str, path: Path, module_name: str) -> None:
     except SyntaxError as exc:  # in a file it imports
         sys.modules.pop(module_name, None)
         raise KernelFileError(_syntax_message(exc.filename or path_text, exc)) from None
-    except Exception as exc:
+    except BaseException as exc:  # (sys.exit() and other BaseExceptions at import are the user's too)
         sys.modules.pop(module_name, None)
         DECLARED.pop(module_name, None)
-        raise KernelFileError(f"{path_text}: importing it raised {type(exc).__name__}: {exc}{user_line(exc, path)}") from None
+        if not theirs(exc):
+            raise
+        raise KernelFileError(f"{path_text}: importing it raised {described(exc)}{user_line(exc, path)}") from None
 
 
 def user_line(exc: BaseException, path: Path) -> str:
@@ -194,12 +207,12 @@ def user_line(exc: BaseException, path: Path) -> str:
 
 
 def _neighbours(path: Path, imported: set[str]) -> list[tuple[str, Path]]:
-    """The modules ``path`` imported from its own folder, by name, with their files (results depend on them too)."""
+    """The modules ``path`` imported from its own folder tree, by name, with their files (results depend on them too)."""
     out = []
     for name in sorted(imported):
-        file = getattr(sys.modules.get(name), "__file__", None)
-        if file and Path(file).resolve().parent == path.parent:
-            out.append((name, Path(file).resolve()))
+        file = _module_file(sys.modules.get(name))
+        if file is not None and is_users(file):
+            out.append((name, file))
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,8 +42,8 @@ Summary = dict[str, Any]  # kernel-specific figures of a run, as JSON writes the
 OpLogEntry = dict[str, Any]  # one command of a PE's op log (RunResult.op_logs)
 
 OPTION_TYPES = (int, float, str)
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_KERNEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")  # (\Z: "$" would take a name ending in a newline)
+_KERNEL_NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_.-]*\Z")
 #: options every kernel has already (``kernbench run``'s own); a kernel's may not take their names
 RESERVED = frozenset(
     {
@@ -95,6 +96,8 @@ class Option:
             raise TypeError(f"Option {self.name!r}: the name {why}")
         if self.type not in OPTION_TYPES:
             raise TypeError(f"Option {self.name!r}: type must be int, float or str, not {self.type!r}")
+        if not isinstance(self.help, str):
+            raise TypeError(f"Option {self.name!r}: help is the text --help shows, not {type(self.help).__name__}")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
         only_with = tuple(tuple(pair) for pair in self.only_with)
@@ -110,6 +113,8 @@ class Option:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is not acceptable for this option, or None."""
+        if self.type is float and isinstance(value, (int, float)) and not math.isfinite(value):
+            return f"{self.flag} {value!r}: must be a finite number"
         if self.choices is not None and value not in self.choices:
             return f"{self.flag} {value!r}: choose one of {', '.join(map(str, self.choices))}"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
@@ -211,14 +216,15 @@ class KernelSpec:
         from pathlib import Path
 
         from kernbench.kernels.files import user_line
+        from kernbench.raised import described, theirs
 
         where = f"{self.name}: its option rules {getattr(self.check, '__qualname__', 'check')}"
         try:
             found = self.check(params, pes)
-        except Exception as exc:
-            if not self.source:
+        except BaseException as exc:
+            if not self.source or not theirs(exc):
                 raise
-            raise KernbenchError(f"{where} raised {type(exc).__name__}: {exc}{user_line(exc, Path(self.source))}") from None
+            raise KernbenchError(f"{where} raised {described(exc)}{user_line(exc, Path(self.source))}") from None
         if found is None or isinstance(found, str):
             return [found] if found else []
         if isinstance(found, (list, tuple)) and all(isinstance(p, str) for p in found):
@@ -254,6 +260,15 @@ def kernel(
     function is returned as it is.
     """
     opts = tuple(options)
+    for arg, value, kind in (
+        ("topology", topology, str),
+        ("name", name, (str, type(None))),
+        ("description", description, (str, type(None))),
+    ):
+        if not isinstance(value, kind) or (arg == "topology" and not value):
+            raise TypeError(f"@kernel({arg}={value!r}): {arg} is {'a topology name or path' if arg == 'topology' else 'text'}")
+    if check is not None and not callable(check):
+        raise TypeError(f"@kernel(check={check!r}): check is a function check(params, pes) -> list of problems")
 
     def declare(setup: Callable[..., SetupResult]) -> Callable[..., SetupResult]:
         key = name or getattr(setup, "__name__", "").replace("_", "-")

@@ -44,6 +44,7 @@ from kernbench.pe.commands import (
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
 from kernbench.pe.scheduler import Ready, ready_time
+from kernbench.raised import described, theirs
 
 # One command of a PE's op log (RunResult.op_logs): t_ns, op, cmd, logical_bytes,
 # dispatch_cycles (and a composite's ops); JSON-ready values of those types.
@@ -140,7 +141,9 @@ class PeCpu:
             ) from None
         except CompositeCapError as exc:
             raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None
-        except Exception as exc:  # the kernel's own error, with its line
+        except BaseException as exc:  # the kernel's own error (sys.exit() too), with its line
+            if not theirs(exc):
+                raise
             raise self._kernel_error(exc) from None
 
     def _spend(self, cmd: PeCpuOverheadCmd, src: str = "") -> None:
@@ -314,7 +317,7 @@ class PeCpu:
 
     def _kernel_error(self, exc: BaseException) -> KernelError:
         where = self.describe_error(exc)
-        err = KernelError(f"{self.pe.pe_id} (program {self.pe.program_id}): {type(exc).__name__}: {exc}{where}")
+        err = KernelError(f"{self.pe.pe_id} (program {self.pe.program_id}): {described(getattr(exc, 'original', exc))}{where}")
         err.__cause__ = None
         return err
 

@@ -39,11 +39,12 @@ from kernbench.events.source import parse_site
 from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor, Ptr, layout_only
 from kernbench.interrupts import raise_pending
-from kernbench.limits import RunLimits, WallTimeExceeded, wall_clock_watchdog
+from kernbench.limits import RunLimits, WallTimeExceeded, alarm_frame, wall_clock_watchdog
 from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.pe.scale import WorkScale
+from kernbench.raised import Raised, theirs
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -490,6 +491,9 @@ def _check_kernel(kernel: Any) -> None:
     if not callable(kernel):
         raise TypeError(f"a kernel must be a function, got {type(kernel).__name__}")
     fn = _unwrap(kernel)
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)  # noqa: B004
+    if code is None:  # a builtin (print, len) or a C function: no Python code of its own to run on a PE
+        raise TypeError(f"a kernel must be a Python function (def …), got {getattr(fn, '__name__', None) or type(fn).__name__!r}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn) or inspect.iscoroutinefunction(fn):
         raise TypeError(
             f"kernel {getattr(fn, '__name__', fn)!r} is a generator or async function; a kernel is a plain function (drop the yield/async)"
@@ -514,11 +518,30 @@ def _kernel_file(kernel: Any) -> str:
 
 
 def _call_kernel(launch: Launch) -> None:
-    out = launch.kernel(*launch.args, **launch.kwargs)
+    try:
+        out = launch.kernel(*launch.args, **launch.kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:  # the kernel's own sys.exit(), GreenletExit, …: its error, at its line
+        if not theirs(exc) or _thrown_in(exc):
+            raise
+        raise Raised(exc).with_traceback(exc.__traceback__) from None
     if inspect.isgenerator(out) or inspect.iscoroutine(out) or inspect.isasyncgen(out):
         if inspect.iscoroutine(out):
             out.close()
         raise TypeError("the kernel returned a generator or coroutine; a kernel is a plain function that runs to its end")
+
+
+def _thrown_in(exc: BaseException) -> bool:
+    """Whether ``exc`` was thrown into the kernel where it waits for its PE (``GreenletExit`` when its greenlet
+    is collected), not raised by the kernel's own code."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == _CONTEXT_FILE
+
+
+_CONTEXT_FILE = inspect.getsourcefile(KernelContext) or ""
 
 
 def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
@@ -565,7 +588,7 @@ def _live_programs(launches: list[Launch], limits: RunLimits) -> list[_Program]:
             _live_requests(g, ctx),
             lambda exc: kernel_location(exc, kfile),
             limits,
-            lambda: kernel_frame_location(g.gr_frame, kfile),
+            lambda: kernel_frame_location(g.gr_frame, kfile) or kernel_frame_location(alarm_frame(), kfile),
         )
         return cpu, ctx
 

@@ -7,6 +7,10 @@ overrides — so an edited YAML file is a new key), the timing mode, and the
 kernbench version together with a digest of the simulator's source (a
 changed model is a new key even when the version string is not bumped).
 Run limits are not in it: they decide whether a run finishes, not its result.
+A kernel file's helpers are known only once it has run (a set-up may import
+one): an entry records each module of the user's the run loaded with its
+digest (:func:`kernbench.usercode.dependencies`), and is a miss once
+one of them holds something else (an edited helper changes the result).
 
 Entries are ``<dir>/<key[:2]>/<key>.json``, written atomically
 (:func:`kernbench.outputs.write_text_atomic`). What is read back is not
@@ -45,7 +49,7 @@ from kernbench.outputs import to_json, write_text_atomic
 from kernbench.printable import printable
 from kernbench.record import FIELDS
 
-FORMAT = 3  # v2: entries carry a digest of their key and metrics; v3: the metrics are the point's run record (nested)
+FORMAT = 4  # v2: entries carry a digest of their key and metrics; v3: the metrics are the point's run record (nested); v4: and the user's modules they depend on
 #: an entry's size limit (a point's metrics are ~2 KB; with --explain ~4 KB)
 MAX_ENTRY_BYTES = 256 * 1024
 #: a metric's name and text value at most this long
@@ -148,9 +152,10 @@ class ResultCache:
         metrics, problem = _read_entry(data, key)
         if problem is not None:
             self.rejected.append((path, problem))
+            return None
         return metrics
 
-    def put(self, key: str, metrics: Mapping[str, Any]) -> None:
+    def put(self, key: str, metrics: Mapping[str, Any], dependencies: Mapping[str, str] | None = None) -> None:
         if self.folder is None:
             return
         path = self._path(key)
@@ -159,7 +164,8 @@ class ResultCache:
         except OSError as exc:  # (a file in its place: "File exists")
             self.write_error = self.write_error or f"cannot create the folder {path.parent}: {exc.strerror or exc}"
             return
-        doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "sha256": entry_digest(key, metrics)}
+        deps = dict(dependencies or {})
+        doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "dependencies": deps, "sha256": entry_digest(key, metrics, deps)}
         try:
             write_text_atomic(path, to_json(doc))
         except (OSError, OutputPathError) as exc:
@@ -177,9 +183,22 @@ def rejected_lines(cache: ResultCache, shown: int = 5) -> list[str]:
     return lines
 
 
-def entry_digest(key: str, metrics: Mapping[str, Any]) -> str:
-    """SHA-256 of an entry's key and metrics in canonical JSON."""
-    return hashlib.sha256(to_json({"key": key, "metrics": dict(metrics)}, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def entry_digest(key: str, metrics: Mapping[str, Any], dependencies: Mapping[str, str] | None = None) -> str:
+    """SHA-256 of an entry's key, metrics and dependencies in canonical JSON."""
+    doc = {"key": key, "metrics": dict(metrics), "dependencies": dict(dependencies or {})}
+    return hashlib.sha256(to_json(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _stale(dependencies: Mapping[str, str]) -> bool:
+    """Whether a user's module an entry depends on holds something else now (or is gone)."""
+    for file, digest in dependencies.items():
+        try:
+            now = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16]
+        except OSError:
+            return True
+        if now != digest:
+            return True
+    return False
 
 
 def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -192,7 +211,7 @@ def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | Non
         doc = json.loads(data.decode("utf-8"), parse_constant=no_constant)
     except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
         return None, f"not readable JSON ({printable(str(exc))[:120]})"
-    if not isinstance(doc, dict) or set(doc) != {"format", "key", "metrics", "sha256"}:
+    if not isinstance(doc, dict) or set(doc) != {"format", "key", "metrics", "dependencies", "sha256"}:
         return None, "not a cache entry of this kernbench (another format, or fields missing or added)"
     if doc["format"] != FORMAT or doc["key"] != key:
         return None, "written for another key or format"
@@ -204,8 +223,13 @@ def _read_entry(data: bytes, key: str) -> tuple[dict[str, Any] | None, str | Non
         name, problem = found
         shown = printable(name).encode("utf-8", "backslashreplace").decode()  # (a lone surrogate too)
         return None, f"metric '{shown[:60]}': {problem}"
-    if doc["sha256"] != entry_digest(key, metrics):
+    deps = doc["dependencies"]
+    if not isinstance(deps, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in deps.items()):
+        return None, "its dependencies are not a mapping of files to digests"
+    if doc["sha256"] != entry_digest(key, metrics, deps):
         return None, "its checksum does not match its metrics (edited or damaged)"
+    if _stale(deps):
+        return None, None  # (a helper of the kernel file was edited: a plain miss, nothing wrong with the entry)
     return metrics, None
 
 

@@ -22,8 +22,10 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from kernbench import limits
 from kernbench.errors import KernbenchError
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
 from kernbench.sweep.point import Outcome, Task, code_id
@@ -58,13 +60,46 @@ def in_this_process(work: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
         yield work(task)
 
 
-def _start_worker(init: Callable[..., None] | None = None, init_args: tuple[Any, ...] = ()) -> None:
+#: set while this process starts a child, so the child's ``python -c`` does not put the current folder first on
+#: its sys.path: started in a folder holding a ``threading.py`` or ``logging.py``, it would import those
+#: before the standard ones (Python 3.11's PYTHONSAFEPATH; the child takes it off again)
+SAFE_PATH = "PYTHONSAFEPATH"
+
+
+@contextmanager
+def children_start_clean() -> Iterator[bool]:
+    """While inside, processes started (spawned workers, multiprocessing's resource tracker) do not import
+    from the current folder; yields whether the variable was set already (then a child keeps it)."""
+    had = SAFE_PATH in os.environ
+    if not had:
+        os.environ[SAFE_PATH] = "1"
+    try:
+        yield had
+    finally:
+        if not had:
+            os.environ.pop(SAFE_PATH, None)
+
+
+def drop_safe_path(had: bool) -> None:
+    """In a child started by :func:`children_start_clean`: its environment as its parent's was."""
+    if not had:
+        os.environ.pop(SAFE_PATH, None)
+
+
+def _start_worker(init: Callable[..., None] | None = None, init_args: tuple[Any, ...] = (), had_safe_path: bool = True) -> None:
     """A worker process's first steps: Ctrl-C is the parent's to handle; the parent's end is the worker's;
     then the caller's own ``init``."""
+    drop_safe_path(had_safe_path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_parent()
+    limits.hard_stop = _end_worker
     if init is not None:
         init(*init_args)
+
+
+def _end_worker(message: str) -> None:
+    """A point's code did not stop at the wall-time limit: end this worker (its parent says why, from the status)."""
+    os._exit(limits.WALL_EXIT_STATUS)
 
 
 def in_processes(
@@ -83,13 +118,27 @@ def in_processes(
     from concurrent.futures.process import BrokenProcessPool
 
     quiet_resource_tracker()
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(init, init_args))
     finished = False
+    workers: list[Any] = []
+    with children_start_clean() as had:
+        pool = ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(init, init_args, had)
+        )
     try:
-        for future in as_completed([pool.submit(work, task) for task in tasks]):
+        with children_start_clean():  # (the workers start as tasks are submitted)
+            futures = [pool.submit(work, task) for task in tasks]
+        workers = list((getattr(pool, "_processes", None) or {}).values())  # (how they ended says why the pool broke)
+        for future in as_completed(futures):
             yield future.result()
         finished = True
     except BrokenProcessPool:
+        for process in workers:
+            process.join(timeout=1)
+        if any(process.exitcode == limits.WALL_EXIT_STATUS for process in workers):
+            raise KernbenchError(
+                f"{what} ran past the wall-time limit (--max-wall-s) in the user's code and did not stop when asked "
+                "(it catches the stop, or waits in C code), so it was ended; what it had was not run"
+            ) from None
         raise KernbenchError(f"{what} died (killed, or out of memory?); what it had was not run") from None
     finally:
         if finished:

@@ -32,6 +32,8 @@ class Outcome:
     metrics: dict[str, Any] | None
     error: str | None = None
     code: str = ""  # kernbench version and source digest of whoever ran it; "" when nothing ran (cache, rejected)
+    #: the user's modules the run loaded (a kernel file's helpers, wherever imported), with their digests then
+    dependencies: dict[str, str] | None = None
 
 
 def code_id() -> str:

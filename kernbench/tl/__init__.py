@@ -462,7 +462,13 @@ def full(shape: Sequence[int], value: float, dtype: Any = np.float32) -> TensorH
         assert m.shape == (64, 1) and m.dtype == np.float32
     """
     ctx = current()
-    data = np.full(tuple(shape), value, dtype=dtype)
+    dims = tuple(shape)
+    if (
+        all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims)
+        and int(np.prod(dims, dtype=object)) * np.dtype(dtype).itemsize > ctx.scratch_bytes
+    ):
+        ctx.new_handle(dims, np.dtype(dtype), f"full {value}", None)  # (raises ScratchError before any array is built)
+    data = np.full(dims, value, dtype=dtype)
     return ctx.new_handle(data.shape, data.dtype, f"full {value}", data)
 
 

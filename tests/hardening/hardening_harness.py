@@ -5,12 +5,20 @@ Two ways in, one verdict:
 * :func:`invoke` calls a ``main(argv)`` in this process (fast enough for
   hypothesis), timing it and tracing its allocations;
 * :func:`spawn` runs ``python -m MODULE ARGS`` in a child with an
-  address-space limit, measuring its wall time and peak RSS (VmHWM).
+  address-space limit, measuring its CPU time and peak RSS (VmHWM).
 
 :func:`assert_failed_cleanly` then checks the exit status, that the message
 names the cause, that no traceback was printed, the time and memory bounds,
 and that files which existed before are byte-for-byte as they were, with no
 temporary file left beside them.
+
+Time bounds hold on a busy machine: a command's cost is its CPU time (the
+child's user + system time, or this process's for :func:`invoke`), not its
+wall time, and each bound is scaled by a calibration measured in the same
+session (:func:`cpu_scale`: the CPU time of starting the command line here,
+against what it takes on the machine the bounds were written on). Wall time
+only bounds a hang (:data:`HANG_BOUND_S`), generously: a loaded machine may
+take many times longer, a hang never ends.
 """
 
 from __future__ import annotations
@@ -29,6 +37,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
+#: wall seconds after which a spawned command is taken to hang (and killed): not a speed bound
+HANG_BOUND_S = 180
+#: CPU seconds `python -m kernbench.cli --version` takes on the machine the bounds were written on
+REFERENCE_START_CPU_S = 0.35
 
 
 @dataclass
@@ -36,8 +48,9 @@ class Outcome:
     status: int
     out: str
     err: str
-    seconds: float
+    seconds: float  # wall time: for a hang bound only
     peak_mib: float
+    cpu_seconds: float = 0.0  # CPU time (the child's user + system; this process's for invoke)
 
 
 def invoke(main: Callable[[list[str]], int], argv: Sequence[str], capsys, *, trace_memory: bool = True) -> Outcome:
@@ -45,16 +58,16 @@ def invoke(main: Callable[[list[str]], int], argv: Sequence[str], capsys, *, tra
     capsys.readouterr()
     if trace_memory:
         tracemalloc.start()
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     try:
         status = main(list(argv))
     finally:
-        seconds = time.monotonic() - t0
+        seconds, cpu = time.monotonic() - t0, time.process_time() - c0
         peak = tracemalloc.get_traced_memory()[1] / MIB if trace_memory else 0.0
         if trace_memory:
             tracemalloc.stop()
     captured = capsys.readouterr()
-    return Outcome(status, captured.out, captured.err, seconds, peak)
+    return Outcome(status, captured.out, captured.err, seconds, peak, cpu)
 
 
 def spawn(
@@ -62,7 +75,7 @@ def spawn(
     argv: Sequence[str],
     *,
     cwd: Path,
-    timeout_s: float = 60,
+    timeout_s: float = HANG_BOUND_S,
     memory_mib: int = 4096,
     env: dict[str, str] | None = None,
     file_size_bytes: int | None = None,
@@ -98,7 +111,8 @@ def spawn(
         for name, f in (("out", proc.stdout), ("err", proc.stderr))
         if f is not None
     ]
-    readers.append(threading.Thread(target=_sample_peak, args=(proc, peak_kib), daemon=True))
+    reaped = threading.Event()
+    readers.append(threading.Thread(target=_sample_peak, args=(proc, peak_kib, reaped), daemon=True))
     for r in readers:
         r.start()
     killer = threading.Timer(timeout_s, proc.kill)
@@ -106,9 +120,11 @@ def spawn(
     try:
         if on_start is not None:
             on_start(proc)
-        proc.wait()
+        _pid, wait_status, usage = os.wait4(proc.pid, 0)  # (with the child's CPU time)
+        proc.returncode = os.waitstatus_to_exitcode(wait_status)
     finally:
         killer.cancel()
+        reaped.set()
     for r in readers:
         r.join(10)
     seconds = time.monotonic() - t0
@@ -118,13 +134,36 @@ def spawn(
         chunks.get("err", b"").decode("utf-8", "replace"),
         seconds,
         peak_kib[0] / 1024,
+        usage.ru_utime + usage.ru_stime,
     )
 
 
-def _sample_peak(proc: subprocess.Popen, peak_kib: list[int]) -> None:
-    """The child's VmHWM (peak RSS, monotonic), read every 20 ms while it runs."""
+_SCALE: list[float] = []
+
+
+def cpu_scale() -> float:
+    """How much slower this machine starts the command line than the one the bounds were written on (at
+    least 1): the CPU time of ``python -m kernbench.cli --version``, the best of three, measured once."""
+    if not _SCALE:
+        best = min(_start_cpu_seconds() for _ in range(3))
+        _SCALE.append(max(1.0, best / REFERENCE_START_CPU_S))
+    return _SCALE[0]
+
+
+def _start_cpu_seconds() -> float:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", "--version"], env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _pid, _status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return usage.ru_utime + usage.ru_stime
+
+
+def _sample_peak(proc: subprocess.Popen, peak_kib: list[int], reaped: threading.Event) -> None:
+    """The child's VmHWM (peak RSS, monotonic), read every 20 ms while it runs (not proc.poll(): that would
+    reap the child before spawn's wait4 gets its CPU time)."""
     path = f"/proc/{proc.pid}/status"
-    while proc.poll() is None:
+    while not reaped.is_set():
         try:
             with open(path) as f:
                 for line in f:
@@ -167,7 +206,7 @@ def assert_failed_cleanly(
     assert got.status == status, (got.status, text[-3000:])
     assert re.search(cause, text, re.S), (cause, text[-3000:])
     assert "Traceback" not in text, text[-3000:]
-    assert got.seconds < max_seconds, got.seconds
+    assert got.cpu_seconds < max_seconds * cpu_scale(), (got.cpu_seconds, cpu_scale())  # CPU time: see the module docstring
     assert got.peak_mib < max_mib, got.peak_mib
     if before is not None:
         folder, files = before

