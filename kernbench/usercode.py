@@ -91,10 +91,14 @@ def note_user_modules(files: Iterable[str]) -> None:
         _SEEN.setdefault(Path(f), "(loaded by a worker)")
 
 
-def dependencies() -> dict[str, str]:
-    """Each user's module file with the digest of what it holds now (a file gone: "")."""
-    out = {}
-    for file in sorted(user_modules()):
+def dependencies(tree: Path | None) -> dict[str, str]:
+    """Each user's module file in ``tree`` (a kernel file's folder; None, a shipped kernel: none) with the
+    digest of what it holds now (a file gone: ""). Only that tree's: a process that ran other kernel
+    files (a script, a test session) has loaded their helpers too, and they are not this kernel's inputs."""
+    out: dict[str, str] = {}
+    if tree is None:
+        return out
+    for file in sorted(f for f in user_modules() if f.is_relative_to(tree)):
         try:
             out[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
         except OSError:

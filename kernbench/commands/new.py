@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kernbench.cliargs import description
 from kernbench.errors import KernbenchError
+from kernbench.inputs import stat_or_none
 from kernbench.outputs import check_outputs, write_text_atomic
 
 _NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_]*\Z")  # (\Z: "$" would take "x\n")
@@ -175,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if path.suffix != ".py":
         raise KernbenchError(f"--out {path}: a kernel file ends in .py (or give a folder to write {name}.py in)")
     if os.path.lexists(path):  # (lexists: False, not OSError, for a name too long)
+        stat_or_none(path, "--out")  # a symbolic-link loop or the like is said as what it is
         raise KernbenchError(f"{path} exists; not overwritten (give --out another path)")
     check_outputs([("--out", str(path))])  # (a name too long or a locked folder is one error here, not an OSError)
     if problem := shadow_problem(path):

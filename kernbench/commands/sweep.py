@@ -41,6 +41,7 @@ from kernbench.commands.run import (
     wall_limit_in,
 )
 from kernbench.errors import KernbenchError
+from kernbench.kernels import files as kernel_files
 from kernbench.kernels import registry
 from kernbench.limits import supervised
 from kernbench.outputs import check_outputs, to_json, write_text_atomic
@@ -313,10 +314,20 @@ def simulate_point(task: Task) -> Outcome:
             result = rt.run(record=ns.explain, limits=limits_of(ns))
             metrics = point_record(report(spec, rt, prepared, result, params, result.explain() if ns.explain else None, ns.overrides))
     except KernbenchError as exc:
-        return Outcome(task.index, None, one_line(str(exc)), code_id(), usercode.dependencies())
+        return Outcome(task.index, None, one_line(str(exc)), code_id(), usercode.dependencies(_kernel_tree(task.kernel)))
     except Exception as exc:  # a bug; report it with the point rather than lose the sweep
         return Outcome(task.index, None, one_line(f"internal error (please report it): {type(exc).__name__}: {exc}"), code_id())
-    return Outcome(task.index, metrics, None, code_id(), usercode.dependencies())
+    return Outcome(task.index, metrics, None, code_id(), usercode.dependencies(_kernel_tree(task.kernel)))
+
+
+def _kernel_tree(kernel: str) -> Path | None:
+    """The folder of a kernel file (``path/file.py[:NAME]``), resolved; None for a shipped kernel."""
+    if not kernel_files.is_file_ref(kernel):
+        return None
+    try:
+        return Path(kernel_files.split_ref(kernel)[0]).resolve().parent
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def resolve_key(spec: registry.KernelSpec, point: Point, topologies: dict[tuple[str, tuple[str, ...]], dict[str, Any]]) -> str:
