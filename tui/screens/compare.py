@@ -25,11 +25,22 @@ from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, Stall
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 if TYPE_CHECKING:
-    from kernbench_tui.compare_app import CompareApp
+    from kernbench_tui.compare_app import ComparedRuns
+    from kernbench_tui.screens.main import TimelineApp
 
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
-ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step", "source_line", "source_select", "source_follow"}
-# live following, the probe, the event log, one run's critical path, its source view
+ONLY_FOR_ONE_RUN = {
+    "what_if",
+    "follow",
+    "probe",
+    "filter_log",
+    "critical_path",
+    "path_step",
+    "source_line",
+    "source_select",
+    "source_follow",
+}
+# a what-if (WhatIfScreen has its own), live following, the probe, the event log, one run's critical path, its source view
 
 
 class CompareScreen(MainScreen):
@@ -38,9 +49,14 @@ class CompareScreen(MainScreen):
     run: var[tuple[RunState, ...] | None] = var(None, init=False)  # type: ignore[assignment]
     """Each side's run (set by the app whenever a side reports)."""
 
+    def __init__(self, runs: ComparedRuns | None = None) -> None:
+        """``runs``: the two runs shown, when they are not the app's (a what-if inside the debugger)."""
+        super().__init__(cast("TimelineApp", runs) if runs is not None else None)
+
     @property
-    def compare_app(self) -> CompareApp:
-        return cast("CompareApp", self.app)
+    def compare_app(self) -> ComparedRuns:
+        """The two runs shown (CompareApp, or a what-if's pair inside the debugger)."""
+        return cast("ComparedRuns", self.debugger)
 
     def compose(self) -> ComposeResult:
         nav, app = self.nav, self.compare_app
