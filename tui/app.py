@@ -129,7 +129,7 @@ class KernbenchApp(App[None]):
                 f"{self.description} is a saved trace: it holds the run's events, not the command log a re-timing replays; "
                 "re-time a live run (kernbench-tui run KERNEL, then r) or use kernbench run KERNEL --what-if CHANGE"
             )
-        return f"{self.description} holds no command log to re-time: only a live run (kernbench-tui run KERNEL) can be re-timed"
+        return f"{self.description} holds no command log to re-time (a live run does: kernbench-tui run KERNEL, or show(result, rt))"
 
     def on_unmount(self) -> None:
         """A live run's child stays after the run to re-time it: it ends with the app."""

@@ -417,10 +417,13 @@ class TraceFileSource:
 class StoreSource:
     """An in-memory store (tests, or a run recorded by the caller)."""
 
-    def __init__(self, store: EventStore, metadata: TraceMetadata | None = None, description: str = "recorded run"):
+    def __init__(
+        self, store: EventStore, metadata: TraceMetadata | None = None, description: str = "recorded run", retimer: Retimer | None = None
+    ):
         self.store = store
         self.metadata = metadata or TraceMetadata(end_ns=store.end_ns)
         self.description = description
+        self.retimer = retimer  # what re-times the run, if its caller kept it (kernbench_tui.show(result, rt))
 
     def open(self) -> Trace:
         return Trace(self.store, self.metadata)

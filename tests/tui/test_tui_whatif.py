@@ -19,7 +19,7 @@ from tui_harness import SNAPSHOT_DIR, screen_text, settle, sync
 
 from kernbench.cli import main as kernbench_main
 from kernbench.cli import tui_simulation
-from kernbench.errors import RetimeError
+from kernbench.errors import KernbenchError, RetimeError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import Trace, save_trace
 from kernbench_tui.app import KernbenchApp
@@ -191,9 +191,8 @@ class SlowRetimer:
 @sync
 async def test_while_re_timing_the_prompt_says_so_and_q_still_quits():
     events, meta = load("gqa_small")
-    source = StoreSource(EventStore.from_events(events), meta, description="gqa_small")
-    source.retimer = slow = SlowRetimer(Trace(source.store, meta))
-    app = KernbenchApp(source)
+    slow = SlowRetimer(Trace(EventStore.from_events(events), meta))
+    app = KernbenchApp(StoreSource(slow.trace.store, meta, description="gqa_small", retimer=slow))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await pilot.press("r")
@@ -225,6 +224,38 @@ async def test_a_kernel_that_read_simulated_time_is_refused_naming_the_line(tmp_
         assert isinstance(app.screen, WhatIfPrompt)
         shown = message(app)
         assert f"read simulated time at {path}:9 in k" in shown and "cannot be re-timed honestly" in shown and "\n" not in shown
+
+
+def script_run(path, overrides=()):
+    """A kernel file's set-up and run from a script, on a Runtime of cube1 with ``overrides``."""
+    import importlib.util
+
+    from kernbench.runtime.api import Runtime
+
+    spec = importlib.util.spec_from_file_location("lines_kernel_for_show", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rt = Runtime("cube1", overrides=list(overrides))
+    mod.lines_demo(rt)
+    return rt, rt.run(record=True)
+
+
+@sync
+async def test_a_run_shown_from_a_script_with_its_runtime_is_re_timed():
+    from real_traces import DATA
+
+    from kernbench_tui import source_of
+
+    rt, result = script_run(DATA / "lines_kernel.py")
+    app = KernbenchApp(source_of(result, rt))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await ask(app, pilot, CHANGE)
+        assert isinstance(app.screen, WhatIfScreen)
+        _rt, with_set = script_run(DATA / "lines_kernel.py", [CHANGE])
+        assert app.screen.runs.sides[1].latency_ns == with_set.latency_ns != result.latency_ns
+    with pytest.raises(KernbenchError, match="re-times a RunResult, not a trace"):
+        source_of(Trace(result.store(), result.trace_metadata()), rt)
 
 
 # ------------------------------------------------------------ what cannot be re-timed says why
@@ -297,9 +328,7 @@ class PinnedRetimer:
 
 def pinned_app():
     events, meta = load("gqa_small")
-    source = StoreSource(EventStore.from_events(events), meta, description=" ".join(SMALL))
-    source.retimer = PinnedRetimer()
-    return KernbenchApp(source)
+    return KernbenchApp(StoreSource(EventStore.from_events(events), meta, description=" ".join(SMALL), retimer=PinnedRetimer()))
 
 
 @sync
