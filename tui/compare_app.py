@@ -27,7 +27,7 @@ from kernbench_tui.navigator import Navigator
 from kernbench_tui.pair import TimelinePair
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.compare import CompareScreen
-from kernbench_tui.sources import Source, StoreSource, WholeTraceSource
+from kernbench_tui.sources import Retimer, Source, StoreSource, WholeTraceSource
 
 LABELS = ("A", "B")
 
@@ -90,10 +90,12 @@ class ComparedRuns:
     compare screen reads of its debugger. :class:`CompareApp` loads its sides; the debugger's what-if
     prompt (:class:`~kernbench_tui.screens.whatif.WhatIfScreen`) compares two already in hand."""
 
-    def __init__(self, sides: list[SideRun]) -> None:
+    def __init__(self, sides: list[SideRun], retimer: Retimer | None = None) -> None:
+        """``retimer``: what re-times run A under other changes (the ``r`` prompt), if anything does."""
         self.sides = sides
         self.pair = TimelinePair(*(side.model for side in self.sides))
         self.nav = Navigator(self.pair)
+        self.retimer = retimer
 
     @property
     def running(self) -> bool:
@@ -143,10 +145,11 @@ class CompareApp(ComparedRuns, App[None]):
     TITLE = "kernbench compare"
     COMMANDS = App.COMMANDS | {DebuggerCommands}
 
-    def __init__(self, sides: list[tuple[str, Source | WholeTraceSource]]) -> None:
-        """``sides``: (text as written, source) for A and B."""
+    def __init__(self, sides: list[tuple[str, Source | WholeTraceSource]], retimer: Retimer | None = None) -> None:
+        """``sides``: (text as written, source) for A and B; ``retimer``: what re-times A (``run … --what-if``)."""
         App.__init__(self)
-        ComparedRuns.__init__(self, [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)])
+        runs = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)]
+        ComparedRuns.__init__(self, runs, retimer)
 
     def get_default_screen(self) -> Screen[None]:
         return CompareScreen()

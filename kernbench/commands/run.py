@@ -757,6 +757,10 @@ class WhatIfPair:
         self.retime_s = time.perf_counter() - t
         return trace
 
+    def retime(self, changes: Sequence[str]) -> Trace:
+        """The run re-timed under other ``changes`` (the debugger's what-if prompt on this comparison)."""
+        return RecordedRun(*self._run()).retime(changes)
+
     def _run(self) -> tuple[Runtime, RunResult, TraceMetadata]:
         with self._lock:
             if self._base is None:

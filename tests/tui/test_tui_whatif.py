@@ -258,6 +258,41 @@ async def test_a_run_shown_from_a_script_with_its_runtime_is_re_timed():
         source_of(Trace(result.store(), result.trace_metadata()), rt)
 
 
+@sync
+async def test_on_kernbench_tui_run_what_if_r_re_times_the_run_under_other_changes():
+    from kernbench_tui import cli
+    from kernbench_tui.compare_app import CompareApp
+
+    launched = []
+    assert cli.main(["run", *SMALL, "--what-if", CHANGE], launch=lambda what: launched.append(what) or 0) == 0
+    (comparison,) = launched
+    app = CompareApp(list(comparison.sides), retimer=comparison.retimer)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await until(pilot, lambda: not app.running)
+        assert "r what if" in screen_text(app).splitlines()[-1]
+        await ask(app, pilot, "pe.attrs.math_elems_per_cycle=64")
+        screen = app.screen
+        assert isinstance(screen, WhatIfScreen)
+        a, b = screen.runs.sides
+        assert (a.latency_ns, b.latency_ns) == (set_latency(), set_latency("pe.attrs.math_elems_per_cycle=64"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main  # back on the start-up comparison
+
+
+@sync
+async def test_a_comparison_of_two_runs_has_no_what_if():
+    from kernbench_tui.compare_app import CompareApp
+
+    app = CompareApp([("gqa_small", StoreSource(EventStore.from_events(load("gqa_small")[0]))), ("again", StoreSource(EventStore()))])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.screen is app.main and "what if" not in screen_text(app)
+
+
 # ------------------------------------------------------------ what cannot be re-timed says why
 @sync
 async def test_a_trace_file_says_in_one_line_why_it_cannot_be_re_timed(tmp_path):

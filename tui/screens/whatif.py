@@ -40,12 +40,9 @@ from kernbench_tui.sources import Retimer
 RETIMING = "re-timing…"
 EXAMPLES = "e.g. pe.attrs.tcm_bw_gbps=1024  line:42*0.5  engine:PE_GEMM*0.5"
 
-WHAT_IF_KEYS = [
-    *COMPARE_KEYS[:-2],
-    ("r", "what if …: re-time the original run (A) under other changes"),
-    ("escape", "back to the run"),
-    *COMPARE_KEYS[-2:],
-]
+#: the compare keys where run A can be re-timed (``run … --what-if``), and those of a what-if's comparison
+RETIME_A_KEYS = [*COMPARE_KEYS[:-2], ("r", "what if …: re-time the original run (A) under other changes"), *COMPARE_KEYS[-2:]]
+WHAT_IF_KEYS = [*RETIME_A_KEYS[:-2], ("escape", "back to the run"), *RETIME_A_KEYS[-2:]]
 
 
 @dataclass(frozen=True)
