@@ -131,10 +131,14 @@ class ComparedRuns:
             nav.cursor_ns = nav.start_ns
 
 
-def side_of(label: str, text: str, trace: Trace) -> SideRun:
-    """A side already loaded: ``trace`` as run ``label``, named ``text``."""
+def side_of(label: str, text: str, trace: Trace, model: TimelineModel | None = None) -> SideRun:
+    """A side already loaded: ``trace`` as run ``label``, named ``text``; ``model``: one already answering
+    questions of ``trace.store`` (its caches are reused: a what-if's run A is the debugger's own)."""
     side = SideRun(label, text, StoreSource(trace.store, trace.metadata, description=text))
-    side.model.set_store(trace.store)
+    if model is not None and model.store is trace.store:
+        side.model = model
+    else:
+        side.model.set_store(trace.store)
     side.metadata = trace.metadata
     side.running = False
     return side

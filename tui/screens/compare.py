@@ -122,6 +122,5 @@ class CompareScreen(MainScreen):
         if answer is None or runs.retimer is None:
             return
         a = runs.sides[0]
-        self.app.push_screen(
-            WhatIfScreen(what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes), runs.retimer, answer.changes)
-        )
+        shown = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
+        self.app.push_screen(WhatIfScreen(shown, runs.retimer, answer.changes))

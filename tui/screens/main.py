@@ -311,7 +311,8 @@ class MainScreen(Screen[None]):
         retimer = self.debugger.retimer()
         if answer is None or isinstance(retimer, str):
             return
-        runs = what_if_runs(self.debugger.description, Trace(self.debugger.store, self.debugger.metadata), answer, self.nav.pes)
+        run = Trace(self.debugger.store, self.debugger.metadata)
+        runs = what_if_runs(self.debugger.description, run, answer, self.nav.pes, self.nav.model)
         self.app.push_screen(WhatIfScreen(runs, retimer, answer.changes))
 
     def action_panel(self, key: str) -> None:

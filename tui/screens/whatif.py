@@ -30,6 +30,7 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from kernbench.errors import KernbenchError
+from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import Trace
 from kernbench.printable import printable
 from kernbench_tui.compare_app import ComparedRuns, side_of
@@ -168,10 +169,13 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
         self.app.exit()
 
 
-def what_if_runs(a_text: str, original: Trace, answer: WhatIfAnswer, pes: Sequence[str] = ()) -> ComparedRuns:
-    """The run (A) and its re-timing (B) on one axis, the whole of it in view (the PEs ``pes`` shown, if given)."""
+def what_if_runs(
+    a_text: str, original: Trace, answer: WhatIfAnswer, pes: Sequence[str] = (), a_model: TimelineModel | None = None
+) -> ComparedRuns:
+    """The run (A) and its re-timing (B) on one axis, the whole of it in view (the PEs ``pes`` shown, if given);
+    ``a_model``: the model already over the run's store (its answers are reused: a PE's utilization, …)."""
     b_text = f"what if {', '.join(answer.changes)} (re-timed)"
-    runs = ComparedRuns([side_of("A", a_text, original), side_of("B", b_text, answer.trace)])
+    runs = ComparedRuns([side_of("A", a_text, original, a_model), side_of("B", b_text, answer.trace)])
     runs.nav.pes = list(pes)
     runs.arrived()
     runs.nav.default_dt()
@@ -207,7 +211,7 @@ class WhatIfScreen(CompareScreen):
         if answer is None:
             return
         a = self.runs.sides[0]
-        runs = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes)
+        runs = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
         self.app.switch_screen(WhatIfScreen(runs, self.retimer, answer.changes))
 
     def action_help(self) -> None:
