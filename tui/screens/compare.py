@@ -31,18 +31,8 @@ if TYPE_CHECKING:
     from kernbench_tui.screens.whatif import WhatIfAnswer
 
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
-ONLY_FOR_ONE_RUN = {
-    "what_if",
-    "follow",
-    "probe",
-    "filter_log",
-    "critical_path",
-    "path_step",
-    "source_line",
-    "source_select",
-    "source_follow",
-}
-# a what-if (WhatIfScreen has its own), live following, the probe, the event log, one run's critical path, its source view
+ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step", "source_line", "source_select", "source_follow"}
+# live following, the probe, the event log, one run's critical path, its source view
 
 
 class CompareScreen(MainScreen):
