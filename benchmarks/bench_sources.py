@@ -15,7 +15,9 @@ on a shared machine hits both alike) of:
   command log under a changed parameter (``Runtime.replay``, what ``--what-if``
   and ``--speedups`` do): the re-timing speed-up, against the run in this
   process and against what a user would do instead, ``kernbench run
-  gqa-decode --set …`` as a process of its own (CPU of the child).
+  gqa-decode --set …`` as a process of its own (CPU of the child);
+* the same re-timing with its events recorded (what the debugger's what-if
+  prompt runs, to show both timelines) against the recorded full run.
 """
 
 from __future__ import annotations
@@ -88,11 +90,22 @@ def main() -> None:
     rt = _prepared()
     full = runs["plain, capture"][1]
     change = "pe.attrs.tcm_bw_gbps=1024"
-    retime = min(_timed(lambda: rt.replay(base, overrides=[change])) for _ in range(args.repeat))
+    retimes = best(
+        args.repeat,
+        {
+            "plain": lambda: (None, _timed(lambda: rt.replay(base, overrides=[change]))),
+            "recorded": lambda: (None, _timed(lambda: rt.replay(base, overrides=[change], record=True))),
+        },
+    )
+    retime, recorded = retimes["plain"][1], retimes["recorded"][1]
     cli = min(_child_cpu(["run", "gqa-decode", "--set", change]) for _ in range(args.repeat))
     print(f"  re-timing the command log ({change}): {retime:.3f} s")
     print(f"    vs the full run in this process {full:.3f} s: {full / retime:.1f}x faster")
     print(f"    vs `kernbench run gqa-decode --set {change}` as a process {cli:.3f} s: {cli / retime:.1f}x faster")
+    full_rec = runs["recorded, capture"][1]
+    print(
+        f"  recorded re-timing (events kept: the debugger's what-if): {recorded:.3f} s, vs the recorded full run {full_rec:.3f} s: {full_rec / recorded:.1f}x faster"
+    )
 
 
 def _time_inside_capture() -> tuple[float, int, float]:

@@ -49,6 +49,12 @@ def _module_file(module: object) -> Path | None:
     file = getattr(module, "__file__", None)
     if not isinstance(file, str) or not file:
         return None
+    return _resolved(file)
+
+
+@functools.lru_cache(maxsize=65536)
+def _resolved(file: str) -> Path | None:
+    """``file`` resolved, once per spelling: a process asks about the same module files again and again."""
     try:
         return Path(file).resolve()
     except (OSError, RuntimeError, ValueError):
@@ -56,7 +62,7 @@ def _module_file(module: object) -> Path | None:
 
 
 @functools.cache
-def _installed_roots() -> tuple[Path, ...]:
+def _installed_roots() -> frozenset[Path]:
     """Where installed code lives: the standard library, site-packages, kernbench's own package."""
     roots = {Path(__file__).resolve().parent}
     for p in (*sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix):
@@ -64,14 +70,26 @@ def _installed_roots() -> tuple[Path, ...]:
             roots.add(Path(p).resolve())
         except (OSError, RuntimeError, ValueError):
             continue
-    return tuple(sorted(roots))
+    return frozenset(roots)
 
 
 def is_users(file: Path) -> bool:
-    """Whether ``file`` (resolved) lies in a kernel file's folder tree and is not installed code."""
-    if not any(file.is_relative_to(tree) for tree in _TREES):
+    """Whether ``file`` (resolved) lies in a kernel file's folder tree and is not installed code.
+
+    Asked for every module of the process and every import, so it looks up ``file``'s ancestors in
+    sets rather than comparing it with every tree: its cost does not grow with the number of kernel
+    files a process has loaded (a test session loads hundreds)."""
+    if not _TREES:
         return False
-    return not any(file.is_relative_to(root) for root in _installed_roots())
+    up = (file, *file.parents)
+    if _TREES.isdisjoint(up):
+        return False
+    return _installed_roots().isdisjoint(up)
+
+
+#: module name → (its ``__file__`` as given, that file when it is the user's): :func:`user_modules`
+#: resolves and judges each module once, not on every call (cleared when a tree is added)
+_CHECKED: dict[str, tuple[object, Path | None]] = {}
 
 
 def user_modules() -> dict[Path, str]:
@@ -79,9 +97,13 @@ def user_modules() -> dict[Path, str]:
     if not _TREES:
         return dict(_SEEN)
     for name, module in list(sys.modules.items()):
-        file = _module_file(module)
-        if file is not None and file not in _SEEN and is_users(file):
-            _SEEN[file] = name
+        given = getattr(module, "__file__", None)
+        known = _CHECKED.get(name)
+        if known is None or known[0] != given:
+            file = _module_file(module)
+            known = _CHECKED[name] = (given, file if file is not None and is_users(file) else None)
+        if known[1] is not None:
+            _SEEN.setdefault(known[1], name)
     return dict(_SEEN)
 
 
@@ -126,8 +148,8 @@ class _ImportWatch:
             spec = first or importlib.machinery.PathFinder.find_spec(name, path)
             origin = getattr(spec, "origin", None)
             if isinstance(origin, str) and origin not in ("built-in", "frozen"):
-                file = Path(origin).resolve()
-                if is_users(file):
+                file = _resolved(origin)
+                if file is not None and is_users(file):
                     _SEEN.setdefault(file, name)
             return first
         except Exception:  # (a finder's own trouble is the import's to report, not the watch's)
@@ -145,10 +167,8 @@ def _imported_by_users_code() -> bool:
     while frame is not None:
         file = frame.f_code.co_filename
         if not (file.startswith("<frozen importlib") or file == importlib.__file__ or file == __file__):
-            try:
-                return is_users(Path(file).resolve())
-            except (OSError, RuntimeError, ValueError):
-                return False
+            resolved = _resolved(file)
+            return resolved is not None and is_users(resolved)
         frame = frame.f_back  # type: ignore[assignment]
     return False
 
@@ -158,7 +178,9 @@ _WATCH = _ImportWatch()
 
 def watch(folder: Path) -> None:
     """Treat ``folder``'s tree as the user's, and watch imports from now on."""
-    _TREES.add(folder)
+    if folder not in _TREES:
+        _TREES.add(folder)
+        _CHECKED.clear()  # (a module seen before may lie in the new tree)
     if not any(f is _WATCH for f in sys.meta_path):
         sys.meta_path.insert(0, _WATCH)
 
@@ -168,10 +190,8 @@ def users_line_of(tb: object, frame: object = None) -> str:
     traceback ``tb`` or (when None) the stack ``frame`` is on; "" when none is the user's."""
     frames = list(traceback.extract_tb(tb)) if tb is not None else list(traceback.extract_stack(frame)) if frame is not None else []  # type: ignore[arg-type]
     for f in reversed(frames):
-        try:
-            mine = bool(f.filename) and is_users(Path(f.filename).resolve())
-        except (OSError, RuntimeError, ValueError):
-            mine = False
+        resolved = _resolved(f.filename) if f.filename else None
+        mine = resolved is not None and is_users(resolved)
         if mine:
             line = (linecache.getline(f.filename, f.lineno) or "").strip() if f.lineno is not None else ""
             return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"

@@ -58,6 +58,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from kernbench.frozen import quick_init
+
 
 @dataclass(frozen=True, slots=True)
 class Engine:
@@ -129,6 +131,7 @@ class StallReason(str, enum.Enum):  # noqa: UP042 - not StrEnum: its str() and f
     HAZARD = "rw-handle hazard"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """One observation. ``end_ns`` is ``t_ns`` for instants."""

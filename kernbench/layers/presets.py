@@ -18,6 +18,11 @@ on the Hugging Face Hub (the vocabulary is left out: a layer does not use it):
 ``intermediate_size`` 14336 (per expert), ``num_local_experts`` 8,
 ``num_experts_per_tok`` 2, ``num_hidden_layers`` 32, ``rms_norm_eps`` 1e-5,
 ``rope_theta`` 1e6.
+
+``tiny-dense`` and ``tiny-moe`` are not published models: toy shapes of the
+same structure (GQA with two query heads per KV head, a SwiGLU MLP; the MoE
+with four experts, two per token) small enough to step through in the
+debugger in a second, and to check a property of the layer kernels quickly.
 """
 
 from __future__ import annotations
@@ -59,5 +64,7 @@ PRESETS: dict[str, ModelShape] = {
     "mixtral-8x7b": ModelShape(
         "mixtral-8x7b", hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, layers=32, experts=8, top_k=2, rope_theta=1e6
     ),
+    "tiny-dense": ModelShape("tiny-dense", hidden=256, heads=8, kv_heads=4, head_dim=32, ffn=512, layers=2),
+    "tiny-moe": ModelShape("tiny-moe", hidden=256, heads=8, kv_heads=4, head_dim=32, ffn=256, layers=2, experts=4, top_k=2, rope_theta=1e6),
 }
 MODELS = tuple(PRESETS)

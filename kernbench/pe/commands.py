@@ -193,6 +193,46 @@ class CompositeCmd(PeCommand):
     def logical_bytes(self) -> int:
         return FRAMING + TUPLE_LEN + sum([op.logical_bytes for op in self.ops]) + TUPLE_LEN + HANDLE * len(self.rw_handles)
 
+    # What PE_SCHEDULER derives from the command alone, once: a replay (what-if re-timing)
+    # submits the same command objects again and finds them here.
+
+    @cached_property
+    def plan_key(self) -> tuple[object, ...]:
+        """What its plan depends on besides the PE (:func:`kernbench.pe.composite._plan`'s cache key):
+        per op its kind, its operands' and result's geometry, its extras. The key may tell apart
+        composites with equal plans (extras given in another order): each is then planned once."""
+        return tuple(
+            [
+                (
+                    op.kind,
+                    tuple([r.geometry for r in op.operands.values()]),
+                    None if op.out is None else op.out.geometry,
+                    tuple(op.extra.items()) if op.extra else (),
+                )
+                for op in self.ops
+            ]
+        )
+
+    @cached_property
+    def tcm_handles(self) -> tuple[tuple[HandleRef, ...], tuple[HandleRef, ...]]:
+        """(every TCM handle it reads or writes, each once, in order; its TCM results and TCM
+        ``rw_handles``: what is ready only when it is done)."""
+        refs: dict[int, HandleRef] = {}
+        claimed: list[HandleRef] = []
+        for op in self.ops:
+            for r in op.operands.values():
+                refs.setdefault(r.id, r)
+            out = op.out
+            if out is not None:
+                refs.setdefault(out.id, out)
+                if out.space != "hbm":
+                    claimed.append(out)
+        for r in self.rw_handles:
+            refs.setdefault(r.id, r)
+            if r.space == "tcm":
+                claimed.append(r)
+        return tuple([r for r in refs.values() if r.space == "tcm"]), tuple(claimed)
+
 
 @dataclass(frozen=True, eq=False)
 class PeCpuOverheadCmd(PeCommand):

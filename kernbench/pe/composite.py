@@ -96,29 +96,15 @@ class Plan:
     hbm_out: bool  # a step writes an HBM result
 
 
-def _plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
-    """The plan for ``ops`` on ``pe``, computed once per shape of composite."""
-    # list comprehensions, not generators: this runs for every composite issued. The
-    # key may tell apart composites with equal plans (extras given in another order):
-    # then each is planned once, to the same plan.
-    key = tuple(
-        [
-            (
-                op.kind,
-                tuple([r.geometry for r in op.operands.values()]),
-                None if op.out is None else op.out.geometry,
-                tuple(op.extra.items()) if op.extra else (),
-            )
-            for op in ops
-        ]
-    )
+def _plan(pe: ProcessingElement, cmd: CompositeCmd) -> Plan:
+    """The plan for ``cmd`` on ``pe``, computed once per shape of composite (``cmd.plan_key``)."""
     cache = pe.composite_plans
     try:
-        hit = cache.get(key)
+        hit = cache.get(cmd.plan_key)
     except TypeError:  # an unhashable extra value: plan it every time
-        return _make_plan(pe, ops)
+        return _make_plan(pe, cmd.ops)
     if hit is None:
-        hit = cache[key] = _make_plan(pe, ops)
+        hit = cache[cmd.plan_key] = _make_plan(pe, cmd.ops)
     return hit
 
 
@@ -207,22 +193,10 @@ class CompositeRun:
         self.env = env
         self.corr = corr
         self.arrive = arrive
-        refs: dict[int, HandleRef] = {}  # everything it touches, each once
-        claimed: list[HandleRef] = []  # TCM outputs and rw_handles: ready when it is done
-        for op in cmd.ops:
-            for r in op.operands.values():
-                refs.setdefault(r.id, r)
-            out = op.out
-            if out is not None:
-                refs.setdefault(out.id, out)
-                if out.space != "hbm":
-                    claimed.append(out)
-        for r in cmd.rw_handles:
-            refs.setdefault(r.id, r)
-            if r.space == "tcm":
-                claimed.append(r)
+        # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
+        tcm, claimed = cmd.tcm_handles
         ops = cmd.ops
-        plan = _plan(pe, ops)
+        plan = _plan(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.label = plan.label
@@ -233,7 +207,6 @@ class CompositeRun:
         self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
-        tcm = [r for r in refs.values() if r.space == "tcm"]
         self.t_in, self.pending = sched.inputs(tcm)
         self.traced = pe.bus.active
         self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)

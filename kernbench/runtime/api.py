@@ -757,13 +757,14 @@ def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[
     """``env.run()``'s own loop (``step()`` until the schedule is empty) that stops before an event past
     ``max_sim_ns`` — the simulated-time limit held on SimPy's clock itself, whether or not a PE is taking a
     command then — and calls ``tick()`` every PROGRESS_EVERY_S of wall time."""
-    step, peek, clock = env.step, env.peek, time.monotonic
+    step, queue, clock = env.step, env._queue, time.monotonic
     limit = math.inf if max_sim_ns is None else max_sim_ns
     due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
     try:
         while True:
             for _ in range(_STEPS_PER_CLOCK_READ):
-                if peek() > limit:
+                # env.peek() read in place (a call less a step); an empty schedule: step() says so
+                if queue and queue[0][0] > limit:
                     _passed(env, limit)
                 step()
             if clock() >= due:

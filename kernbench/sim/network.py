@@ -27,6 +27,7 @@ import simpy
 from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
+from kernbench.frozen import quick_init
 from kernbench.sim.fast import FastEngine
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.hbm import ChannelArray
@@ -43,6 +44,7 @@ MEMORY_KINDS = ("hbm_slice", "sram")
 TIMING_ENGINES: dict[str, type[FastEngine] | type[OracleEngine]] = {"fast": FastEngine, "oracle": OracleEngine}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TransferResult:
     corr_id: int

@@ -28,10 +28,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from kernbench.frozen import quick_init
 from kernbench.sim.train import EPS, Train
 from kernbench.topology.graph import Route
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Part:
     """``[start, end]`` of a transfer's time spent on ``component`` for ``cause``."""
@@ -47,6 +49,7 @@ class Part:
         return self.end - self.start
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Stop:
     """The critical flit at one FIFO: arrival ``a``, departure ``d``, service ``s``, and who else
@@ -91,9 +94,10 @@ class Journey:
         """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""
         hops = route.hops
         for h, (hop, stop) in enumerate(zip(hops, stops, strict=True)):
+            edge = hop.edge.id  # (a property that formats the id)
             self.to(stop.a, route.nodes[h], "overhead")
-            self.fifo(hop.edge.id, stop, "serialization" if data else "queueing")
-            self.to(stop.d + hop.prop_ns, hop.edge.id, "propagation")
+            self.fifo(edge, stop, "serialization" if data else "queueing")
+            self.to(stop.d + hop.prop_ns, edge, "propagation")
         self.to(arrive, route.nodes[-1], "overhead")
 
 

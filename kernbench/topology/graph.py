@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kernbench.errors import RouteError
+from kernbench.frozen import quick_init
 
 # The longest route kernbench simulates. A transfer's simulation re-plans its
 # control flit from the hop where a FIFO's state changed, so its cost in time
@@ -26,6 +27,7 @@ from kernbench.errors import RouteError
 MAX_ROUTE_HOPS = 1_024
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Node:
     id: str
@@ -34,6 +36,7 @@ class Node:
     attrs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Edge:
     src: str
@@ -52,6 +55,7 @@ class Edge:
         return size_bytes / self.bw_gbps
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Hop:
     """One edge of a route as the engine needs it, with the node after it."""
@@ -62,6 +66,7 @@ class Hop:
     next_overhead_ns: float
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Route:
     nodes: tuple[str, ...]

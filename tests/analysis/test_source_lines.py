@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shipped
 
 from kernbench.analysis.lines import NO_LINE, by_source
 from kernbench.cli import main
@@ -273,7 +274,7 @@ def _shipped() -> list[str]:
 def test_every_shipped_kernels_path_is_all_on_its_own_lines(name):
     from kernbench.commands.run import prepare
 
-    _spec, _ns, rt, _prep, _params = prepare(name, [])
+    _spec, _ns, rt, _prep, _params = prepare(name, shipped.argv(name))
     result = rt.run(record=True)
     lines = result.explain().lines("line")
     assert sum(lc.ns for lc in lines) == pytest.approx(result.latency_ns, abs=1e-6)

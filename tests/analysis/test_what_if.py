@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shipped
 
 from kernbench.analysis.whatif import parse_what_ifs, retime, speedups
 from kernbench.cli import main
@@ -31,12 +32,12 @@ def _module(path: Path):
 
 @pytest.mark.parametrize("name", sorted(registry.kernels()))
 def test_a_parameter_what_if_is_exactly_a_full_run_with_set(name):
-    _spec, _ns, rt, _prep, _params = prepare(name, [])
+    _spec, _ns, rt, _prep, _params = prepare(name, shipped.argv(name))
     base = rt.run()
     for change in PARAMS:
         what = parse_what_ifs([change], base)
         got = retime(rt, base, what, record=False).result.latency_ns
-        _s, _n, rt2, _p2, _pa2 = prepare(name, ["--set", change])
+        _s, _n, rt2, _p2, _pa2 = prepare(name, [*shipped.argv(name), "--set", change])
         assert got == rt2.run().latency_ns, (name, change)  # exactly: no tolerance
 
 

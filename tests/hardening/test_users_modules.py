@@ -115,3 +115,46 @@ def test_a_module_only_a_worker_loaded_is_protected_in_the_parent_too(tmp_path):
     finally:
         usercode._SEEN.pop(helper, None)
     assert helper.read_text() == "CYCLES = 1\n"
+
+
+def test_a_module_loaded_before_its_tree_is_watched_is_the_users_once_it_is(tmp_path, monkeypatch):
+    """The record is of the whole process: a module imported before any kernel file of its folder was
+    loaded (a script's own import, an earlier test) becomes the user's when that folder's kernel file is."""
+    import importlib
+    import sys
+
+    from kernbench import usercode
+
+    monkeypatch.setattr(usercode, "_TREES", set(usercode._TREES))
+    monkeypatch.setattr(usercode, "_SEEN", dict(usercode._SEEN))
+    monkeypatch.setattr(usercode, "_CHECKED", {})
+    folder = (tmp_path / "later").resolve()
+    folder.mkdir()
+    (folder / "early_helper_mod.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(folder))
+    importlib.import_module("early_helper_mod")
+    try:
+        assert folder / "early_helper_mod.py" not in usercode.user_modules()
+        usercode.watch(folder)
+        assert usercode.user_modules()[folder / "early_helper_mod.py"] == "early_helper_mod"
+    finally:
+        sys.modules.pop("early_helper_mod", None)
+
+
+def test_looking_at_the_users_modules_again_resolves_nothing_again(tmp_path, monkeypatch):
+    """Outputs and the sweep cache ask for the user's modules on every run; a test session has loaded
+    hundreds of kernel files' trees and a thousand modules. Each module is judged once, and a tree is
+    found among its ancestors by a set look-up: asking again resolves no file (it cost seconds per
+    call in a long test session, when every module was compared with every tree on every call)."""
+    from kernbench import usercode
+
+    monkeypatch.setattr(usercode, "_TREES", set(usercode._TREES))
+    monkeypatch.setattr(usercode, "_CHECKED", {})
+    for i in range(200):
+        usercode.watch((tmp_path / f"tree{i}").resolve())
+    usercode.user_modules()
+    judged = []
+    real = usercode._module_file
+    monkeypatch.setattr(usercode, "_module_file", lambda m: judged.append(m) or real(m))
+    usercode.user_modules()
+    assert judged == []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shipped
 from kernelkit import f32, rng_array, run1
 
 import kernbench.tl as tl
@@ -188,7 +189,7 @@ def test_every_shipped_kernel_replays_with_identical_accounting(name):
 
     spec = kernels()[name]
     rt = Runtime(spec.default_topology)
-    prepared = spec.prepare(rt, spec.defaults())
+    prepared = spec.prepare(rt, shipped.params(name))
     live = rt.run()
     assert prepared.check() < 0.1
     rep = rt.replay(live)

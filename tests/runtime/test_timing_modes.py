@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import shipped
 
 from kernbench import tl
 from kernbench.kernels import registry
@@ -18,6 +19,7 @@ SMALL = {
     "gemm-primitive": ("cube1", {}),
     "gemm-composite": ("cube1", {}),
     "gqa-decode": ("sip2x2", dict(heads=16, kv_heads=2, head_dim=64, context=1024, tile=64, pes_per_head=8)),
+    **{name: (None, params) for name, params in shipped.SMALL.items()},
 }
 
 

@@ -16,6 +16,7 @@ def quick_points():
     return list(llm_layer.sweep(llm_layer.QUICK))
 
 
+@pytest.mark.slow  # (the quick grid's layers: half a minute)
 def test_every_decode_latency_is_at_least_its_hbm_roofline(quick_points):
     decode = [p for p in quick_points if p.phase == "decode"]
     assert decode
@@ -23,6 +24,7 @@ def test_every_decode_latency_is_at_least_its_hbm_roofline(quick_points):
         assert p.latency_ns >= p.bound_ns, p
 
 
+@pytest.mark.slow  # (the quick grid's layers: half a minute)
 def test_a_point_far_from_its_roofline_names_the_cause_that_dominates(quick_points):
     text = llm_layer.table(quick_points)
     for p in quick_points:
@@ -33,6 +35,7 @@ def test_a_point_far_from_its_roofline_names_the_cause_that_dominates(quick_poin
             assert not line.rstrip().endswith(p.dominant)
 
 
+@pytest.mark.slow  # (the quick grid's layers: half a minute)
 def test_the_split_covers_the_critical_path(quick_points):
     for p in quick_points:
         assert p.compute_ns + p.memory_ns + p.comm_ns == pytest.approx(p.latency_ns, rel=1e-6)
