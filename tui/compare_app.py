@@ -95,7 +95,7 @@ class ComparedRuns:
         self.sides = sides
         self.pair = TimelinePair(*(side.model for side in self.sides))
         self.nav = Navigator(self.pair)
-        self.retimer = retimer
+        self.retimes_a = retimer  # (not TimelineApp.retimer(): a compare screen asks this one)
 
     @property
     def running(self) -> bool:

@@ -67,7 +67,7 @@ class CompareScreen(MainScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "what_if":  # run A re-timed under other changes, where something re-times it (run … --what-if)
-            return self.compare_app.retimer is not None
+            return self.compare_app.retimes_a is not None
         if action in ONLY_FOR_ONE_RUN or (action == "panel" and parameters and parameters[0] not in {key for key, _, _ in PAIR_PANELS}):
             return False
         return True
@@ -94,14 +94,14 @@ class CompareScreen(MainScreen):
     def action_help(self) -> None:
         from kernbench_tui.screens.whatif import RETIME_A_KEYS
 
-        self.app.push_screen(HelpScreen(RETIME_A_KEYS if self.compare_app.retimer is not None else COMPARE_KEYS))
+        self.app.push_screen(HelpScreen(RETIME_A_KEYS if self.compare_app.retimes_a is not None else COMPARE_KEYS))
 
     def action_what_if(self) -> None:
         """``r`` (where run A can be re-timed): the what-if prompt; its answer opens A and its new re-timing."""
         from kernbench_tui.screens.whatif import WhatIfPrompt
 
         runs = self.compare_app
-        retimer = "the run is still going: re-time it once it has ended" if runs.sides[0].running else runs.retimer
+        retimer = "the run is still going: re-time it once it has ended" if runs.sides[0].running else runs.retimes_a
         if retimer is not None:
             self.app.push_screen(WhatIfPrompt(retimer), self._what_if_answered)
 
@@ -109,8 +109,8 @@ class CompareScreen(MainScreen):
         from kernbench_tui.screens.whatif import WhatIfScreen, what_if_runs
 
         runs = self.compare_app
-        if answer is None or runs.retimer is None:
+        if answer is None or runs.retimes_a is None:
             return
         a = runs.sides[0]
         shown = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
-        self.app.push_screen(WhatIfScreen(shown, runs.retimer, answer.changes))
+        self.app.push_screen(WhatIfScreen(shown, runs.retimes_a, answer.changes))
