@@ -5,7 +5,14 @@ keypress-to-frame latency (median / p95) when stepping and zooming, and the
 time from launching ``kernbench-tui open FILE`` to its first frame with the
 trace drawn. Target: under 50 ms median keypress-to-frame.
 
+``--what-if`` measures the debugger's what-if prompt instead (``r``, issue 26:
+at most 1 s for the paper GQA case): on the paper GQA default (``gqa-decode``,
+the default topology) run live in this process, the CPU seconds from Enter to
+the comparison drawn, against a full recorded run (set-up, run, store) in the
+same process, with where the re-timing's time goes.
+
     python benchmarks/bench_tui.py [--events 1000000] [--size 160x50]
+    python benchmarks/bench_tui.py --what-if [--change pe.attrs.tcm_bw_gbps=1024]
 """
 
 from __future__ import annotations
@@ -179,12 +186,97 @@ asyncio.run(main())
     return elapsed
 
 
+async def what_if_prompt(argv: list[str], change: str, size: tuple[int, int], child: bool = False) -> tuple[float, float, float]:
+    """The ``r`` prompt on a live run of ``argv`` (in this process, or in a child as ``kernbench-tui run`` runs
+    it: the child re-times): Enter → the comparison's first frame. Returns (this process's CPU s, wall s, the
+    re-timed latency)."""
+    from textual.widgets import Input
+
+    from kernbench.cli import tui_simulation
+    from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.screens.whatif import WhatIfScreen
+    from kernbench_tui.sources import CallableSource, ProcessSource
+
+    if child:
+        app = KernbenchApp(ProcessSource("kernbench.cli:tui_simulation", (argv,), description=" ".join(argv)))
+    else:
+        fn, meta = tui_simulation(argv)
+        app = KernbenchApp(CallableSource(fn, meta, description=" ".join(argv)))
+    frame = asyncio.Event()
+    display = app._display
+
+    def timed_display(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None and isinstance(screen, WhatIfScreen):
+            frame.set()
+
+    async with app.run_test(size=size) as pilot:
+        while app.running:
+            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        await pilot.press("r")
+        await pilot.pause()
+        app.screen.query_one(Input).value = change
+        await pilot.pause()
+        app._display = timed_display
+        c0, w0 = time.process_time(), time.perf_counter()
+        await pilot.press("enter")
+        await asyncio.wait_for(frame.wait(), timeout=600)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        screen = app.screen
+        assert isinstance(screen, WhatIfScreen), type(screen)
+        latency = screen.runs.sides[1].latency_ns
+    return cpu, wall, float(latency or 0.0)
+
+
+def what_if_main(change: str, size: tuple[int, int]) -> None:
+    from kernbench.analysis.whatif import parse_what_ifs
+    from kernbench.commands.run import prepare
+
+    argv = ["gqa-decode"]
+    cpu, wall, latency = asyncio.run(what_if_prompt(argv, change, size))
+    c0 = time.process_time()
+    _spec, _ns, rt, _prepared, _params = prepare(argv[0], argv[1:])
+    c1 = time.process_time()
+    result = rt.run(record=True)
+    c2 = time.process_time()
+    result.store()
+    c3 = time.process_time()
+    what = parse_what_ifs([change], result)
+    c4 = time.process_time()
+    new = rt.replay(result, overrides=list(what.overrides), record=True, scale=what.scale())
+    c5 = time.process_time()
+    new.store()
+    c6 = time.process_time()
+    assert new.latency_ns == latency, (new.latency_ns, latency)
+    full = c3 - c0
+    print(f"what-if prompt on {' '.join(argv)} (default topology), --what-if {change}: {result.latency_ns:,.1f} -> {latency:,.1f} ns")
+    print(f"  Enter -> comparison drawn: {cpu:.2f} s CPU ({wall:.2f} s wall), target 1 s")
+    print(f"  a full recorded run in this process: {full:.2f} s CPU (set-up {c1 - c0:.2f}, run {c2 - c1:.2f}, store {c3 - c2:.2f})")
+    print(f"  ratio: the prompt takes {cpu / full:.2f}x a full recorded run ({full / cpu:.1f}x faster)")
+    print(
+        f"  where the re-timing's time goes (direct calls): parse {c4 - c3:.2f} s, replay with events recorded {c5 - c4:.2f} s, "
+        f"their store {c6 - c5:.2f} s; the rest (the comparison view) {cpu - (c6 - c3):.2f} s"
+    )
+    ui_cpu, wall, latency = asyncio.run(what_if_prompt(argv, change, size, child=True))
+    assert latency == new.latency_ns
+    print(
+        f"  as kernbench-tui run does it (the run's child process re-times, sends the events): {wall:.2f} s wall, "
+        f"{ui_cpu:.2f} s CPU in the debugger's process"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--size", default="160x50")
+    parser.add_argument("--what-if", action="store_true", help="measure the debugger's what-if prompt instead")
+    parser.add_argument("--change", default="pe.attrs.tcm_bw_gbps=1024", help="the what-if change the prompt is given")
     args = parser.parse_args()
     size = tuple(int(x) for x in args.size.split("x"))
+    if args.what_if:
+        what_if_main(args.change, size)
+        return
 
     t0 = time.perf_counter()
     store, meta = build_trace(args.events)

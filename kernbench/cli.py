@@ -26,6 +26,7 @@ from kernbench.exit_codes import guarded
 from kernbench.printable import printable
 
 if TYPE_CHECKING:
+    from kernbench.commands.run import RecordedRun
     from kernbench.events.bus import Bus
     from kernbench.events.tracefile import TraceMetadata
 
@@ -39,8 +40,9 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
-def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
-    """``kernbench-tui run``'s hook: ``(fn(bus), metadata)`` for a kernel's live run."""
+def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], RecordedRun], TraceMetadata]:
+    """``kernbench-tui run``'s hook: ``(fn(bus), metadata)`` for a kernel's live run; ``fn`` returns the finished
+    run (its ``metadata``, and ``retime(changes)`` for the debugger's what-if prompt)."""
     from kernbench.commands.run import tui_simulation as build
 
     return build(argv)

@@ -32,12 +32,13 @@ from kernbench.events.store import ColumnBatch, EventStore, columnize
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import Event
+from kernbench.printable import printable
 from kernbench_tui.commands import DebuggerCommands
 from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.main import MainScreen, TimelineApp
-from kernbench_tui.sources import Source, WholeTraceSource
+from kernbench_tui.sources import Retimer, Source, TraceFileSource, WholeTraceSource
 
 MAX_PENDING_BATCHES = 2
 LIVE_REFRESH_S = 0.25
@@ -107,6 +108,34 @@ class KernbenchApp(App[None]):
         self._started = time.monotonic()
         self._preparing = self.set_interval(PREPARING_TICK_S, self._tick_preparing)
         self.run_worker(self._run_source, thread=True, exclusive=True, name="source")
+
+    @property
+    def description(self) -> str:
+        """The run as its user named it (the source's description: ``gqa-decode --variant opt3``, a file's name)."""
+        return printable(getattr(self.source, "description", "") or self.metadata.kernel or "the run")
+
+    def retimer(self) -> Retimer | str:
+        """What re-times the run for the ``r`` prompt: a finished live run's (its command logs and Runtime,
+        kept by the source), or one line saying why this run cannot be re-timed."""
+        if self.running:
+            return "the run is still going: re-time it once it has ended"
+        if self.error is not None:
+            return "the run failed: only a run that ended can be re-timed"
+        found = getattr(self.source, "retimer", None)
+        if isinstance(found, Retimer):
+            return found
+        if isinstance(self.source, TraceFileSource):
+            return (
+                f"{self.description} is a saved trace: it holds the run's events, not the command log a re-timing replays; "
+                "re-time a live run (kernbench-tui run KERNEL, then r) or use kernbench run KERNEL --what-if CHANGE"
+            )
+        return f"{self.description} holds no command log to re-time (a live run does: kernbench-tui run KERNEL, or show(result, rt))"
+
+    def on_unmount(self) -> None:
+        """A live run's child stays after the run to re-time it: it ends with the app."""
+        close = getattr(getattr(self.source, "retimer", None), "close", None)
+        if callable(close):
+            close()
 
     def run_state(self) -> RunState:
         """The run as the screen shows it (handed down as ``MainScreen.run``)."""

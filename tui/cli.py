@@ -32,7 +32,7 @@ from kernbench.printable import printable
 if TYPE_CHECKING:
     from kernbench_tui.app import KernbenchApp, RunOutputs
     from kernbench_tui.compare_app import CompareApp
-    from kernbench_tui.sources import ProcessSource, Source, WholeTraceSource
+    from kernbench_tui.sources import ProcessSource, Retimer, Source, WholeTraceSource
 
 # Only light imports above: Ctrl-C while the interpreter starts is handled once
 # main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
@@ -104,9 +104,11 @@ class RunLaunch:
 
 @dataclass(frozen=True)
 class Comparison:
-    """What ``kernbench-tui compare`` opens: per side, the text as written and its source."""
+    """What ``kernbench-tui compare`` opens: per side, the text as written and its source; ``retimer``: what
+    re-times run A under other changes (``run … --what-if``: the ``r`` prompt), if anything does."""
 
     sides: tuple[tuple[str, Source | WholeTraceSource], ...]
+    retimer: Retimer | None = None
 
 
 if TYPE_CHECKING:
@@ -148,7 +150,7 @@ def what_if_comparison(run_argv: Sequence[str], changes: Sequence[str]) -> Compa
         (shlex.join(_without_what_if(list(run_argv))), OpenedSource(pair.base, "the run")),
         (b_text, OpenedSource(pair.retimed, "re-timed")),
     )
-    return Comparison(sides)
+    return Comparison(sides, retimer=pair)
 
 
 def _without_what_if(argv: list[str]) -> list[str]:
@@ -197,7 +199,7 @@ def _launch(source: Launchable) -> int:
     if isinstance(source, Comparison):
         from kernbench_tui.compare_app import CompareApp
 
-        app = CompareApp(list(source.sides))
+        app = CompareApp(list(source.sides), retimer=source.retimer)
     elif isinstance(source, RunLaunch):
         from kernbench_tui.app import KernbenchApp
 

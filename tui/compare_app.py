@@ -27,7 +27,7 @@ from kernbench_tui.navigator import Navigator
 from kernbench_tui.pair import TimelinePair
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.compare import CompareScreen
-from kernbench_tui.sources import Source, WholeTraceSource
+from kernbench_tui.sources import Retimer, Source, StoreSource, WholeTraceSource
 
 LABELS = ("A", "B")
 
@@ -85,19 +85,18 @@ class SideRun:
         return RunState(self.metadata, self.running, self.error, len(self.model.store), note)
 
 
-class CompareApp(App[None]):
-    CSS_PATH = Path(__file__).with_name("app.tcss")
-    TITLE = "kernbench compare"
-    COMMANDS = App.COMMANDS | {DebuggerCommands}
+class ComparedRuns:
+    """Two runs on one time axis: each side, the pair of their models and the navigator over it — what the
+    compare screen reads of its debugger. :class:`CompareApp` loads its sides; the debugger's what-if
+    prompt (:class:`~kernbench_tui.screens.whatif.WhatIfScreen`) compares two already in hand."""
 
-    def __init__(self, sides: list[tuple[str, Source | WholeTraceSource]]) -> None:
-        """``sides``: (text as written, source) for A and B."""
-        super().__init__()
-        self.sides = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)]
+    def __init__(self, sides: list[SideRun], retimer: Retimer | None = None) -> None:
+        """``retimer``: what re-times run A under other changes (the ``r`` prompt), if anything does."""
+        self.sides = sides
         self.pair = TimelinePair(*(side.model for side in self.sides))
         self.nav = Navigator(self.pair)
+        self.retimes_a = retimer  # (not TimelineApp.retimer(): a compare screen asks this one)
 
-    # What the shared screen code reads of an app (see MainScreen).
     @property
     def running(self) -> bool:
         return any(side.running for side in self.sides)
@@ -116,11 +115,48 @@ class CompareApp(App[None]):
     def store(self) -> EventStore:
         return self.sides[0].model.store
 
-    def get_default_screen(self) -> Screen[None]:
-        return CompareScreen()
-
     def run_state(self) -> tuple[RunState, ...]:
         return tuple(side.state() for side in self.sides)
+
+    def start_source(self) -> None:
+        """Nothing to load: both sides are in hand (CompareApp loads its own)."""
+
+    def arrived(self) -> None:
+        """A side is complete: the axis fits the longer run; the first side also sets Δt and the cursor."""
+        nav = self.nav
+        nav.ensure_pes()
+        nav.fit()
+        if sum(not side.running for side in self.sides) == 1:
+            nav.default_dt()
+            nav.cursor_ns = nav.start_ns
+
+
+def side_of(label: str, text: str, trace: Trace, model: TimelineModel | None = None) -> SideRun:
+    """A side already loaded: ``trace`` as run ``label``, named ``text``; ``model``: one already answering
+    questions of ``trace.store`` (its caches are reused: a what-if's run A is the debugger's own)."""
+    side = SideRun(label, text, StoreSource(trace.store, trace.metadata, description=text))
+    if model is not None and model.store is trace.store:
+        side.model = model
+    else:
+        side.model.set_store(trace.store)
+    side.metadata = trace.metadata
+    side.running = False
+    return side
+
+
+class CompareApp(ComparedRuns, App[None]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "kernbench compare"
+    COMMANDS = App.COMMANDS | {DebuggerCommands}
+
+    def __init__(self, sides: list[tuple[str, Source | WholeTraceSource]], retimer: Retimer | None = None) -> None:
+        """``sides``: (text as written, source) for A and B; ``retimer``: what re-times A (``run … --what-if``)."""
+        App.__init__(self)
+        runs = [SideRun(label, text, source) for label, (text, source) in zip(LABELS, sides, strict=True)]
+        ComparedRuns.__init__(self, runs, retimer)
+
+    def get_default_screen(self) -> Screen[None]:
+        return CompareScreen()
 
     def start_source(self) -> None:
         for index in range(len(self.sides)):
@@ -174,13 +210,7 @@ class CompareApp(App[None]):
         self._arrived()
 
     def _arrived(self) -> None:
-        """A side is complete: the axis fits the longer run; the first side also sets Δt and the cursor."""
-        nav = self.nav
-        nav.ensure_pes()
-        nav.fit()
-        if sum(not side.running for side in self.sides) == 1:
-            nav.default_dt()
-            nav.cursor_ns = nav.start_ns
+        self.arrived()
         self._show_runs()
 
     def _show_runs(self) -> None:

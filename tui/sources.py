@@ -22,6 +22,11 @@ or, better for a long run, name a factory to call in a child process::
 
     KernbenchApp(ProcessSource("kernbench.cli:tui_simulation", (["gqa-decode"],))).run()
 
+A live run that ends as a run able to re-time itself (``fn`` returns an object with
+``metadata`` and ``retime(changes) -> Trace``, as ``tui_simulation``'s does) leaves
+the source a :class:`Retimer` (``source.retimer``): the debugger's what-if prompt
+re-times the run through it, without running the kernel again.
+
 A source may also say what it is doing before the first event (a live run
 spends seconds compiling the topology and deploying tensors): the app sets
 ``source.on_status`` to ``callback(text, metadata=None)``; ``metadata`` (a
@@ -33,11 +38,13 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from kernbench import limits
@@ -66,6 +73,22 @@ class WholeTraceSource(Protocol):
     description: str
 
     def open(self) -> Trace: ...
+
+
+@runtime_checkable
+class Retimer(Protocol):
+    """A finished run's commands, re-timed on demand (``--what-if`` changes; see
+    :class:`kernbench.commands.run.RecordedRun`); a refusal is a :class:`KernbenchError` of one line."""
+
+    def retime(self, changes: Sequence[str]) -> Trace: ...
+
+
+def run_metadata(result: object, fallback: TraceMetadata) -> TraceMetadata:
+    """The metadata a source's run ended with: ``fn``'s TraceMetadata, a re-timable run's, else ``fallback``."""
+    if isinstance(result, TraceMetadata):
+        return result
+    meta = getattr(result, "metadata", None)
+    return meta if isinstance(meta, TraceMetadata) else fallback
 
 
 class OpenedSource:
@@ -104,6 +127,7 @@ class CallableSource:
         self.description = description
         self.batch_events = batch_events
         self.batch_s = batch_s
+        self.retimer: Retimer | None = None  # once the run has ended, if it can be re-timed
 
     def run(self, emit_batch: EmitBatch) -> TraceMetadata:
         bus = Bus()
@@ -124,8 +148,9 @@ class CallableSource:
         finally:  # what was simulated before a failure is still worth browsing
             if buf:
                 emit_batch(buf)
-        meta = result if isinstance(result, TraceMetadata) else self.metadata
-        return meta
+        if isinstance(result, Retimer):
+            self.retimer = result
+        return run_metadata(result, self.metadata)
 
 
 class ProcessSource:
@@ -138,6 +163,9 @@ class ProcessSource:
     through a pipe; a full pipe blocks it, which is the back-pressure.
     While waiting, ``emit_batch`` is called with an empty list every
     ``heartbeat_s`` so the caller may stop the run by raising from it.
+    A run that can be re-timed keeps its child: the child stays to re-time it
+    (``source.retimer``, a :class:`ChildRetimer`) until the retimer is closed
+    or this process ends.
 
     The child is *spawned* (a fork of a process running Textual's threads is
     unsafe), so, as always with ``spawn``, a script that launches the app
@@ -161,6 +189,7 @@ class ProcessSource:
         self.batch_events = batch_events
         self.batch_s = batch_s
         self.heartbeat_s = heartbeat_s
+        self.retimer: ChildRetimer | None = None  # once the run has ended, if it can be re-timed
 
     on_status: Callable[..., None] | None = None
 
@@ -168,7 +197,7 @@ class ProcessSource:
         self._status(f"starting the simulation process ({self.description})")
         quiet_resource_tracker()
         ctx = multiprocessing.get_context("spawn")
-        receiver, sender = ctx.Pipe(duplex=False)
+        receiver, sender = ctx.Pipe()  # (both ways: a re-timable run's child takes requests afterwards)
         with children_start_clean() as had:  # (not the current folder's threading.py: see kernbench.sweep.executors)
             _ensure_resource_tracker()
             proc = ctx.Process(
@@ -179,6 +208,7 @@ class ProcessSource:
             )
             proc.start()
         sender.close()
+        serving = False
         try:
             while True:
                 if not receiver.poll(self.heartbeat_s):
@@ -193,20 +223,61 @@ class ProcessSource:
                     emit_batch(payload)
                 elif tag == "status":
                     self._status(*payload)
+                elif tag == "serving":
+                    serving = True
                 elif tag == "done":
                     meta: TraceMetadata = payload
+                    if serving:
+                        self.retimer = ChildRetimer(proc, receiver, self.heartbeat_s)
                     return meta
                 else:
                     raise KernbenchError(payload)
         finally:
-            receiver.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join(timeout=5)
+            if self.retimer is None:
+                _end_child(proc, receiver)
 
     def _status(self, text: str, metadata: TraceMetadata | None = None) -> None:
         if self.on_status is not None:
             self.on_status(text, metadata)
+
+
+def _end_child(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection) -> None:
+    conn.close()
+    if proc.is_alive():
+        proc.terminate()
+    proc.join(timeout=5)
+
+
+class ChildRetimer:
+    """A finished live run's re-timings, done by the child process that ran it (it holds the run's Runtime
+    and command logs; the UI's process does not compete with it for the interpreter lock). One re-timing
+    at a time; :meth:`close` ends the child (a re-timing waiting on it then fails with a KernbenchError)."""
+
+    def __init__(self, proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection, poll_s: float) -> None:
+        self._proc = proc
+        self._conn = conn
+        self._poll_s = poll_s
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def retime(self, changes: Sequence[str]) -> Trace:
+        with self._lock:
+            try:
+                self._conn.send(("retime", list(changes)))
+                while not self._conn.poll(self._poll_s):
+                    if self._closed.is_set() or not self._proc.is_alive():
+                        raise EOFError
+                tag, payload = self._conn.recv()
+            except (EOFError, OSError):
+                raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
+        if tag != "retimed":
+            raise KernbenchError(payload)
+        trace: Trace = payload
+        return trace
+
+    def close(self) -> None:
+        self._closed.set()
+        _end_child(self._proc, self._conn)
 
 
 def _ensure_resource_tracker() -> None:
@@ -289,13 +360,39 @@ def _child_main(
             result = fn(bus)
         finally:
             flush()
-        send(("done", result if isinstance(result, TraceMetadata) else metadata))
+        if isinstance(result, Retimer):
+            send(("serving", None))
+        send(("done", run_metadata(result, metadata)))
+        if isinstance(result, Retimer):
+            _serve_retimings(result, conn)
     except KernbenchError as exc:
         send(("error", str(exc)))
     except Exception as exc:  # a kernel bug: report it, the parent shows it
         send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _serve_retimings(run: Retimer, conn: multiprocessing.connection.Connection) -> None:
+    """The child after a re-timable run: answer each ``("retime", changes)`` with ``("retimed", trace)`` or
+    ``("refused", one line)``, until the parent closes the pipe (or ends)."""
+    while True:
+        try:
+            tag, changes = conn.recv()
+        except (EOFError, OSError):
+            return
+        if tag != "retime":
+            continue
+        try:
+            answer: tuple[str, object] = ("retimed", run.retime(changes))
+        except KernbenchError as exc:
+            answer = ("refused", str(exc))
+        except Exception as exc:  # a bug in re-timing: said in one line, the child stays for the next
+            answer = ("refused", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, EOFError, OSError):
+            return
 
 
 class TraceFileSource:
@@ -320,10 +417,13 @@ class TraceFileSource:
 class StoreSource:
     """An in-memory store (tests, or a run recorded by the caller)."""
 
-    def __init__(self, store: EventStore, metadata: TraceMetadata | None = None, description: str = "recorded run"):
+    def __init__(
+        self, store: EventStore, metadata: TraceMetadata | None = None, description: str = "recorded run", retimer: Retimer | None = None
+    ):
         self.store = store
         self.metadata = metadata or TraceMetadata(end_ns=store.end_ns)
         self.description = description
+        self.retimer = retimer  # what re-times the run, if its caller kept it (kernbench_tui.show(result, rt))
 
     def open(self) -> Trace:
         return Trace(self.store, self.metadata)

@@ -678,8 +678,9 @@ def print_report(data: dict[str, Any]) -> None:
     console.print(f"PE_CPU stalled {data['stall_ns']:,.1f} ns in all ({why})", markup=False)
 
 
-def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], TraceMetadata]:
-    """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``."""
+def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], RecordedRun], TraceMetadata]:
+    """For ``kernbench-tui run``: ``(fn(bus), metadata)`` running a kernel on ``bus``; ``fn`` returns the
+    finished run, which keeps what re-timing it needs (the debugger's what-if prompt)."""
     if not argv:
         raise KernbenchError("kernbench-tui run: name a kernel (see `kernbench run --list`)")
     wall_s = wall_limit_in(argv[1:])
@@ -687,14 +688,40 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], TraceMetadata], Tra
         spec, ns, rt, prepared, params = prepare(argv[0], list(argv[1:]))
     limits = limits_of(ns)
 
-    def fn(bus: Bus) -> TraceMetadata:
+    def fn(bus: Bus) -> RecordedRun:
         with supervised(wall_s, argv[0]):
             result = rt.run(bus=bus, limits=limits)
-            return _meta(
+            meta = _meta(
                 spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None, overrides=ns.overrides
             )
+        return RecordedRun(rt, result, meta)
 
     return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)
+
+
+class RecordedRun:
+    """A finished run that can be re-timed: its Runtime, its result (the command logs) and its metadata.
+
+    ``kernbench-tui run``'s live run ends as one of these, so the debugger's what-if prompt re-times it
+    (:meth:`retime`) without running the kernel's Python again."""
+
+    def __init__(self, rt: Runtime, result: RunResult, metadata: TraceMetadata) -> None:
+        self.rt = rt
+        self.result = result
+        self.metadata = metadata
+
+    def retime(self, changes: Sequence[str]) -> Trace:
+        """The run's commands re-timed under ``changes`` (``--what-if`` syntax; a bad one or a kernel that read
+        simulated time is a :class:`~kernbench.errors.RetimeError`), events recorded; its metadata says which
+        changes and the latency before (``extra``: ``what_if``, ``before_ns``)."""
+        from kernbench.analysis.whatif import parse_what_ifs
+        from kernbench.events.tracefile import Trace
+
+        what = parse_what_ifs(list(changes), self.result)
+        new = self.rt.replay(self.result, overrides=list(what.overrides), record=True, scale=what.scale())
+        meta = self.metadata
+        extra = {**meta.extra, "what_if": list(changes), "before_ns": self.result.latency_ns}
+        return Trace(new.store(), type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra))
 
 
 class WhatIfPair:
@@ -724,16 +751,15 @@ class WhatIfPair:
         """The run's commands re-timed under the changes (the kernel does not run again)."""
         import time
 
-        from kernbench.analysis.whatif import parse_what_ifs
-        from kernbench.events.tracefile import Trace
-
         rt, result, meta = self._run()
-        what = parse_what_ifs(self.ns.what_if, result)
         t = time.perf_counter()
-        new = rt.replay(result, overrides=list(what.overrides), record=True, scale=what.scale())
+        trace = RecordedRun(rt, result, meta).retime(self.ns.what_if)
         self.retime_s = time.perf_counter() - t
-        extra = {**meta.extra, "what_if": list(self.ns.what_if), "before_ns": result.latency_ns}
-        return Trace(new.store(), type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra))
+        return trace
+
+    def retime(self, changes: Sequence[str]) -> Trace:
+        """The run re-timed under other ``changes`` (the debugger's what-if prompt on this comparison)."""
+        return RecordedRun(*self._run()).retime(changes)
 
     def _run(self) -> tuple[Runtime, RunResult, TraceMetadata]:
         with self._lock:

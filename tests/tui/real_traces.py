@@ -8,6 +8,8 @@ show a run the program no longer produces. Re-record after an intended model
 change with::
 
     python tests/tui/real_traces.py
+
+(``RETIMED``: a run's commands re-timed under what-if changes, for the ``r`` prompt's comparison.)
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ RUNS = {
     "gqa_small_why": ["gqa-decode", "--topology", "cube1", "--context", "512", "--heads", "16", "--kv-heads", "2"],
     # a kernel file of helper functions, for the Source view (its lines are this folder's lines_kernel.py)
     "lines_small": [str(DATA / "lines_kernel.py"), "--topology", "cube1"],
+}
+#: a run re-timed under what-if changes (the debugger's ``r`` prompt): (the run of RUNS, the changes)
+RETIMED = {
+    "gqa_small_whatif": ("gqa_small", ("pe.attrs.math_elems_per_cycle=16",)),
 }
 
 
@@ -62,10 +68,15 @@ def simulate(name: str):
     from kernbench.cli import tui_simulation
     from kernbench.events.bus import Bus, Recorder
 
+    if name in RETIMED:  # the run's commands re-timed, as the debugger's what-if prompt does
+        run, changes = RETIMED[name]
+        fn, _ = tui_simulation(RUNS[run])
+        trace = fn(Bus()).retime(changes)
+        return trace.store.events(), trace.metadata
     fn, meta = tui_simulation(RUNS[name])
     bus = Bus()
     rec = Recorder(bus)
-    meta = fn(bus) or meta
+    meta = fn(bus).metadata
     return rec.events(), meta
 
 
@@ -84,6 +95,6 @@ def record(name: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    for run in sys.argv[1:] or RUNS:  # name some to re-record only those
+    for run in sys.argv[1:] or [*RUNS, *RETIMED]:  # name some to re-record only those
         record(run)
         print(f"recorded {run}")

@@ -1,10 +1,10 @@
 """The recordings the snapshots render are what the simulator records today (README's capture is one of them)."""
 
 import pytest
-from real_traces import RUNS, load, simulate
+from real_traces import RETIMED, RUNS, load, simulate
 
 
-@pytest.mark.parametrize("name", sorted(RUNS))
+@pytest.mark.parametrize("name", sorted([*RUNS, *RETIMED]))
 def test_a_recording_is_what_the_simulator_records_now(name):
     stored, meta = load(name)
     fresh, fresh_meta = simulate(name)

@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.widgets import Footer, TabbedContent, TabPane
 
+from kernbench.events.tracefile import Trace
 from kernbench.events.types import Event
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.help import COMPARE_KEYS, HelpScreen
@@ -25,7 +26,9 @@ from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, Stall
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 if TYPE_CHECKING:
-    from kernbench_tui.compare_app import CompareApp
+    from kernbench_tui.compare_app import ComparedRuns
+    from kernbench_tui.screens.main import TimelineApp
+    from kernbench_tui.screens.whatif import WhatIfAnswer
 
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
 ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step", "source_line", "source_select", "source_follow"}
@@ -38,9 +41,14 @@ class CompareScreen(MainScreen):
     run: var[tuple[RunState, ...] | None] = var(None, init=False)  # type: ignore[assignment]
     """Each side's run (set by the app whenever a side reports)."""
 
+    def __init__(self, runs: ComparedRuns | None = None) -> None:
+        """``runs``: the two runs shown, when they are not the app's (a what-if inside the debugger)."""
+        super().__init__(cast("TimelineApp", runs) if runs is not None else None)
+
     @property
-    def compare_app(self) -> CompareApp:
-        return cast("CompareApp", self.app)
+    def compare_app(self) -> ComparedRuns:
+        """The two runs shown (CompareApp, or a what-if's pair inside the debugger)."""
+        return cast("ComparedRuns", self.debugger)
 
     def compose(self) -> ComposeResult:
         nav, app = self.nav, self.compare_app
@@ -58,6 +66,8 @@ class CompareScreen(MainScreen):
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "what_if":  # run A re-timed under other changes, where something re-times it (run … --what-if)
+            return self.compare_app.retimes_a is not None
         if action in ONLY_FOR_ONE_RUN or (action == "panel" and parameters and parameters[0] not in {key for key, _, _ in PAIR_PANELS}):
             return False
         return True
@@ -82,4 +92,25 @@ class CompareScreen(MainScreen):
         self.move(self.nav.goto, at_ns)
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(COMPARE_KEYS))
+        from kernbench_tui.screens.whatif import RETIME_A_KEYS
+
+        self.app.push_screen(HelpScreen(RETIME_A_KEYS if self.compare_app.retimes_a is not None else COMPARE_KEYS))
+
+    def action_what_if(self) -> None:
+        """``r`` (where run A can be re-timed): the what-if prompt; its answer opens A and its new re-timing."""
+        from kernbench_tui.screens.whatif import WhatIfPrompt
+
+        runs = self.compare_app
+        retimer = "the run is still going: re-time it once it has ended" if runs.sides[0].running else runs.retimes_a
+        if retimer is not None:
+            self.app.push_screen(WhatIfPrompt(retimer), self._what_if_answered)
+
+    def _what_if_answered(self, answer: WhatIfAnswer | None) -> None:
+        from kernbench_tui.screens.whatif import WhatIfScreen, what_if_runs
+
+        runs = self.compare_app
+        if answer is None or runs.retimes_a is None:
+            return
+        a = runs.sides[0]
+        shown = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
+        self.app.push_screen(WhatIfScreen(shown, runs.retimes_a, answer.changes))

@@ -34,6 +34,7 @@ KEYS = [
     ("click", "select the span under the mouse"),
     ("h", "show / hide the HBM pseudo-channel lanes of shown PEs"),
     ("P", "probe screen: DMA hop-distance table"),
+    ("r", "what if: re-time the run under changes (--what-if syntax), compare"),
     ("ctrl+p", "command palette"),
     ("?", "this help"),
     ("q", "quit"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import ClassVar, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,7 +16,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
 from kernbench.events.store import EventStore
-from kernbench.events.tracefile import TraceMetadata
+from kernbench.events.tracefile import Trace, TraceMetadata
 from kernbench.events.types import Event
 from kernbench_tui import why
 from kernbench_tui.messages import PathComputed, PEsChosen, SpanSelected
@@ -29,6 +29,10 @@ from kernbench_tui.widgets.header import TraceHeader
 from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, SourcePanel, StallsPanel, WhyPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
+
+if TYPE_CHECKING:
+    from kernbench_tui.screens.whatif import WhatIfAnswer
+    from kernbench_tui.sources import Retimer
 
 T = TypeVar("T")
 PLAY_INTERVAL_S = 0.1
@@ -62,6 +66,15 @@ class TimelineApp(Protocol):
     def start_source(self) -> None: ...
 
     def run_state(self) -> RunState: ...
+
+    def retimer(self) -> Retimer | str:
+        """What re-times the run (the ``r`` prompt), or one line saying why it cannot be re-timed."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """The run as its user named it (``gqa-decode --variant opt3``, a trace file's name)."""
+        ...
 
 
 class MainScreen(Screen[None]):
@@ -103,6 +116,7 @@ class MainScreen(Screen[None]):
         Binding("less_than_sign", "path_step(-1)", "prev step", show=False),
         Binding("P", "probe", "probe", show=False),
         Binding("h", "channels", "HBM", show=False),
+        Binding("r", "what_if", "what if"),
     ]
 
     view: var[ViewState | None] = var(None, init=False)
@@ -114,15 +128,18 @@ class MainScreen(Screen[None]):
     why_status = var("", init=False)
     """Why the critical path is not shown yet: computing it, the run still going, none recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, debugger: TimelineApp | None = None) -> None:
+        """``debugger``: the runs this screen shows, when they are not its app's (a what-if comparison)."""
         super().__init__()
+        self._debugger = debugger
         self._play_timer: Timer | None = None
         self._after_path: list[Callable[[], None]] = []  # what to do once the path is computed
 
     @property
     def debugger(self) -> TimelineApp:
-        """The app, as the debugger it is (``self.app`` is typed as any Textual app)."""
-        return cast(TimelineApp, self.app)
+        """The runs shown: the app, as the debugger it is (``self.app`` is typed as any Textual app), or those
+        the screen was given."""
+        return self._debugger if self._debugger is not None else cast(TimelineApp, self.app)
 
     @property
     def nav(self) -> AnyNavigator:
@@ -281,6 +298,22 @@ class MainScreen(Screen[None]):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
+
+    def action_what_if(self) -> None:
+        """``r``: the what-if prompt; its answer opens the run and its re-timing side by side."""
+        from kernbench_tui.screens.whatif import WhatIfPrompt
+
+        self.app.push_screen(WhatIfPrompt(self.debugger.retimer()), self._what_if_answered)
+
+    def _what_if_answered(self, answer: WhatIfAnswer | None) -> None:
+        from kernbench_tui.screens.whatif import WhatIfScreen, what_if_runs
+
+        retimer = self.debugger.retimer()
+        if answer is None or isinstance(retimer, str):
+            return
+        run = Trace(self.debugger.store, self.debugger.metadata)
+        runs = what_if_runs(self.debugger.description, run, answer, self.nav.pes, self.nav.model)
+        self.app.push_screen(WhatIfScreen(runs, retimer, answer.changes))
 
     def action_panel(self, key: str) -> None:
         self.query_one("#panels", TabbedContent).active = f"tab-{key}"
