@@ -16,6 +16,7 @@ from kernbench.kernels import registry
 
 #: options over a kernel's defaults (kernels not named: their defaults)
 SMALL: dict[str, dict[str, Any]] = {
+    "gqa-decode": dict(heads=8, kv_heads=2, context=4096, pes_per_head=8),  # 16 PEs, four per KV head
     "decoder-layer": dict(model="tiny-dense", batch=2, seq=64),
     "moe-layer": dict(model="tiny-moe", batch=2, seq=64),
 }

@@ -16,10 +16,10 @@ from kernbench.topology.compile import load_topology
 EXACT = 1e-9  # relative
 
 SMALL = {
+    **{name: (None, params) for name, params in shipped.SMALL.items()},
     "gemm-primitive": ("cube1", {}),
     "gemm-composite": ("cube1", {}),
     "gqa-decode": ("sip2x2", dict(heads=16, kv_heads=2, head_dim=64, context=1024, tile=64, pes_per_head=8)),
-    **{name: (None, params) for name, params in shipped.SMALL.items()},
 }
 
 
