@@ -194,7 +194,7 @@ async def what_if_prompt(argv: list[str], change: str, size: tuple[int, int], ch
 
     from kernbench.cli import tui_simulation
     from kernbench_tui.app import KernbenchApp
-    from kernbench_tui.screens.whatif import WhatIfScreen
+    from kernbench_tui.screens.compare import WhatIfScreen
     from kernbench_tui.sources import CallableSource, ProcessSource
 
     if child:

@@ -32,19 +32,20 @@ def quick_init(cls: type[T]) -> type[T]:
     params: list[str] = []
     body: list[str] = []
     for f in dataclasses.fields(cls):
+        name = f.name
         if not f.init or f.kw_only:
-            raise TypeError(f"quick_init: {cls.__name__}.{f.name} is keyword-only or not set by __init__")
-        ns[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's descriptor: no frozen check, no name lookup
+            raise TypeError(f"quick_init: {cls.__name__}.{name} is keyword-only or not set by __init__")
+        ns[f"_set_{name}"] = cls.__dict__[name].__set__  # the slot's descriptor: no frozen check, no name lookup
         if f.default is not dataclasses.MISSING:
-            ns[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
+            ns[f"_default_{name}"] = f.default
+            params.append(f"{name}=_default_{name}")
         elif f.default_factory is not dataclasses.MISSING:
-            ns[f"_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_FACTORY")
-            body.append(f"    if {f.name} is _FACTORY: {f.name} = _factory_{f.name}()")
+            ns[f"_factory_{name}"] = f.default_factory
+            params.append(f"{name}=_FACTORY")
+            body.append(f"    if {name} is _FACTORY: {name} = _factory_{name}()")
         else:
-            params.append(f.name)
-        body.append(f"    _set_{f.name}(self, {f.name})")
+            params.append(name)
+        body.append(f"    _set_{name}(self, {name})")
     exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n", ns)
     init = ns["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -34,6 +35,7 @@ from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import Event
 from kernbench.printable import printable
 from kernbench_tui.commands import DebuggerCommands
+from kernbench_tui.compared import ComparedRuns
 from kernbench_tui.messages import EventsArrived, SourceFailed, SourceFinished, SourceStatus, TraceOpened
 from kernbench_tui.navigator import Navigator
 from kernbench_tui.run_state import RunState
@@ -113,6 +115,12 @@ class KernbenchApp(App[None]):
     def description(self) -> str:
         """The run as its user named it (the source's description: ``gqa-decode --variant opt3``, a file's name)."""
         return printable(getattr(self.source, "description", "") or self.metadata.kernel or "the run")
+
+    def push_what_if(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None:
+        """The run and its re-timing side by side, over the main screen (:class:`~kernbench_tui.screens.whatif.WhatIfHost`)."""
+        from kernbench_tui.screens.compare import WhatIfScreen
+
+        self.push_screen(WhatIfScreen(runs, retimer, changes))
 
     def retimer(self) -> Retimer | str:
         """What re-times the run for the ``r`` prompt: a finished live run's (its command logs and Runtime,

@@ -23,9 +23,10 @@ from kernbench.errors import KernbenchError, RetimeError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import Trace, save_trace
 from kernbench_tui.app import KernbenchApp
+from kernbench_tui.screens.compare import WhatIfScreen
 from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.screens.main import MainScreen
-from kernbench_tui.screens.whatif import RETIMING, WhatIfPrompt, WhatIfScreen, changes_of
+from kernbench_tui.screens.whatif import RETIMING, WhatIfPrompt, changes_of
 from kernbench_tui.sources import CallableSource, ProcessSource, StoreSource, TraceFileSource
 
 SIZE = (120, 36)

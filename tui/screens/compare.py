@@ -8,9 +8,12 @@ moves the cursor, the window or the PE choice acts on both runs at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -20,15 +23,16 @@ from kernbench.events.types import Event
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.help import COMPARE_KEYS, HelpScreen
 from kernbench_tui.screens.main import MainScreen
+from kernbench_tui.screens.whatif import RETIME_A_KEYS, WHAT_IF_KEYS, WhatIfAnswer, WhatIfPrompt, what_if_runs
+from kernbench_tui.sources import Retimer
 from kernbench_tui.widgets.compare_header import CompareHeader
 from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, StallsPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
 
 if TYPE_CHECKING:
-    from kernbench_tui.compare_app import ComparedRuns
+    from kernbench_tui.compared import ComparedRuns
     from kernbench_tui.screens.main import TimelineApp
-    from kernbench_tui.screens.whatif import WhatIfAnswer
 
 PAIR_PANELS = (("fifo", "FIFOs", FifoPanel), ("stalls", "Stalls", StallsPanel), ("loads", "Loads", LoadsPanel))
 ONLY_FOR_ONE_RUN = {"follow", "probe", "filter_log", "critical_path", "path_step", "source_line", "source_select", "source_follow"}
@@ -92,25 +96,54 @@ class CompareScreen(MainScreen):
         self.move(self.nav.goto, at_ns)
 
     def action_help(self) -> None:
-        from kernbench_tui.screens.whatif import RETIME_A_KEYS
-
         self.app.push_screen(HelpScreen(RETIME_A_KEYS if self.compare_app.retimes_a is not None else COMPARE_KEYS))
 
     def action_what_if(self) -> None:
         """``r`` (where run A can be re-timed): the what-if prompt; its answer opens A and its new re-timing."""
-        from kernbench_tui.screens.whatif import WhatIfPrompt
-
         runs = self.compare_app
         retimer = "the run is still going: re-time it once it has ended" if runs.sides[0].running else runs.retimes_a
         if retimer is not None:
             self.app.push_screen(WhatIfPrompt(retimer), self._what_if_answered)
 
     def _what_if_answered(self, answer: WhatIfAnswer | None) -> None:
-        from kernbench_tui.screens.whatif import WhatIfScreen, what_if_runs
-
         runs = self.compare_app
         if answer is None or runs.retimes_a is None:
             return
         a = runs.sides[0]
         shown = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
         self.app.push_screen(WhatIfScreen(shown, runs.retimes_a, answer.changes))
+
+
+class WhatIfScreen(CompareScreen):
+    """A run and its re-timing, pushed over the debugger's main screen: the compare view, plus ``r`` (another
+    what-if, of the original run) and escape (back to the run)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "back"),
+        Binding("r", "what_if", "what if"),
+    ]
+
+    def __init__(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None:
+        super().__init__(runs)
+        self.runs = runs
+        self.retimer = retimer
+        self.changes = tuple(changes)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return True if action in ("back", "what_if") else super().check_action(action, parameters)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_what_if(self) -> None:
+        self.app.push_screen(WhatIfPrompt(self.retimer, " ".join(shlex.quote(c) for c in self.changes)), self._answered)
+
+    def _answered(self, answer: WhatIfAnswer | None) -> None:
+        if answer is None:
+            return
+        a = self.runs.sides[0]
+        runs = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
+        self.app.switch_screen(WhatIfScreen(runs, self.retimer, answer.changes))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(WHAT_IF_KEYS))

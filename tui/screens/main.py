@@ -306,14 +306,14 @@ class MainScreen(Screen[None]):
         self.app.push_screen(WhatIfPrompt(self.debugger.retimer()), self._what_if_answered)
 
     def _what_if_answered(self, answer: WhatIfAnswer | None) -> None:
-        from kernbench_tui.screens.whatif import WhatIfScreen, what_if_runs
+        from kernbench_tui.screens.whatif import WhatIfHost, what_if_runs
 
         retimer = self.debugger.retimer()
         if answer is None or isinstance(retimer, str):
             return
         run = Trace(self.debugger.store, self.debugger.metadata)
         runs = what_if_runs(self.debugger.description, run, answer, self.nav.pes, self.nav.model)
-        self.app.push_screen(WhatIfScreen(runs, retimer, answer.changes))
+        cast("WhatIfHost", self.app).push_what_if(runs, retimer, answer.changes)
 
     def action_panel(self, key: str) -> None:
         self.query_one("#panels", TabbedContent).active = f"tab-{key}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -33,9 +33,8 @@ from kernbench.errors import KernbenchError
 from kernbench.events.timeline import TimelineModel
 from kernbench.events.tracefile import Trace
 from kernbench.printable import printable
-from kernbench_tui.compare_app import ComparedRuns, side_of
-from kernbench_tui.screens.compare import CompareScreen
-from kernbench_tui.screens.help import COMPARE_KEYS, HelpScreen
+from kernbench_tui.compared import ComparedRuns, side_of
+from kernbench_tui.screens.help import COMPARE_KEYS
 from kernbench_tui.sources import Retimer
 
 RETIMING = "re-timing…"
@@ -183,36 +182,8 @@ def what_if_runs(
     return runs
 
 
-class WhatIfScreen(CompareScreen):
-    """A run and its re-timing, pushed over the debugger's main screen: the compare view, plus ``r`` (another
-    what-if, of the original run) and escape (back to the run)."""
+class WhatIfHost(Protocol):
+    """The debugger app, which shows a what-if's comparison over its main screen (the screen showing it
+    subclasses the compare screen, which subclasses the main screen: the app, not the main screen, imports it)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back"),
-        Binding("r", "what_if", "what if"),
-    ]
-
-    def __init__(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None:
-        super().__init__(runs)
-        self.runs = runs
-        self.retimer = retimer
-        self.changes = tuple(changes)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return True if action in ("back", "what_if") else super().check_action(action, parameters)
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
-
-    def action_what_if(self) -> None:
-        self.app.push_screen(WhatIfPrompt(self.retimer, " ".join(shlex.quote(c) for c in self.changes)), self._answered)
-
-    def _answered(self, answer: WhatIfAnswer | None) -> None:
-        if answer is None:
-            return
-        a = self.runs.sides[0]
-        runs = what_if_runs(a.text, Trace(a.model.store, a.metadata), answer, self.nav.pes, a.model)
-        self.app.switch_screen(WhatIfScreen(runs, self.retimer, answer.changes))
-
-    def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(WHAT_IF_KEYS))
+    def push_what_if(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None: ...

@@ -20,7 +20,7 @@ from kernbench_tui.run_state import RunState
 from kernbench_tui.timefmt import format_ns
 
 if TYPE_CHECKING:  # the app module imports this widget
-    from kernbench_tui.compare_app import SideRun
+    from kernbench_tui.compared import SideRun
 
 
 def difference_text(a_ns: float | None, b_ns: float | None) -> str:
