@@ -92,8 +92,31 @@ def _leave_a_kernel() -> None:
         driver.throw(WallTimeExceeded())
 
 
-#: per thread, the frame it was running when the watchdog last sent it the stop
+#: per thread, where it was (a :class:`_Where` chain) when the watchdog last sent it the stop
 _ALARMED_AT: dict[int, object] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """One frame's code and line, and its caller's: what :func:`alarm_frame` answers with, read like a frame
+    (``f_code``, ``f_lineno``, ``f_back``). Not the frame itself: a frame holds its locals, and a frame held
+    here kept the watched block's context manager alive — its ``finally`` (that stops the watchdog) then did
+    not run when the block was left, and the stop kept being sent into the code after it."""
+
+    f_code: object
+    f_lineno: int
+    f_back: _Where | None
+
+
+def _where(frame: object) -> _Where | None:
+    chain: list[tuple[object, int]] = []
+    while frame is not None:
+        chain.append((frame.f_code, frame.f_lineno))  # type: ignore[attr-defined]
+        frame = frame.f_back  # type: ignore[attr-defined]
+    out: _Where | None = None
+    for code, line in reversed(chain):
+        out = _Where(code, line, out)
+    return out
 
 
 def alarm_frame() -> object:
@@ -181,7 +204,7 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
             with sending:
                 if done[0]:
                     return
-                _ALARMED_AT[ident] = sys._current_frames().get(ident)  # (where the stop lands: see alarm_frame)
+                _ALARMED_AT[ident] = _where(sys._current_frames().get(ident))  # (where the stop lands: see alarm_frame)
                 raise_in(target, ctypes.py_object(_WallAlarm))
             if on_stuck is not None and time.monotonic() >= stuck_at:
                 on_stuck(users_line_of(None, sys._current_frames().get(ident)))
@@ -197,10 +220,11 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
     try:
         yield
     finally:
-        try:
-            finish()
-        except WallTimeExceeded:  # one sent before finish() held the lock surfaced in it; none can come now
-            finish()
+        while not done[0]:  # (a stop sent before finish() held the lock may surface in it: then again)
+            try:
+                finish()
+            except WallTimeExceeded:
+                pass
         ended.set()
         watcher.join()
         _ALARMED_AT.pop(ident, None)
