@@ -75,7 +75,10 @@ HINT = "scale the values first, or use tl.cast(x, dtype, saturate=True)"
 
 
 def narrow(values: NDArray[Any], dtype: DTypeLike, what: str, hint: str = HINT) -> NDArray[Any]:
-    """``values`` as ``dtype``, refusing a finite value it cannot hold (see the module docstring)."""
+    """``values`` as ``dtype``, refusing a finite value it cannot hold (see the module docstring).
+
+    The result is the one full-size array made; the checks look at :data:`CHECK_ELEMENTS` elements
+    at a time, so a large deploy is held once, not once plus a mask of its size."""
     d = np.dtype(dtype)
     src = np.asarray(values)
     if src.dtype == d:
@@ -86,11 +89,14 @@ def narrow(values: NDArray[Any], dtype: DTypeLike, what: str, hint: str = HINT) 
         out = src.astype(d)
     if d.kind == "f" and d.itemsize >= 4:
         return out  # float32 (or wider) holds every value of every type here
-    if d not in NO_INF and bool(np.isfinite(out).all()):
+    if d not in NO_INF and all(bool(np.isfinite(out[b]).all()) for b in _blocks(out)):
         return out
-    bad = ~np.isfinite(out) & (np.isfinite(src) if d not in NO_INF else ~np.isnan(src))
-    if bad.any():
-        _raise(src, bad, d, what, hint)
+
+    def overflowed(b: Any) -> NDArray[np.bool_]:
+        was = np.isfinite(src[b]) if d not in NO_INF else ~np.isnan(src[b])
+        return np.asarray(~np.isfinite(out[b]) & was)
+
+    _refuse_any(src, overflowed, d, what, hint)
     return out
 
 
@@ -101,22 +107,53 @@ def saturate(values: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
 
 
 def _to_int(src: NDArray[Any], d: np.dtype, what: str, hint: str) -> NDArray[Any]:
+    lo, hi = (0, 1) if d.kind == "b" else (np.iinfo(d).min, np.iinfo(d).max)
     if src.dtype.kind in "iub":
-        lo, hi = (0, 1) if d.kind == "b" else (np.iinfo(d).min, np.iinfo(d).max)
         if src.size and (src.min() < lo or src.max() > hi):
-            _raise(src, (src < lo) | (src > hi), d, what, hint)
+            _refuse_any(src, lambda b: np.asarray((src[b] < lo) | (src[b] > hi)), d, what, hint)
         return src.astype(d)
-    f = np.asarray(src, dtype=np.float64)
-    lo_f, hi_f = (0.0, 1.0) if d.kind == "b" else (float(np.iinfo(d).min), float(np.iinfo(d).max))
-    bad = ~np.isfinite(f) | (f < lo_f) | (f > hi_f)
-    if bad.any():
-        _raise(src, bad, d, what, hint)
-    return f.astype(d)
+    lo_f, hi_f = float(lo), float(hi)  # (compared in float64: a float16 source cannot hold 2**31 - 1)
+
+    def outside(b: Any) -> NDArray[np.bool_]:
+        f = np.asarray(src[b], dtype=np.float64)
+        return np.asarray(~np.isfinite(f) | (f < lo_f) | (f > hi_f))
+
+    _refuse_any(src, outside, d, what, hint)
+    out = np.empty(src.shape, dtype=d)
+    for b in _blocks(src):
+        out[b] = np.asarray(src[b], dtype=np.float64).astype(d)
+    return out
 
 
-def _raise(src: NDArray[Any], bad: NDArray[np.bool_], d: np.dtype, what: str, hint: str) -> None:
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    n = int(bad.sum())
+#: how many elements a narrowing check looks at at once (its temporaries: a few bytes each)
+CHECK_ELEMENTS = 1 << 20
+
+
+def _blocks(a: NDArray[Any]) -> list[Any]:
+    """Index expressions that cover ``a`` in slices of its first axis of about :data:`CHECK_ELEMENTS`
+    elements each (at least one row); ``...`` (all of it) when it is no larger than that."""
+    if a.size <= CHECK_ELEMENTS or a.ndim == 0:
+        return [...]
+    step = max(1, CHECK_ELEMENTS // max(1, a.size // a.shape[0]))
+    return [slice(i, i + step) for i in range(0, a.shape[0], step)]
+
+
+def _refuse_any(src: NDArray[Any], bad_in: Any, d: np.dtype, what: str, hint: str) -> None:
+    """Raise for the first element ``bad_in(block)`` marks (counting all of them), if there is one."""
+    first: tuple[int, ...] | None = None
+    n = 0
+    for b in _blocks(src):
+        bad = bad_in(b)
+        count = int(bad.sum())
+        if count and first is None:
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            first = (at[0] + b.start, *at[1:]) if isinstance(b, slice) else at
+        n += count
+    if first is not None:
+        _raise(src, first, n, d, what, hint)
+
+
+def _raise(src: NDArray[Any], at: tuple[int, ...], n: int, d: np.dtype, what: str, hint: str) -> None:
     v = src[at] if at else src[()]
     extra = " (it has no infinity)" if d in NO_INF else ""
     span = (

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import greenlet
+
 from kernbench.errors import KernbenchError, RunLimitError
 from kernbench.usercode import users_line_of
 
@@ -82,9 +84,8 @@ _ABANDONED: list[object] = []
 def _leave_a_kernel() -> None:
     """If the alarm came while a kernel's own code runs (its greenlet), leave that greenlet for good and raise
     in the PE_CPU that drives it instead: a kernel catching ``BaseException`` in a loop cannot swallow the
-    stop, because the exception is never raised in its frames."""
-    import greenlet
-
+    stop, because the exception is never raised in its frames. (greenlet is imported with this module: a
+    first import here, interrupted by the next stop, left it partly initialised.)"""
     g = greenlet.getcurrent()
     driver = getattr(getattr(g, "ctx", None), "driver", None)
     if isinstance(driver, greenlet.greenlet) and driver is not g and not driver.dead:
@@ -92,8 +93,31 @@ def _leave_a_kernel() -> None:
         driver.throw(WallTimeExceeded())
 
 
-#: per thread, the frame it was running when the watchdog last sent it the stop
+#: per thread, where it was (a :class:`_Where` chain) when the watchdog last sent it the stop
 _ALARMED_AT: dict[int, object] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """One frame's code and line, and its caller's: what :func:`alarm_frame` answers with, read like a frame
+    (``f_code``, ``f_lineno``, ``f_back``). Not the frame itself: a frame holds its locals, and a frame held
+    here kept the watched block's context manager alive — its ``finally`` (that stops the watchdog) then did
+    not run when the block was left, and the stop kept being sent into the code after it."""
+
+    f_code: object
+    f_lineno: int
+    f_back: _Where | None
+
+
+def _where(frame: object) -> _Where | None:
+    chain: list[tuple[object, int]] = []
+    while frame is not None:
+        chain.append((frame.f_code, frame.f_lineno))  # type: ignore[attr-defined]
+        frame = frame.f_back  # type: ignore[attr-defined]
+    out: _Where | None = None
+    for code, line in reversed(chain):
+        out = _Where(code, line, out)
+    return out
 
 
 def alarm_frame() -> object:
@@ -162,6 +186,20 @@ def _stopped(what: str, wall_s: float, where: str, ended: bool = False) -> str:
     return f"{what} ran past the wall-time limit of {wall_s:g} s; {how} (raise it with --max-wall-s){where}"
 
 
+#: Threads being started (threading's own record, and the lock it takes to change it). On CPython 3.11 a new
+#: thread's state carries the *starting* thread's id until the thread runs, so a stop sent by that id then
+#: lands in the new thread: it died before it began, and ``Thread.start()`` in the watched one waited for it
+#: forever (seen with a kernel that starts a thread, and with the watchdog's own thread under an outer one).
+#: The watchdog does not send while a thread is in this record; Thread.start() adds to it, under this lock,
+#: before the new state exists, and the new thread takes itself out once its id is its own.
+_STARTING: dict[object, object] = getattr(threading, "_limbo", {})
+_STARTING_LOCK: threading.Lock = getattr(threading, "_active_limbo_lock", threading.Lock())
+STARTING_RETRY_S = 0.001
+#: how long a send waits for that at most (an entry can stay: a stop that landed inside Thread.start() after
+#: it recorded the thread and before the thread began leaves it there for good)
+STARTING_WAIT_MAX_S = 1.0
+
+
 @contextmanager
 def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None = None) -> Iterator[None]:
     """A thread that raises :class:`_WallAlarm` in this one (``PyThreadState_SetAsyncExc``: at its next
@@ -170,18 +208,25 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
     and takes back a send not yet raised under that lock. ``on_stuck(where)``, if given, is called once the
     block has not ended :data:`GRACE_S` after the limit (``where``: the user's line this thread is at)."""
     ident = threading.get_ident()
+    owner = threading.current_thread()
     target = ctypes.c_ulong(ident)
     raise_in = ctypes.pythonapi.PyThreadState_SetAsyncExc
     sending, done, ended = threading.Lock(), [False], threading.Event()
     stuck_at = time.monotonic() + wall_s + GRACE_S
 
     def watch() -> None:
-        timeout = wall_s
+        timeout, deferred_at = wall_s, None
         while not ended.wait(timeout):
-            with sending:
-                if done[0]:
+            with sending, _STARTING_LOCK:
+                if done[0] or not owner.is_alive():  # (a thread gone: its id may be another's soon)
                     return
-                _ALARMED_AT[ident] = sys._current_frames().get(ident)  # (where the stop lands: see alarm_frame)
+                now = time.monotonic()
+                if _STARTING and (deferred_at is None or now - deferred_at < STARTING_WAIT_MAX_S):
+                    deferred_at = deferred_at or now  # a thread is being started (see _STARTING): in a moment
+                    timeout = STARTING_RETRY_S
+                    continue
+                deferred_at = None
+                _ALARMED_AT[ident] = _where(sys._current_frames().get(ident))  # (where the stop lands: see alarm_frame)
                 raise_in(target, ctypes.py_object(_WallAlarm))
             if on_stuck is not None and time.monotonic() >= stuck_at:
                 on_stuck(users_line_of(None, sys._current_frames().get(ident)))
@@ -193,14 +238,24 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
             raise_in(target, None)  # (NULL: a send not raised yet is taken back)
 
     watcher = threading.Thread(target=watch, name="wall-time watchdog", daemon=True)
-    watcher.start()
     try:
+        watcher.start()  # (in the try: a stop from an outer watchdog landing just after it still finishes this one)
         yield
     finally:
+        # finish(), again if a stop sent before it held the lock surfaced in it. Nested handlers, inline, not
+        # a loop or a call: a loop's step and a callee's entry run outside any try, and a stop landing there
+        # (a thread descheduled for a repeat interval there, as on a loaded machine) left the watchdog sending.
         try:
             finish()
-        except WallTimeExceeded:  # one sent before finish() held the lock surfaced in it; none can come now
-            finish()
+        except WallTimeExceeded:
+            try:
+                finish()
+            except WallTimeExceeded:
+                try:
+                    finish()
+                except WallTimeExceeded:
+                    finish()
         ended.set()
-        watcher.join()
+        if watcher.is_alive():
+            watcher.join()
         _ALARMED_AT.pop(ident, None)

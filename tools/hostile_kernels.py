@@ -291,7 +291,13 @@ def memory() -> Iterator[Case]:
         "deploy-huge-broadcast": "rt.deploy(np.broadcast_to(np.float32(1), (20000, 20000)))\n",
     }
     for name, body in setups.items():
-        owner = "ops" if name in ("deploy-object", "deploy-strings", "deploy-none", "deploy-huge-broadcast") else ""
+        if name == "deploy-huge-broadcast":
+            # Legal: 763 MiB of float16 fits the 6 GiB HBM slice, so it runs (1 ns). Judged on memory: the
+            # stored array once (~810 MiB peak), not plus a full-size check mask (1195 MiB: a blow-up until
+            # kernbench/dtypes.py checked in blocks). Its limit is 30 s: it takes ~3 s idle, 35 s at load 11.
+            yield Case("memory", name, {"k.py": kfile(setup=body)}, run("--max-wall-s", "30"), 1.0)
+            continue
+        owner = "ops" if name in ("deploy-object", "deploy-strings", "deploy-none") else ""
         yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), "error", owner=owner)
     for name, body in {"deploy-list": "rt.deploy([1, 2, 3])\n", "deploy-0d": "rt.deploy(np.float32(3))\n"}.items():
         yield Case("memory", name, {"k.py": kfile(setup=body)}, run(), 1.0)  # (array-like: taken as numpy takes it)

@@ -54,8 +54,8 @@ def test_the_debugger_ends_when_told_from_outside(tmp_path, argv, how, ignore_hu
     def own_terminal():  # a session of its own, this pty its controlling terminal: as a shell starts it
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        if ignore_hup:
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        # SIGHUP's action as the case says, not as inherited (under nohup this test's own is SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN if ignore_hup else signal.SIG_DFL)
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernbench_tui.cli", *argv],

@@ -9,7 +9,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hardening_harness import ROOT, assert_failed_cleanly, child_env, invoke, snapshot_files, spawn, without_permission_override
+from hardening_harness import (
+    HANG_BOUND_S,
+    ROOT,
+    assert_failed_cleanly,
+    child_env,
+    invoke,
+    snapshot_files,
+    spawn,
+    without_permission_override,
+)
 
 from kernbench import cli
 from kernbench.runtime.api import Runtime
@@ -167,7 +176,9 @@ def test_a_fifo_named_as_an_input_does_not_block(folder, what):
     fifo = folder / f"pipe.{'yaml' if what == 'topology' else 'kbtrace'}"
     os.mkfifo(fifo)
     argv = ["run", "gemm-composite", "--topology", fifo.name] if what == "topology" else ["compare", fifo.name, fifo.name]
-    got = spawn("kernbench.cli", argv, cwd=folder, env=child_env(), timeout_s=20)  # (in a child: a hang is killed)
+    got = spawn(
+        "kernbench.cli", argv, cwd=folder, env=child_env(), timeout_s=HANG_BOUND_S
+    )  # (in a child: a hang is killed; its cost is the CPU bound)
     assert_failed_cleanly(got, 2, r"not a regular file", max_seconds=15, max_mib=400)
 
 
@@ -205,7 +216,7 @@ LOCKED = {
 def test_a_folder_without_search_permission_is_one_line(locked, flag):
     top, preexec = locked
     before = snapshot_files(top)
-    got = spawn("kernbench.cli", LOCKED[flag], cwd=top, env=child_env(), preexec_fn=preexec, timeout_s=60)
+    got = spawn("kernbench.cli", LOCKED[flag], cwd=top, env=child_env(), preexec_fn=preexec, timeout_s=HANG_BOUND_S)
     assert_failed_cleanly(got, 2, r"locked/\S+: .*permission denied", max_seconds=30, max_mib=400)
     assert got.err.count("\n") <= 2  # (a topology's error is its file's line and its problem's)
     assert snapshot_files(top) == before

@@ -179,6 +179,82 @@ def test_off_the_main_thread_the_watchdog_stops_only_inside_its_block():
     assert not thread.is_alive() and surfaced_after == [], surfaced_after
 
 
+def test_where_a_stop_landed_is_kept_without_the_frames_locals(monkeypatch):
+    """Under 4 busy loops the test above once saw the stop surface after its block: the watchdog kept the
+    frame it interrupted (for the kernel's line), and a frame holds its locals — when the stop landed in
+    the block's exit (contextlib's ``__exit__``, before the generator's ``finally``), that kept the context
+    manager alive, its ``finally`` never ran, and its watchdog went on sending. Now only code and line
+    numbers are kept: a local of the interrupted frame is freed once its owner drops it."""
+    import gc
+    import weakref
+
+    from kernbench import limits
+    from kernbench.pe.cpu import kernel_frame_location
+
+    monkeypatch.setattr(limits, "WATCHDOG_REPEAT_S", HANG_BOUND_S)  # one stop only, while this looks
+
+    class Token:
+        pass
+
+    def spin(token: Token) -> None:
+        while True:
+            pass
+
+    with wall_clock_watchdog(RunLimits(max_wall_s=0.05)):
+        token = Token()
+        ref = weakref.ref(token)
+        try:
+            spin(token)
+        except WallTimeExceeded:
+            pass
+        where = limits.alarm_frame()
+        del token
+        gc.collect()
+        assert ref() is None, "the interrupted frame's locals are still held"
+        assert where.f_code is spin.__code__ and spin.__code__.co_firstlineno < where.f_lineno
+        assert kernel_frame_location(where, __file__).startswith(f"\n  at {__file__}:{where.f_lineno} in spin\n    while True:")
+    assert limits.alarm_frame() is None
+
+
+def test_a_thread_started_while_the_watchdog_sends_gets_no_stop_and_starts(monkeypatch):
+    """On CPython 3.11 a thread being started carries its starter's id until it runs: a stop sent then
+    landed in the new thread, which died before it began ("Exception ignored in thread started by"), and
+    ``Thread.start()`` in the watched code waited for it forever — the watchdog could not stop that wait.
+    Seen with user code starting threads and with a watchdog's own thread started under another's. Here a
+    stop every 2 ms (the limit 1 ms) while a thread is started and joined again and again for 1 s: every
+    stop lands in the watched thread (caught there), every thread starts, nothing is left waiting."""
+    import sys
+
+    from kernbench import limits
+
+    monkeypatch.setattr(limits, "WATCHDOG_REPEAT_S", 0.002)
+    lost: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: lost.append(u.exc_type))
+    counts = {"started": 0, "ran": 0, "stops": 0}
+
+    def ran() -> None:
+        counts["ran"] += 1
+
+    def starts() -> None:
+        end = time.monotonic() + 1.0
+        with wall_clock_watchdog(RunLimits(max_wall_s=0.001)):
+            while time.monotonic() < end:
+                try:
+                    t = threading.Thread(target=ran)
+                    t.start()
+                    counts["started"] += 1
+                    t.join()
+                except WallTimeExceeded:
+                    counts["stops"] += 1
+
+    thread = threading.Thread(target=starts, daemon=True)
+    thread.start()
+    thread.join(HANG_BOUND_S)
+    assert not thread.is_alive(), f"Thread.start() still waiting: {counts}"
+    assert lost == [] and counts["stops"] > 0 and counts["started"] > 0, (lost, counts)
+    assert counts["ran"] >= counts["started"]  # (each thread said started has run)
+
+
 def test_the_default_limits_stop_a_runaway_in_bounded_memory():
     import tracemalloc
 

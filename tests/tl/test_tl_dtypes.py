@@ -181,3 +181,52 @@ def test_a_composite_out_of_a_narrow_dtype_is_checked_too(rt):
 
     with pytest.raises(KernelError, match=r"OpSpec scale into .*float8_e4m3fn"):
         run1(rt, kern, tx)
+
+
+def test_a_large_deploy_is_held_once_not_once_plus_a_mask_of_its_size(rt):
+    """From the hostile corpus (memory/deploy-huge-broadcast): deploying a float32 broadcast view of
+    20000 x 20000 peaked at 1195 MiB for its 763 MiB of float16, the finiteness check's boolean mask
+    (one byte an element) on top. The checks now look at CHECK_ELEMENTS at a time: the peak is the
+    stored array and one block's temporaries (numpy reports its buffers to tracemalloc)."""
+    import tracemalloc
+
+    from kernbench import dtypes
+
+    shape = (2000, 4 * dtypes.CHECK_ELEMENTS // 2000)  # four blocks' worth
+    stored = 2 * shape[0] * shape[1]
+    for target in (None, np.int8):
+        tracemalloc.start()
+        try:
+            t = rt.deploy(np.broadcast_to(np.float32(1.5), shape), dtype=target)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        held = stored // (2 if target else 1)
+        assert t.nbytes == held
+        blocks = dtypes.CHECK_ELEMENTS * (8 + 1 + 1 + 1) if target else dtypes.CHECK_ELEMENTS * 2  # float64 + masks / masks
+        assert peak < held + blocks + 2**20, (np.dtype(target or np.float16).name, peak, held)
+
+
+def refusal(values, dtype) -> str:
+    with pytest.raises(NarrowingOverflowError) as e:
+        narrow(values, dtype, "x")
+    return str(e.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, tl.float8_e4m3fn, np.int8, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_a_check_in_blocks_names_the_same_first_value_and_count_as_one_over_the_whole_array(monkeypatch, dtype):
+    from kernbench import dtypes
+
+    src = np.zeros((7, 5), np.float32)
+    src[3, 2], src[3, 4], src[6, 0] = 1e9, -1e9, np.inf
+    whole = refusal(src, dtype)
+    monkeypatch.setattr(dtypes, "CHECK_ELEMENTS", 6)  # one row a block (five elements a row)
+    blocked = refusal(src, dtype)
+    assert blocked == whole
+    bad = 2 if np.dtype(dtype) == np.float16 else 3  # (float16 keeps the source's inf: IEEE)
+    assert "at index (3, 2)" in whole and f"({bad} elements out of range)" in whole
+    if np.dtype(dtype).kind in "iub":
+        ints = np.array([[0, 1], [300, -7]], np.int32)
+        assert f"at index (1, 0) does not fit {np.dtype(dtype).name}" in refusal(ints, dtype)
+    ok = narrow(np.arange(35, dtype=np.float32).reshape(7, 5) % 2, dtype, "z")
+    assert ok.dtype == np.dtype(dtype) and ok.astype(np.float32).tolist() == (np.arange(35).reshape(7, 5) % 2).tolist()
