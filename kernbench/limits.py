@@ -90,7 +90,33 @@ def _leave_a_kernel() -> None:
     driver = getattr(getattr(g, "ctx", None), "driver", None)
     if isinstance(driver, greenlet.greenlet) and driver is not g and not driver.dead:
         _ABANDONED.append(g)
+        _leave_normalizing()
         driver.throw(WallTimeExceeded())
+
+
+def _leave_normalizing() -> None:
+    """Undo, for the thread, what the exception's creation we are leaving for good had set and would have
+    undone on its way out. On CPython 3.11 an exception raised from another thread is created while the
+    interpreter normalizes it, which raises the thread's recursion headroom by one until it is done; a
+    greenlet switched away from there never comes back, so the headroom stayed raised, and the thread's
+    next runaway recursion killed the whole process ("Fatal Python error: Cannot recover from stack
+    overflow") instead of raising RecursionError. The field is read at its 3.11 place, checked against the
+    recursion limit beside it; any other interpreter is left alone."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+        return
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype = ctypes.c_void_p
+    state = get()
+    if not state:
+        return
+    # struct _ts (3.11, Include/cpython/pystate.h): prev, next, interp (pointers); int _initialized, _static,
+    # recursion_remaining, recursion_limit, recursion_headroom
+    base = state + 3 * ctypes.sizeof(ctypes.c_void_p) + 2 * ctypes.sizeof(ctypes.c_int)
+    remaining = ctypes.c_int.from_address(base)
+    limit = ctypes.c_int.from_address(base + ctypes.sizeof(ctypes.c_int))
+    headroom = ctypes.c_int.from_address(base + 2 * ctypes.sizeof(ctypes.c_int))
+    if limit.value == sys.getrecursionlimit() and 0 < limit.value - remaining.value <= limit.value + 50 and headroom.value > 0:
+        headroom.value -= 1
 
 
 #: per thread, where it was (a :class:`_Where` chain) when the watchdog last sent it the stop

@@ -349,3 +349,49 @@ def test_the_simulated_time_limit_holds_on_the_clock_not_only_when_a_pe_takes_a_
         return
     with pytest.raises(RunLimitError, match=r"past the simulated-time limit of .* ns"):
         rt.run(limits=limits_of(ns))
+
+
+def test_after_a_wall_stopped_kernel_its_thread_still_raises_recursion_error():
+    """The stop leaves the kernel's greenlet for good from inside the exception's creation; on CPython 3.11
+    that left the thread's recursion headroom raised, and the thread's next runaway recursion (a json file
+    nested too deep, in the same test session) killed the interpreter with a fatal error instead of raising
+    RecursionError (a pytest worker crashed this way). Run in a child: the failure is the process dying."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import json
+        from kernbench.errors import RunLimitError
+        from kernbench.limits import RunLimits
+        from kernbench.runtime.api import Runtime
+
+        def spin_catching_everything():
+            while True:
+                try:
+                    while True:
+                        pass
+                except BaseException:
+                    pass
+
+        rt = Runtime("cube1")
+        rt.launch(spin_catching_everything, pes=[0])
+        try:
+            rt.run(limits=RunLimits(max_wall_s=0.3))
+        except RunLimitError:
+            print("stopped")
+
+        def deep(n):
+            return deep(n + 1)
+
+        for attempt in (lambda: deep(0), lambda: json.loads("[" * 200_000)):
+            try:
+                attempt()
+            except RecursionError:
+                print("RecursionError")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split() == ["stopped", "RecursionError", "RecursionError"]
