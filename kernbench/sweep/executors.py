@@ -139,6 +139,12 @@ def in_processes(
                 f"{what} ran past the wall-time limit (--max-wall-s) in the user's code and did not stop when asked "
                 "(it catches the stop, or waits in C code), so it was ended; what it had was not run"
             ) from None
+        if any(process.exitcode == -signal.SIGKILL for process in workers):
+            raise KernbenchError(
+                f"{what} was ended by SIGKILL: by the wall-time limit's last resort (--max-wall-s: the user's code did "
+                "not stop when asked, on a machine too busy to end it gently), or by the system (out of memory?); "
+                "what it had was not run"
+            ) from None
         raise KernbenchError(f"{what} died (killed, or out of memory?); what it had was not run") from None
     finally:
         if finished:
