@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -132,14 +133,13 @@ def in_processes(
             yield future.result()
         finished = True
     except BrokenProcessPool:
-        for process in workers:
-            process.join(timeout=1)
-        if any(process.exitcode == limits.WALL_EXIT_STATUS for process in workers):
+        ended = exit_statuses(workers)
+        if limits.WALL_EXIT_STATUS in ended:
             raise KernbenchError(
                 f"{what} ran past the wall-time limit (--max-wall-s) in the user's code and did not stop when asked "
                 "(it catches the stop, or waits in C code), so it was ended; what it had was not run"
             ) from None
-        if any(process.exitcode == -signal.SIGKILL for process in workers):
+        if -signal.SIGKILL in ended:
             raise KernbenchError(
                 f"{what} was ended by SIGKILL: by the wall-time limit's last resort (--max-wall-s: the user's code did "
                 "not stop when asked, on a machine too busy to end it gently), or by the system (out of memory?); "
@@ -151,6 +151,30 @@ def in_processes(
             pool.shutdown()
         else:
             _terminate(pool)
+
+
+#: how long a broken pool's workers are given to be reaped before their statuses are read
+REAP_WAIT_S = 5.0
+REAP_POLL_S = 0.01
+
+
+def exit_statuses(processes: Sequence[Any], wait_s: float = REAP_WAIT_S) -> list[int | None]:
+    """How each of a broken pool's worker processes ended (``exitcode``; None: still unknown after ``wait_s``).
+
+    The pool's own thread reaps them as it breaks, at the same time: two threads calling ``waitpid`` on one
+    pid, the loser is told there is no such child, and its ``exitcode`` reads None until the winner, waiting
+    for the interpreter lock, records the status. On a loaded machine that was seen often enough to turn a
+    worker's wall-time exit (124) into "died (killed, or out of memory?)". So each status is read again until
+    it is known."""
+
+    deadline = time.monotonic() + wait_s
+    statuses: list[int | None] = []
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+        while process.exitcode is None and time.monotonic() < deadline:
+            time.sleep(REAP_POLL_S)
+        statuses.append(process.exitcode)
+    return statuses
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
