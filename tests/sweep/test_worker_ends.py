@@ -53,7 +53,7 @@ def test_real_workers_reaped_by_two_threads_at_once_read_their_status():
         workers = [ctx.Process(target=_exit_wall) for _ in range(2)]
         for worker in workers:
             worker.start()
-        rival = threading.Thread(target=lambda: [w.join() for w in workers])
+        rival = threading.Thread(target=lambda started=workers: [w.join() for w in started])
         rival.start()
         assert exit_statuses(workers) == [limits.WALL_EXIT_STATUS] * 2
         rival.join()
