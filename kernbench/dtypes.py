@@ -21,24 +21,58 @@ value. What each type does with values that are not finite to begin with:
 ``tl.cast(x, dtype, saturate=True)`` is the one documented saturation: it clips
 finite values to ±(largest finite value) first (as an fp8 conversion with
 saturation does in hardware), and only then narrows.
+
+``ml_dtypes`` is imported when one of its types is first asked for
+(:func:`as_dtype` with its name, ``tl.bfloat16``, this module's attributes),
+not with kernbench: its 0.7 extension takes ~0.65 s of CPU to import (it
+registers casts and promotions between its twenty-odd types), which every
+process would pay — each ``kernbench run``, sweep worker and debugger child —
+while most runs never use a type of its own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-bfloat16: type[Any] = ml_dtypes.bfloat16
-float8_e4m3fn: type[Any] = ml_dtypes.float8_e4m3fn
-float8_e5m2: type[Any] = ml_dtypes.float8_e5m2
-
-#: the ml_dtypes types kernbench knows, by name
-ML_DTYPES: dict[str, np.dtype] = {np.dtype(t).name: np.dtype(t) for t in (bfloat16, float8_e4m3fn, float8_e5m2)}
+#: the ml_dtypes types kernbench knows, by name (numpy knows these names once ml_dtypes is imported)
+ML_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 #: types without an infinity: an infinite source value overflows them
-NO_INF = frozenset({np.dtype(float8_e4m3fn)})
+NO_INF_NAMES = frozenset({"float8_e4m3fn"})
+
+if TYPE_CHECKING:  # (at run time: module __getattr__ below, importing ml_dtypes on first use)
+    bfloat16: type[Any]
+    float8_e4m3fn: type[Any]
+    float8_e5m2: type[Any]
+
+
+@cache
+def ml_dtypes() -> ModuleType:
+    """The ``ml_dtypes`` package, imported (and its types registered with numpy) on first call."""
+    import ml_dtypes as package
+
+    return package
+
+
+def __getattr__(name: str) -> Any:
+    if name in ML_NAMES:
+        return getattr(ml_dtypes(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def as_dtype(dtype: DTypeLike) -> np.dtype:
+    """``np.dtype(dtype)``, also for the name of an ml_dtypes type before that package is imported."""
+    if isinstance(dtype, str) and dtype in ML_NAMES:
+        ml_dtypes()
+    return np.dtype(dtype)
+
+
+def _no_inf(d: np.dtype) -> bool:
+    return d.name in NO_INF_NAMES
 
 
 class NarrowingOverflowError(OverflowError):
@@ -46,25 +80,27 @@ class NarrowingOverflowError(OverflowError):
 
 
 def is_float(dtype: DTypeLike) -> bool:
-    """A floating-point type, numpy's or one of :data:`ML_DTYPES`."""
-    d = np.dtype(dtype)
-    return d.kind == "f" or d.name in ML_DTYPES
+    """A floating-point type, numpy's or one of :data:`ML_NAMES`."""
+    d = as_dtype(dtype)
+    return d.kind == "f" or d.name in ML_NAMES
 
 
 def largest(dtype: DTypeLike) -> float:
     """The largest finite value of a floating-point or integer type."""
-    d = np.dtype(dtype)
+    d = as_dtype(dtype)
     if d.kind in "iu":
         return float(np.iinfo(d).max)
     if d.kind == "b":
         return 1.0
-    return float(ml_dtypes.finfo(d).max)  # type: ignore[no-untyped-call]
+    if d.name in ML_NAMES:
+        return float(ml_dtypes().finfo(d).max)
+    return float(np.finfo(d).max)
 
 
 def check_storable(array: np.ndarray, what: str) -> None:
     """Refuse an array no memory can hold: object (or other non-numeric) dtypes."""
     d = array.dtype
-    if d.kind in "OUSMmV" and d.name not in ML_DTYPES:
+    if d.kind in "OUSMmV" and d.name not in ML_NAMES:
         raise TypeError(
             f"{what}: dtype {d} cannot be stored (object, string and other non-numeric arrays have no bytes to move); "
             "give a numeric array (float16, bfloat16, float8_e4m3fn, float8_e5m2, float32, an int type or bool)"
@@ -79,7 +115,7 @@ def narrow(values: NDArray[Any], dtype: DTypeLike, what: str, hint: str = HINT) 
 
     The result is the one full-size array made; the checks look at :data:`CHECK_ELEMENTS` elements
     at a time, so a large deploy is held once, not once plus a mask of its size."""
-    d = np.dtype(dtype)
+    d = as_dtype(dtype)
     src = np.asarray(values)
     if src.dtype == d:
         return src
@@ -89,11 +125,11 @@ def narrow(values: NDArray[Any], dtype: DTypeLike, what: str, hint: str = HINT) 
         out = src.astype(d)
     if d.kind == "f" and d.itemsize >= 4:
         return out  # float32 (or wider) holds every value of every type here
-    if d not in NO_INF and all(bool(np.isfinite(out[b]).all()) for b in _blocks(out)):
+    if not _no_inf(d) and all(bool(np.isfinite(out[b]).all()) for b in _blocks(out)):
         return out
 
     def overflowed(b: Any) -> NDArray[np.bool_]:
-        was = np.isfinite(src[b]) if d not in NO_INF else ~np.isnan(src[b])
+        was = np.isfinite(src[b]) if not _no_inf(d) else ~np.isnan(src[b])
         return np.asarray(~np.isfinite(out[b]) & was)
 
     _refuse_any(src, overflowed, d, what, hint)
@@ -155,7 +191,7 @@ def _refuse_any(src: NDArray[Any], bad_in: Any, d: np.dtype, what: str, hint: st
 
 def _raise(src: NDArray[Any], at: tuple[int, ...], n: int, d: np.dtype, what: str, hint: str) -> None:
     v = src[at] if at else src[()]
-    extra = " (it has no infinity)" if d in NO_INF else ""
+    extra = " (it has no infinity)" if _no_inf(d) else ""
     span = (
         f"range {np.iinfo(d).min}..{np.iinfo(d).max}"
         if d.kind in "iu"

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
-import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 types with numpy: np.dtype(dtype_name(d)) is d)
 import numpy as np
 from numpy.typing import DTypeLike
 
+from kernbench.dtypes import as_dtype
 from kernbench.errors import KernbenchError
 from kernbench.sim.region import Region, byte_distance, region_of_view
 
@@ -44,18 +44,18 @@ class HandleRef:
 
 @cache
 def _itemsize(dtype: str) -> int:
-    return np.dtype(dtype).itemsize
+    return as_dtype(dtype).itemsize
 
 
 @cache
 def _dtype(name: str) -> np.dtype:
-    return np.dtype(name)
+    return as_dtype(name)
 
 
 @cache
 def dtype_name(dtype: DTypeLike) -> str:
     """``np.dtype(dtype).name``, remembered (numpy computes it anew each time)."""
-    return np.dtype(dtype).name
+    return as_dtype(dtype).name
 
 
 class NoDataError(ValueError, KernbenchError):
@@ -66,7 +66,7 @@ def layout_only(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
     """A C-contiguous array's *geometry* with no payload: shape, dtype, strides and addresses, for
     views and regions to be computed from exactly as from a real array. Its memory is one element:
     it is never read or written (a tensor holding no data gives zeros and discards what is stored)."""
-    dt = np.dtype(dtype)
+    dt = as_dtype(dtype)
     strides = []
     step = dt.itemsize
     for n in reversed(shape):

@@ -39,12 +39,12 @@ each); all-to-all is a pairwise exchange (:mod:`~kernbench.collectives.alltoall`
 
 from __future__ import annotations
 
-import numpy as np
 from numpy.typing import DTypeLike
 
 from kernbench import tl
 from kernbench.collectives import alltoall, grid2d, ring, tree
 from kernbench.collectives.group import Group, Ring
+from kernbench.dtypes import as_dtype
 from kernbench.handles import HbmTensor, Ptr
 
 __all__ = [
@@ -85,7 +85,7 @@ BUFFERS = {"ring": ring.BUFFERS, "2d": grid2d.BUFFERS, "tree": tree.BUFFERS, "pa
 
 
 def chunk_elements(chunk_bytes: int, dtype: DTypeLike) -> int:
-    size: int = np.dtype(dtype).itemsize
+    size: int = as_dtype(dtype).itemsize
     if chunk_bytes < size or chunk_bytes % size:
         raise ValueError(f"chunk_bytes {chunk_bytes} must be a positive multiple of the {size} B element")
     return chunk_bytes // size

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from kernbench.dtypes import check_storable, narrow
+from kernbench.dtypes import as_dtype, check_storable, narrow
 from kernbench.errors import DeadlockError, Interrupted, KernbenchError, LostMessageError, NotRecordedError, RetimeError, RunLimitError
 from kernbench.events.bus import Bus, Recorder
 from kernbench.events.source import parse_site
@@ -308,7 +308,7 @@ class Runtime:
         what = f"Runtime.deploy of {name or 'an array'} {arr.shape}"
         check_storable(arr, what)
         if dtype is not None:
-            target = np.dtype(dtype)
+            target = as_dtype(dtype)
             check_storable(np.empty(0, dtype=target), what)
         elif arr.dtype.kind == "f":
             target = np.dtype(np.float16)
@@ -329,7 +329,7 @@ class Runtime:
     def empty(self, shape: Sequence[int], dtype: Any = np.float16, **where: Any) -> HbmTensor:
         """A zero-filled HBM tensor to write results into (with ``data=False``: its geometry only)."""
         if not self.holds_data:
-            return self._phantom(tuple(int(n) for n in shape), np.dtype(dtype), where.get("pe"), where.get("memory"), where.get("name"))
+            return self._phantom(tuple(int(n) for n in shape), as_dtype(dtype), where.get("pe"), where.get("memory"), where.get("name"))
         return self.deploy(np.zeros(tuple(shape), dtype=dtype), dtype=dtype, copy=False, **where)
 
     def _phantom(self, shape: tuple[int, ...], dtype: np.dtype, pe: int | str | None, memory: str | None, name: str | None) -> HbmTensor:

@@ -106,11 +106,12 @@ a launched kernel raises ``RuntimeError``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.dtypes import bfloat16, float8_e4m3fn, float8_e5m2, narrow
+from kernbench import dtypes as _dtypes
+from kernbench.dtypes import as_dtype, narrow
 from kernbench.handles import HandleRef, HbmTensor, Ptr, TensorHandle
 from kernbench.pe.commands import (
     CompositeCmd,
@@ -165,8 +166,21 @@ from kernbench.tl.reductions import max, rowmax, rowmean, rowsum, sum
 from kernbench.tl.spec import OpSpec
 from kernbench.tl.views import reshape, transpose, view
 
-#: the dtypes beyond numpy's (kernbench.dtypes; ml_dtypes types, not in __all__: types, not ops)
-DTYPES = (bfloat16, float8_e4m3fn, float8_e5m2)
+#: the dtypes beyond numpy's, by name: ``tl.bfloat16``, ``tl.float8_e4m3fn``, ``tl.float8_e5m2`` are ml_dtypes'
+#: types (not in __all__: types, not ops), imported on first use (kernbench.dtypes says why)
+DTYPES = _dtypes.ML_NAMES
+
+if TYPE_CHECKING:
+    bfloat16: type[Any]
+    float8_e4m3fn: type[Any]
+    float8_e5m2: type[Any]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _dtypes.ML_NAMES:
+        return getattr(_dtypes.ml_dtypes(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "OpSpec",
@@ -276,8 +290,8 @@ def _ptr(p: Ptr | HbmTensor) -> Ptr:
 def _check_geometry(p: Ptr, shape: Sequence[int] | None, dtype: Any) -> None:
     if shape is not None and tuple(shape) != p.shape:
         raise ValueError(f"{p.describe()} has shape {p.shape}, not {tuple(shape)}")
-    if dtype is not None and np.dtype(dtype) != p.dtype:
-        raise ValueError(f"{p.describe()} has dtype {p.dtype}, not {np.dtype(dtype)}")
+    if dtype is not None and as_dtype(dtype) != p.dtype:
+        raise ValueError(f"{p.describe()} has dtype {p.dtype}, not {as_dtype(dtype)}")
 
 
 def load(ptr: Ptr | HbmTensor, shape: Sequence[int] | None = None, dtype: Any = None) -> TensorHandle:
@@ -465,9 +479,9 @@ def full(shape: Sequence[int], value: float, dtype: Any = np.float32) -> TensorH
     dims = tuple(shape)
     if (
         all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims)
-        and int(np.prod(dims, dtype=object)) * np.dtype(dtype).itemsize > ctx.scratch_bytes
+        and int(np.prod(dims, dtype=object)) * as_dtype(dtype).itemsize > ctx.scratch_bytes
     ):
-        ctx.new_handle(dims, np.dtype(dtype), f"full {value}", None)  # (raises ScratchError before any array is built)
+        ctx.new_handle(dims, as_dtype(dtype), f"full {value}", None)  # (raises ScratchError before any array is built)
     data = np.full(dims, value, dtype=dtype)
     return ctx.new_handle(data.shape, data.dtype, f"full {value}", data)
 

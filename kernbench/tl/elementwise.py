@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import DTypeLike
 
-from kernbench.dtypes import check_storable
+from kernbench.dtypes import as_dtype, check_storable
 from kernbench.handles import TensorHandle
 from kernbench.tl.issue import expect_handle, math_op, out_dtype
 
@@ -837,7 +837,7 @@ def cast(x: TensorHandle, dtype: DTypeLike, saturate: bool = False) -> TensorHan
         assert float(np.abs(f8.numpy().astype(np.float32)).max()) == 448.0
     """
     expect_handle(x, "tl.cast x")
-    target = np.dtype(dtype)
+    target = as_dtype(dtype)
     check_storable(np.empty(0, dtype=target), "tl.cast dtype")
     extra = {"dtype": target.name, "saturate": bool(saturate)}
     return math_op("cast", (x,), extra, dtype=target)

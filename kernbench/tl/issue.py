@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from kernbench.dtypes import narrow
+from kernbench.dtypes import as_dtype, narrow
 from kernbench.handles import TensorHandle
 from kernbench.pe.commands import MathCmd
 from kernbench.pe.opkinds import op_kind
@@ -57,7 +57,7 @@ def math_op(
     ctx.need(inputs)
     extra = extra or {}
     k = op_kind(kind)
-    target = out_dtype(*inputs) if dtype is None else np.dtype(dtype)
+    target = out_dtype(*inputs) if dtype is None else as_dtype(dtype)
     r = narrow(k.compute([data(x) for x in inputs], extra, shape), target, f"tl.{kind} result")
     out = ctx.new_handle(r.shape, r.dtype, kind, r)
     ctx.issue(MathCmd(kind, tuple(x.ref for x in inputs), out.ref, dict(extra)))
