@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -115,7 +116,7 @@ def spawn(
     readers.append(threading.Thread(target=_sample_peak, args=(proc, peak_kib, reaped), daemon=True))
     for r in readers:
         r.start()
-    killer = threading.Timer(timeout_s, proc.kill)
+    killer = threading.Timer(timeout_s, _kill, (proc.pid,))
     killer.start()
     try:
         if on_start is not None:
@@ -136,6 +137,14 @@ def spawn(
         peak_kib[0] / 1024,
         usage.ru_utime + usage.ru_stime,
     )
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL to a child not reaped yet (not ``proc.kill()``: it polls, and may reap the child before wait4)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # (reaped just now: spawn is done with it)
+        pass
 
 
 _SCALE: list[float] = []

@@ -19,7 +19,9 @@ LONG_RUN = ["run", "gqa-decode", "--topology", "cube1", "--context", "16384"]
 def after(delay_s: float, signum: int):
     def send(proc):
         time.sleep(delay_s)
-        proc.send_signal(signum)  # nothing once the child has ended (spawn's sampler may have reaped it already)
+        # os.kill, not proc.send_signal: that polls first, and reaps a child that has just ended, so spawn's
+        # wait4 found no child (ChildProcessError, seen on a loaded machine). Unreaped, its pid stays its own.
+        os.kill(proc.pid, signum)
 
     return send
 
