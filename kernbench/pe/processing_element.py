@@ -123,6 +123,11 @@ class ProcessingElement:
             lane.scale = scale
             lane.engine = LANE_ENGINES.get(lane.component[len(self.pe_id) + 1 :], "")
 
+    def close(self) -> None:
+        """The run is over (its accounting read): drop the scheduler, which refers back to the PE,
+        so that reference counting frees the finished machine (see ``collector_paused``)."""
+        del self.scheduler
+
     # --- service times (the engines' own parameters) ----------------------
 
     def gemm_ns(self, m: int, n: int, k: float, a_itemsize: int = 2, b_itemsize: int = 2) -> float:
@@ -186,6 +191,12 @@ class IpcqFabric:
         # and receives no message reached yet (their landing event and handle)
         self._arrived: dict[tuple[int, int, int], deque[Any]] = {}  # the payloads (numerics: arrays, else None)
         self._posted: dict[tuple[int, int, int], deque[tuple[simpy.Event, HandleRef]]] = {}
+
+    def close(self) -> None:
+        """The run is over: let go of the PEs (each refers back to the fabric)."""
+        self.pes.clear()
+        self._arrived.clear()
+        self._posted.clear()
 
     def pe_of_program(self, launch: int, program: int) -> ProcessingElement:
         return self.pes[(launch, program)]
