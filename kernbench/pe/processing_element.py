@@ -34,7 +34,7 @@ class KernelHooks(Protocol):
 
 
 #: Composite plans by the engine timing they were made for, then by composite shape.
-PlanCaches = dict[tuple[object, ...], dict[tuple[object, ...], Plan]]
+PlanCaches = dict[tuple[object, ...], dict[int, Plan]]  # (inner key: CompositeCmd.plan_id)
 
 
 class ProcessingElement:
@@ -107,7 +107,7 @@ class ProcessingElement:
             self._math_transcendental_lanes,
             self.clock_ghz,
         )
-        self.composite_plans: dict[tuple[object, ...], Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
+        self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns: dict[str, float] = {}  # PE_CPU's stalls by reason (a StallReason's value), as the STALL events say

@@ -819,14 +819,18 @@ def collector_paused() -> Iterator[None]:
     freed as the run returns, not by a collection that would scan everything
     the run made (a recorded GQA default re-timing spent 0.7 of its 2.8 s CPU
     in the two collections that found the previous machine; tests/runtime/
-    test_run_garbage.py). Only garbage cycles a kernel itself makes wait for
-    the end of its run.
+    test_run_garbage.py). What a finished run made and keeps (its result: the
+    events, the op logs) joins the oldest generation as the objects from before
+    it do, unscanned, where a young collection would scan it at once and again
+    a generation later (a recorded GQA default's 149k events: 0.08 s). Only
+    garbage cycles a kernel itself makes wait for a full collection.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     gc.freeze()
     try:
         yield
+        gc.freeze()  # (the run ended: everything made since joins the frozen, then the oldest generation)
     finally:
         gc.unfreeze()
         if was_enabled:
