@@ -8,13 +8,14 @@ that with no subscriber no :class:`Event` is even constructed; see
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
+from operator import itemgetter
 
-from kernbench.events.types import Event, EventKind
+from kernbench.events.types import Event, EventKind, new_event
 
 Subscriber = Callable[[Event], None]
 
-_TIME_ORDER = attrgetter("t_ns", "seq")  # Event.sort_key, read in C (a recorded GQA default sorts 149k events)
+_TIME_ORDER = itemgetter(0, 8)  # Event.sort_key (t_ns, seq), read in C (a recorded GQA default sorts 149k events)
+_T_NS = itemgetter(0)  # Event.t_ns
 
 
 class Bus:
@@ -55,7 +56,7 @@ class Bus:
     ) -> int:
         """Build and publish one event (call only when :attr:`active`); its ``seq``."""
         seq = self._seq
-        event = Event(t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred, src)
+        event = new_event((t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred, src))
         self._seq = seq + 1
         for fn in self._subscribers:
             fn(event)
@@ -67,15 +68,19 @@ class Recorder:
 
     def __init__(self, bus: Bus | None = None) -> None:
         self._events: list[Event] = []
+        # subscribed to a bus, it holds events in publish order, which is seq order
+        self._in_seq_order = bus is not None
         if bus is not None:
             bus.subscribe(self._events.append)  # (the list's own append: no Python call an event)
 
     def __call__(self, event: Event) -> None:
+        self._in_seq_order = False  # (events handed over by hand: any order)
         self._events.append(event)
 
     def __len__(self) -> int:
         return len(self._events)
 
     def events(self) -> list[Event]:
-        """All events sorted by ``(t_ns, seq)`` (spans may be published ahead)."""
-        return sorted(self._events, key=_TIME_ORDER)
+        """All events sorted by ``(t_ns, seq)`` (spans may be published ahead). Held in seq order, a
+        stable sort by ``t_ns`` alone gives that order, and compares floats rather than pairs."""
+        return sorted(self._events, key=_T_NS if self._in_seq_order else _TIME_ORDER)

@@ -56,9 +56,10 @@ channel bursts, its start and end); ``-1`` when not applicable.
 from __future__ import annotations
 
 import enum
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from kernbench.frozen import quick_init
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +132,14 @@ class StallReason(str, enum.Enum):  # noqa: UP042 - not StrEnum: its str() and f
     HAZARD = "rw-handle hazard"
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One observation. ``end_ns`` is ``t_ns`` for instants."""
+class Event(NamedTuple):
+    """One observation. ``end_ns`` is ``t_ns`` for instants.
+
+    A named tuple rather than a slotted dataclass: a recorded run makes one per
+    observation (149k for the GQA default), and the bus builds each with one C
+    call (:data:`new_event`) where a dataclass's ``__init__`` ran a Python
+    frame setting eleven slots (measured 2026-12-03: ~0.2 µs instead of ~2 µs).
+    Read it by field name as before; it is immutable as before."""
 
     t_ns: float
     kind: EventKind
@@ -158,3 +163,10 @@ class Event:
 
     def sort_key(self) -> tuple[float, int]:
         return (self.t_ns, self.seq)
+
+
+#: ``new_event((t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred, src))``: an
+#: :class:`Event` from all its fields in order, with no Python call (what the bus builds each event with)
+new_event: Callable[[tuple[float, EventKind, str, float, int, str, float, str, int, int, str]], Event] = functools.partial(
+    tuple.__new__, Event
+)

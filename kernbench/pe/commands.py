@@ -180,6 +180,10 @@ class OpSpec:
         )
 
 
+#: every composite shape met in this process, numbered (CompositeCmd.plan_id)
+_PLAN_IDS: dict[tuple[object, ...], int] = {}
+
+
 @dataclass(frozen=True, eq=False)
 class CompositeCmd(PeCommand):
     """An ordered pipeline of OpSpecs the scheduler tiles and streams (D2)."""
@@ -212,6 +216,16 @@ class CompositeCmd(PeCommand):
                 for op in self.ops
             ]
         )
+
+    @cached_property
+    def plan_id(self) -> int | None:
+        """:attr:`plan_key` numbered (equal keys, equal numbers; None when a value in it is
+        unhashable): the plan cache's key, the nested key hashed once per command rather than at
+        every submission of it (a replay submits it again)."""
+        try:
+            return _PLAN_IDS.setdefault(self.plan_key, len(_PLAN_IDS))
+        except TypeError:
+            return None
 
     @cached_property
     def tcm_handles(self) -> tuple[tuple[HandleRef, ...], tuple[HandleRef, ...]]:

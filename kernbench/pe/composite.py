@@ -98,13 +98,13 @@ class Plan:
 
 def _plan(pe: ProcessingElement, cmd: CompositeCmd) -> Plan:
     """The plan for ``cmd`` on ``pe``, computed once per shape of composite (``cmd.plan_key``)."""
-    cache = pe.composite_plans
-    try:
-        hit = cache.get(cmd.plan_key)
-    except TypeError:  # an unhashable extra value: plan it every time
+    key = cmd.plan_id
+    if key is None:  # an unhashable extra value: plan it every time
         return _make_plan(pe, cmd.ops)
+    cache = pe.composite_plans
+    hit = cache.get(key)
     if hit is None:
-        hit = cache[cmd.plan_key] = _make_plan(pe, cmd.ops)
+        hit = cache[key] = _make_plan(pe, cmd.ops)
     return hit
 
 

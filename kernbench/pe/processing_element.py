@@ -34,7 +34,7 @@ class KernelHooks(Protocol):
 
 
 #: Composite plans by the engine timing they were made for, then by composite shape.
-PlanCaches = dict[tuple[object, ...], dict[tuple[object, ...], Plan]]
+PlanCaches = dict[tuple[object, ...], dict[int, Plan]]  # (inner key: CompositeCmd.plan_id)
 
 
 class ProcessingElement:
@@ -107,7 +107,7 @@ class ProcessingElement:
             self._math_transcendental_lanes,
             self.clock_ghz,
         )
-        self.composite_plans: dict[tuple[object, ...], Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
+        self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns: dict[str, float] = {}  # PE_CPU's stalls by reason (a StallReason's value), as the STALL events say
@@ -122,6 +122,11 @@ class ProcessingElement:
         for lane in [v for v in vars(self).values() if isinstance(v, Lane)]:  # every lane, whatever the PE has
             lane.scale = scale
             lane.engine = LANE_ENGINES.get(lane.component[len(self.pe_id) + 1 :], "")
+
+    def close(self) -> None:
+        """The run is over (its accounting read): drop the scheduler, which refers back to the PE,
+        so that reference counting frees the finished machine (see ``collector_paused``)."""
+        del self.scheduler
 
     # --- service times (the engines' own parameters) ----------------------
 
@@ -186,6 +191,12 @@ class IpcqFabric:
         # and receives no message reached yet (their landing event and handle)
         self._arrived: dict[tuple[int, int, int], deque[Any]] = {}  # the payloads (numerics: arrays, else None)
         self._posted: dict[tuple[int, int, int], deque[tuple[simpy.Event, HandleRef]]] = {}
+
+    def close(self) -> None:
+        """The run is over: let go of the PEs (each refers back to the fabric)."""
+        self.pes.clear()
+        self._arrived.clear()
+        self._posted.clear()
 
     def pe_of_program(self, launch: int, program: int) -> ProcessingElement:
         return self.pes[(launch, program)]

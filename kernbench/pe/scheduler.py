@@ -87,27 +87,13 @@ class Scheduler:
         self.pe = pe
         self.env = pe.env
         self.dispatch_seq = -1  # the DISPATCH span of the command being submitted
-        # each handler takes the command type it is keyed by (submit dispatches on type(cmd))
-        self._handlers: dict[type[PeCommand], Callable[[Any, float, int], Ready]] = {
-            GemmCmd: self._gemm,
-            MathCmd: self._math,
-            CopyCmd: self._copy,
-            DmaReadCmd: self._dma_read,
-            DmaWriteCmd: self._dma_write,
-            IpcqSendCmd: self._ipcq_send,
-            IpcqRecvCmd: self._ipcq_recv,
-            CompositeCmd: self._composite,
-            MathPairCmd: self._math_pair,
-            GatherCmd: self._gather,
-            ScatterCmd: self._scatter,
-        }
 
     def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
         _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)
         self.dispatch_seq = dispatch
-        return self._handlers[type(cmd)](cmd, arrive, corr_id)
+        return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
     def _done(self, corr: int, seq: int) -> None:
         """Command ``corr`` completes with the span ``seq`` (what a queue-full stall waits for)."""
@@ -447,3 +433,20 @@ class Scheduler:
 
     def _composite(self, cmd: CompositeCmd, arrive: float, corr: int) -> Ready:
         return CompositeRun(self, cmd, arrive, corr).done
+
+
+# each handler takes the command type it is keyed by (submit dispatches on type(cmd)); unbound, so that
+# a scheduler holds no bound method of itself (a cycle only the collector would free)
+_HANDLERS: dict[type[PeCommand], Callable[[Scheduler, Any, float, int], Ready]] = {
+    GemmCmd: Scheduler._gemm,
+    MathCmd: Scheduler._math,
+    CopyCmd: Scheduler._copy,
+    DmaReadCmd: Scheduler._dma_read,
+    DmaWriteCmd: Scheduler._dma_write,
+    IpcqSendCmd: Scheduler._ipcq_send,
+    IpcqRecvCmd: Scheduler._ipcq_recv,
+    CompositeCmd: Scheduler._composite,
+    MathPairCmd: Scheduler._math_pair,
+    GatherCmd: Scheduler._gather,
+    ScatterCmd: Scheduler._scatter,
+}

@@ -64,6 +64,13 @@ class FastEngine(TransferEngine):
         self._paths: dict[int, Path] = {}  # id(route) -> its path (routes are cached by the graph)
         self.idle_reads = deferral.IdleReads()
 
+    def close(self) -> None:
+        for f in self._edges:
+            if f is not None:
+                f.close()
+        self._paths.clear()
+        super().close()
+
     def edge_fifo(self, index: int) -> Fifo:
         f = self._edges[index]
         if f is None:

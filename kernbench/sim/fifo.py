@@ -1,17 +1,14 @@
 """The FIFO servers transfers share: every directed edge, every memory pseudo-channel.
 
-Contract. A :class:`Fifo` serves flits in arrival order (same instant: lower
-``seq`` first, then flit index), one per ``s`` ns; one transfer's flits
-through it are a :class:`Passage`. Callers add passages (:meth:`~Fifo.arrive`),
-change a passage's later arrivals (:meth:`~Fifo.amend`), serve bursts that
-arrive together (:meth:`~Fifo.reserve`), ask when the work before an instant
-is done (:meth:`~Fifo.finish_before`, :meth:`~Fifo.pass_control`), and defer
-or adopt a train planned in closed form (:func:`idle_route`,
-:func:`defer_route`, :meth:`~Fifo.adopt`). Changed departures go to the
-passage's ``on_change``; control flits due to cross are told to look again
-(:class:`Watcher`). Only this module writes a ``Fifo``'s or a ``Passage``'s
-fields. The model is ``docs/timing.md``, the words ``docs/glossary.md``,
-the arithmetic :mod:`kernbench.sim.serve`.
+Contract. A :class:`Fifo` serves flits in arrival order (same instant: lower ``seq`` first, then flit
+index), one per ``s`` ns; one transfer's flits through it are a :class:`Passage`. Callers add passages
+(:meth:`~Fifo.arrive`), change a passage's later arrivals (:meth:`~Fifo.amend`), serve bursts that arrive
+together (:meth:`~Fifo.reserve`), ask when the work before an instant is done (:meth:`~Fifo.finish_before`,
+:meth:`~Fifo.pass_control`), and defer or adopt a train planned in closed form (:func:`idle_route`,
+:func:`defer_route`, :meth:`~Fifo.adopt`). Changed departures go to the passage's ``on_change``; control
+flits due to cross are told to look again (:class:`Watcher`). Only this module writes a ``Fifo``'s or a
+``Passage``'s fields. The model is ``docs/timing.md``, the words ``docs/glossary.md``, the arithmetic
+:mod:`kernbench.sim.serve`.
 """
 
 from __future__ import annotations
@@ -136,6 +133,10 @@ class Fifo:
         self.deferred: Deferrer | None = None
         self.deferred_t_last = 0.0
         self.deferred_v_end = 0.0
+
+    def close(self) -> None:
+        """The run is over: let go of what refers back to it (see ``Network.close``)."""
+        self.members, self._watchers, self._replan_at, self.deferred, self.history = [], [], None, None, None
 
     def finish_before(self, t: float, seq: int = BEFORE_ALL) -> float:
         """When the work that arrived before ``t`` is done (never before ``t``).

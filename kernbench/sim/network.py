@@ -172,6 +172,17 @@ class Network:
         """The end of a run: nothing is left to publish (every transfer publishes its busy
         spans and queue depths when it ends, in both modes)."""
 
+    def close(self) -> None:
+        """The run is over (its result taken): break the references between the engine, the FIFOs
+        and the transfers they served, so that reference counting frees them at once."""
+        self.engine.close()
+        for mem in self._memories.values():
+            for f in mem.fifos:
+                f.close()
+        self._memories.clear()
+        self._open.clear()
+        self._closed.clear()
+
     def _region(self, memory: str, offset: int, size_bytes: int | None, region: Region | None, stride_bytes: int | None) -> Region:
         mem = self.memory(memory)
         if region is not None:

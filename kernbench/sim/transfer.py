@@ -35,6 +35,10 @@ class TransferEngine(ABC):
     def __init__(self, net: Network) -> None:
         self.net = net
 
+    def close(self) -> None:
+        """The run is over: drop the FIFOs and the network (they refer back to the engine)."""
+        del self.net
+
     @abstractmethod
     def start(
         self,

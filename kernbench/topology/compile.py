@@ -109,6 +109,7 @@ class _Builder:
         self.cube = spec["cube"]
         mesh = spec["sip"]["mesh"]
         self.width, self.height = mesh["width"], mesh["height"]
+        self._cpu_attrs: dict[str, Any] | None = None
 
     def node(self, node_id: str, kind: str, overhead_ns: float = 0.0, **attrs: Any) -> None:
         self.nodes.append(Node(node_id, kind, overhead_ns, _freeze(attrs)))
@@ -150,18 +151,19 @@ class _Builder:
         for link in cube["links"]:
             self.link(f"{prefix}.{link['a']}", f"{prefix}.{link['b']}", link, "noc")
         attrs = self.spec["pe"]["attrs"]
+        cpu_attrs = self._pe_attrs()
         pes = cube["pes"]
+        overheads = {
+            "cpu": attrs["cpu_overhead_ns"],
+            "sched": attrs["sched_overhead_ns"],
+            "dma": pes["dma_overhead_ns"],
+            "ipcq": attrs["ipcq_overhead_ns"],
+        }
         for p, router in enumerate(pes["attach"]):
             pe = f"{prefix}.pe{p}"
             for engine in PE_ENGINES:
-                overhead = {
-                    "cpu": attrs["cpu_overhead_ns"],
-                    "sched": attrs["sched_overhead_ns"],
-                    "dma": pes["dma_overhead_ns"],
-                    "ipcq": attrs["ipcq_overhead_ns"],
-                }.get(engine, 0.0)
-                extra = dict(attrs) if engine == "cpu" else {}
-                self.node(f"{pe}.{engine}", f"pe_{engine}", overhead, sip=s, cube=c, pe=p, **extra)
+                extra = cpu_attrs if engine == "cpu" else {}
+                self.node(f"{pe}.{engine}", f"pe_{engine}", overheads.get(engine, 0.0), sip=s, cube=c, pe=p, **extra)
             self.link(f"{pe}.dma", f"{prefix}.{router}", pes["link"], "pe_port")
             self.link(f"{pe}.ipcq", f"{prefix}.{router}", pes["link"], "pe_port")
             tcm = {"bw_gbps": attrs["tcm_bw_gbps"], "prop_ns": 0.0}
@@ -208,6 +210,12 @@ class _Builder:
         if m_cpu is not None:
             self.node(f"{prefix}.m_cpu", "m_cpu", m_cpu["overhead_ns"], sip=s, cube=c)
             self.link(f"{prefix}.m_cpu", f"{prefix}.{m_cpu['attach']}", m_cpu["link"], "m_cpu_port")
+
+    def _pe_attrs(self) -> dict[str, Any]:
+        """The PE attributes every ``pe_cpu`` node carries, their nested tables frozen once for all PEs."""
+        if self._cpu_attrs is None:
+            self._cpu_attrs = {k: _freeze(v) for k, v in self.spec["pe"]["attrs"].items()}
+        return self._cpu_attrs
 
     def _mesh(self, s: int) -> None:
         shape = GridShape.of(self.spec)

@@ -180,12 +180,11 @@ def test_lines_tile_the_latency_and_each_holds_its_causes(run, kfile):
 
 
 def test_a_path_without_sites_counts_under_no_line(run):
-    from dataclasses import replace
 
     from kernbench.analysis.critical import attribute
 
     _rt, result = run
-    a = attribute([replace(e, src="") for e in result.events], result.latency_ns)
+    a = attribute([e._replace(src="") for e in result.events], result.latency_ns)
     rows = by_source(a)
     assert [lc.key for lc in rows] == [NO_LINE] and rows[0].ns == pytest.approx(result.latency_ns, abs=1e-6)
 

@@ -130,37 +130,34 @@ def _as_version(store: EventStore, version: int, lacking: tuple[str, ...]) -> by
 
 
 def test_a_version_1_trace_opens_with_no_causes_recorded(tmp_path):
-    from dataclasses import replace
 
-    events = [replace(e, pred=e.seq - 1) for e in random_trace(3, 200)]  # v2 data with preds...
+    events = [e._replace(pred=e.seq - 1) for e in random_trace(3, 200)]  # v2 data with preds...
     store = EventStore.from_events(events)
     path = tmp_path / "v1.kbtrace"
     path.write_bytes(_as_version_1(store))  # ...written by v1, which had none
     trace = open_trace(path)
     assert trace.metadata.kernel == "old"
-    assert [replace(e, pred=-1) for e in store.events()] == trace.store.events()
+    assert [e._replace(pred=-1) for e in store.events()] == trace.store.events()
 
 
 def test_a_version_2_trace_opens_with_its_causes_and_no_source_lines(tmp_path):
-    from dataclasses import replace
 
     events = [
-        replace(e, pred=e.seq - 1, src=f"/k.py:{e.seq % 7 + 1}:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(3, 200)
+        e._replace(pred=e.seq - 1, src=f"/k.py:{e.seq % 7 + 1}:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(3, 200)
     ]
     store = EventStore.from_events(events)
     assert any(e.src for e in store.events())
     path = tmp_path / "v2.kbtrace"
     path.write_bytes(_as_version(store, 2, ("src",)))  # v2 had causes but no source sites
     trace = open_trace(path)
-    assert [replace(e, src="") for e in store.events()] == trace.store.events()
+    assert [e._replace(src="") for e in store.events()] == trace.store.events()
     assert FORMAT_VERSION == 3
 
 
 def test_source_sites_survive_a_save_and_open(tmp_path):
-    from dataclasses import replace
 
     events = [
-        replace(e, src=f"/k.py:{e.seq % 7 + 1}:kern < /k.py:90:main" if e.kind == EventKind.DISPATCH else "") for e in random_trace(5, 300)
+        e._replace(src=f"/k.py:{e.seq % 7 + 1}:kern < /k.py:90:main" if e.kind == EventKind.DISPATCH else "") for e in random_trace(5, 300)
     ]
     store = EventStore.from_events(events)
     save_trace(tmp_path / "s.kbtrace", store)
@@ -168,9 +165,8 @@ def test_source_sites_survive_a_save_and_open(tmp_path):
 
 
 def test_a_malformed_source_site_is_reported_as_corrupt(tmp_path):
-    from dataclasses import replace
 
-    events = [replace(e, src="/k.py:notaline:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(2, 50)]
+    events = [e._replace(src="/k.py:notaline:kern" if e.kind == EventKind.DISPATCH else "") for e in random_trace(2, 50)]
     store = EventStore.from_events(events)
     assert any(e.src for e in store.events())
     save_trace(tmp_path / "bad.kbtrace", store)

@@ -4,7 +4,6 @@ failed run."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import struct
@@ -163,10 +162,10 @@ def test_a_run_that_fails_in_the_app_exits_2_with_its_message(capsys):
 
 
 CAUSE_DAMAGE = {
-    "all-equal seq": (lambda evs: [dataclasses.replace(e, seq=7) for e in evs], "event number (seq) 7 is given to more than one event"),
-    "negative seq": (lambda evs: [dataclasses.replace(e, seq=-1 - i) for i, e in enumerate(evs)], "is negative"),
-    "pred past every seq": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=10**9)], "which is not an earlier event"),
-    "pred below -1": (lambda evs: [*evs[:-1], dataclasses.replace(evs[-1], pred=-5)], "which is not an earlier event"),
+    "all-equal seq": (lambda evs: [e._replace(seq=7) for e in evs], "event number (seq) 7 is given to more than one event"),
+    "negative seq": (lambda evs: [e._replace(seq=-1 - i) for i, e in enumerate(evs)], "is negative"),
+    "pred past every seq": (lambda evs: [*evs[:-1], evs[-1]._replace(pred=10**9)], "which is not an earlier event"),
+    "pred below -1": (lambda evs: [*evs[:-1], evs[-1]._replace(pred=-5)], "which is not an earlier event"),
 }
 
 

@@ -4,7 +4,6 @@ panels; the Why panel (``6``) lists its steps; ``>`` / ``<`` walk them.
 Rendered on ``gqa_small_why`` (recorded with causes; its path crosses PEs 7, 6 and 4).
 """
 
-import dataclasses
 import itertools
 import threading
 
@@ -125,7 +124,7 @@ async def test_why_panel_rows_add_up_to_the_latency():
 async def test_a_recording_without_causes_says_so_instead_of_a_path():
     events, meta = load("gqa_small")
     # as a format-v1 file reads: every event's pred -1 (recorded before causes were)
-    app = KernbenchApp(StoreSource(EventStore.from_events([dataclasses.replace(e, pred=-1) for e in events]), meta))
+    app = KernbenchApp(StoreSource(EventStore.from_events([e._replace(pred=-1) for e in events]), meta))
     async with app.run_test(size=SIZE) as pilot:
         await run_keys(app, pilot, ["c", "6"])
         assert app.nav.why is None and not app.nav.overlay
