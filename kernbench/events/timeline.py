@@ -20,6 +20,7 @@ Vocabulary:
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ import numpy as np
 
 from kernbench.events.store import N_KINDS, EventStore, is_span_kind
 from kernbench.events.types import ENGINES, Event, EventKind
-from kernbench.topology.ids import local_slice, pe_of
+from kernbench.topology.ids import local_slice
+from kernbench.topology.ids import pe_of as _parse_pe_of
 
 #: Span kinds that mean "the lane is stalled" rather than "busy".
 STALL_KINDS = frozenset({EventKind.STALL, EventKind.LOAD_WAIT})
@@ -38,6 +40,8 @@ _KIND_PRIORITY = np.arange(N_KINDS) + 2
 _KIND_PRIORITY[int(EventKind.STALL)] = 0
 _KIND_PRIORITY[int(EventKind.LOAD_WAIT)] = 1
 
+#: A component's PE, parsed once per name (a what-if's re-timing names the same 6,000 components as its run).
+pe_of = functools.lru_cache(maxsize=1 << 16)(_parse_pe_of)
 _SPAN_MASK = np.array([is_span_kind(k) for k in range(N_KINDS)], dtype=bool)
 _NUM_RE = re.compile(r"(\d+)")
 T = TypeVar("T")

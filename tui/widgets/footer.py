@@ -6,7 +6,8 @@ A screen that is being composed sends several before its first frame — one
 per focus change and binding check as its widgets mount — so the compare
 screen's footer was rebuilt eight times before it was first drawn, a good
 part of the time a what-if's comparison takes to appear. This one rebuilds
-once after the last of a burst: the keys it shows are the same.
+once after the last of a burst, and only if the keys it would show changed:
+the keys it shows are the same.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ class Footer(TextualFooter):
         """The footer has been rebuilt with its screen's keys (it draws them in the next frame)."""
 
     _rebuild_pending = False
+    _shown: tuple[object, ...] | None = None  # the keys last built, as the footer shows them
+
+    def _keys(self) -> tuple[object, ...]:
+        """What the footer would show: each active binding's key, action, text and state."""
+        return tuple(
+            (b.key, b.action, b.description, b.show, b.group, enabled, tooltip)
+            for _node, b, enabled, tooltip in self.screen.active_bindings.values()
+        )
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         self._bindings_ready = True
@@ -31,5 +40,10 @@ class Footer(TextualFooter):
 
     async def _rebuild(self) -> None:
         self._rebuild_pending = False
-        await self.recompose()
+        if not self.is_attached:  # (its screen went away before the refresh came)
+            return
+        keys = self._keys()
+        if keys != self._shown:  # (a notice that changed nothing the footer shows: a focus move within the view)
+            self._shown = keys
+            await self.recompose()
         self.post_message(self.KeysShown())
