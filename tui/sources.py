@@ -293,7 +293,8 @@ class ChildRetimer:
                 child_s = self._conn.recv()
             except (EOFError, OSError):
                 raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
-        self.timings = RetimeTimings(*child_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data))
+        retime_s, encode_s = child_s
+        self.timings = RetimeTimings(retime_s, encode_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data))
         if tag != "retimed":
             raise KernbenchError(payload)
         trace: Trace = payload

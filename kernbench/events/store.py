@@ -80,8 +80,9 @@ class ColumnBatch:
 
 
 #: The numeric fields of an event, read in one pass (one tuple per event, consumed at once).
-_NUMERIC = np.dtype([("t_ns", "f8"), ("end_ns", "f8"), ("value", "f8"), ("corr_id", "i8"), ("seq", "i8"), ("pred", "i8"), ("kind", "u1")])
-_numeric_fields = attrgetter(*_NUMERIC.names)  # (names is a tuple for a structured dtype)
+_NUMERIC_FIELDS = (("t_ns", "f8"), ("end_ns", "f8"), ("value", "f8"), ("corr_id", "i8"), ("seq", "i8"), ("pred", "i8"), ("kind", "u1"))
+_NUMERIC = np.dtype(list(_NUMERIC_FIELDS))
+_numeric_fields = attrgetter(*(name for name, _ in _NUMERIC_FIELDS))
 
 
 def columnize(events: Sequence[Event]) -> ColumnBatch:
@@ -518,7 +519,8 @@ class EventStore:
     def stream_keys_of_component(self, component: int) -> list[int]:
         keys = self.stream_keys()
         lo, hi = np.searchsorted(keys, (component * N_KINDS, (component + 1) * N_KINDS))
-        return keys[lo:hi].tolist()
+        found: list[int] = keys[lo:hi].tolist()
+        return found
 
     def stream_keys_of_kind(self, kind: int) -> list[int]:
         kind = int(kind)

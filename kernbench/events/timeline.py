@@ -197,7 +197,8 @@ class TimelineModel:
         elif kind is not None:
             return store.stream_keys_of_kind(kind)
         else:
-            return store.stream_keys().tolist()
+            every: list[int] = store.stream_keys().tolist()
+            return every
         if kind is not None:
             keys = [k for k in keys if k % N_KINDS == int(kind)]
         return keys
