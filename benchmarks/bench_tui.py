@@ -201,9 +201,10 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 class PromptFigures:
     cpu_s: float  # this process's CPU seconds, Enter -> the comparison drawn (every mark seen)
     wall_s: float
-    first_frame_cpu_s: float  # ... -> its first frame (header and lanes; the footer comes a frame later)
+    first_frame_cpu_s: float  # ... -> the comparison screen's first frame
     latency_ns: float
     timings: object = None  # the child's RetimeTimings (kernbench_tui.sources), when a child re-timed
+    drawn_at_cpu_s: float = 0.0  # this process's CPU clock when drawn
 
 
 async def what_if_prompt(argv: list[str], change: str, size: tuple[int, int], child: bool = False) -> PromptFigures:
@@ -255,7 +256,7 @@ async def what_if_prompt(argv: list[str], change: str, size: tuple[int, int], ch
         assert isinstance(screen, WhatIfScreen), type(screen)
         latency = screen.runs.sides[1].latency_ns
         timings = getattr(getattr(app.source, "retimer", None), "timings", None)
-    return PromptFigures(cpu, wall, first[0] - c0, float(latency or 0.0), timings)
+    return PromptFigures(cpu, wall, first[0] - c0, float(latency or 0.0), timings, first[-1])
 
 
 def what_if_main(change: str, size: tuple[int, int]) -> None:
@@ -272,13 +273,12 @@ def what_if_main(change: str, size: tuple[int, int]) -> None:
         f"Enter -> comparison drawn {child.wall_s:.2f} s wall, target 1 s"
     )
     if t is not None:
-        view = child.cpu_s - t.receive_cpu_s - t.decode_s
+        view = child.drawn_at_cpu_s - t.decoded_at_cpu_s
         print(
             f"    child: re-timing (replay with events recorded, and its store) {t.retime_s:.2f} s CPU, encoding {t.encode_s:.3f} s "
             f"({t.nbytes / 1e6:.1f} MB)\n"
-            f"    debugger: receiving {t.receive_s:.3f} s wall, decoding {t.decode_s:.3f} s, "
-            f"the comparison view {view:.2f} s CPU (first frame at {child.first_frame_cpu_s:.2f} s of the "
-            f"debugger's {child.cpu_s:.2f} s CPU since Enter; the footer a frame later)"
+            f"    debugger: receiving {t.receive_s:.3f} s wall, decoding {t.decode_s:.3f} s, the comparison view {view:.2f} s CPU "
+            f"(decoded -> drawn); {child.cpu_s:.2f} s CPU since Enter in all (waiting included)"
         )
     cpu, wall, latency = (lambda f: (f.cpu_s, f.wall_s, f.latency_ns))(asyncio.run(what_if_prompt(argv, change, size)))
     c0 = time.process_time()

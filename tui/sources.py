@@ -254,7 +254,8 @@ def _end_child(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.
 class RetimeTimings:
     """Where one re-timing by the child went (``benchmarks/bench_tui.py --what-if`` prints it): the child's CPU
     seconds re-timing (replay and its store) and encoding its answer, then this process's wall seconds
-    receiving it (and CPU seconds of that), and CPU seconds decoding it, and the answer's size."""
+    receiving it (and CPU seconds of that), CPU seconds decoding it, the answer's size, and when (on this
+    process's CPU clock) it was decoded."""
 
     retime_s: float
     encode_s: float
@@ -262,6 +263,7 @@ class RetimeTimings:
     receive_cpu_s: float
     decode_s: float
     nbytes: int
+    decoded_at_cpu_s: float  # this process's CPU clock (time.process_time) once decoded: the view's time runs from here
 
 
 class ChildRetimer:
@@ -294,7 +296,9 @@ class ChildRetimer:
             except (EOFError, OSError):
                 raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
         retime_s, encode_s = child_s
-        self.timings = RetimeTimings(retime_s, encode_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data))
+        self.timings = RetimeTimings(
+            retime_s, encode_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data), decoded_at_cpu_s=c2
+        )
         if tag != "retimed":
             raise KernbenchError(payload)
         trace: Trace = payload
