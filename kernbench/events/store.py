@@ -23,8 +23,9 @@ last stored one; only the tail from the earliest such event is re-sorted, and
 only the streams present in that tail are re-indexed (each such stream gets
 its own growable arrays, copied from the flat index the first time).
 
-Memory: 57 bytes of columns per event, plus 4 (stream rows) and, for spans,
-16 (stream and global sorted ends): 61–77 bytes per event.
+Memory: 65 bytes of columns per event, plus 4 (stream rows) and, for spans,
+16 (stream and global sorted ends): 69–85 bytes per event (and 24 per stream
+for the flat index's keys and offsets).
 """
 
 from __future__ import annotations
