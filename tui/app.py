@@ -256,6 +256,7 @@ class KernbenchApp(App[None]):
 
     def on_source_finished(self, message: SourceFinished) -> None:
         self._source_done()
+        self.store.compact()  # streams indexed batch by batch, folded into one flat index: fewer objects to keep and scan
         self.metadata = message.metadata
         if self.nav.follow:
             self.nav.on_new_events()

@@ -58,4 +58,4 @@ class TimelinePair:
 
     def utilization_text(self, pe: str) -> str:
         """``82%/55%``: the PE's utilization in each run (``-`` where it is missing)."""
-        return "/".join(f"{m.pe_utilization(pe):.0%}" if pe in m.pes() else "-" for m in self.sides)
+        return "/".join(f"{u[pe]:.0%}" if pe in (u := m.pe_utilizations()) else "-" for m in self.sides)

@@ -45,6 +45,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 from typing import Protocol, runtime_checkable
 
 from kernbench import limits
@@ -248,10 +250,27 @@ def _end_child(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.
     proc.join(timeout=5)
 
 
+@dataclass(frozen=True)
+class RetimeTimings:
+    """Where one re-timing by the child went (``benchmarks/bench_tui.py --what-if`` prints it): the child's CPU
+    seconds re-timing (replay and its store) and encoding its answer, then this process's wall seconds
+    receiving it (and CPU seconds of that), CPU seconds decoding it, the answer's size, and when (on this
+    process's CPU clock) it was decoded."""
+
+    retime_s: float
+    encode_s: float
+    receive_s: float
+    receive_cpu_s: float
+    decode_s: float
+    nbytes: int
+    decoded_at_cpu_s: float  # this process's CPU clock (time.process_time) once decoded: the view's time runs from here
+
+
 class ChildRetimer:
     """A finished live run's re-timings, done by the child process that ran it (it holds the run's Runtime
     and command logs; the UI's process does not compete with it for the interpreter lock). One re-timing
-    at a time; :meth:`close` ends the child (a re-timing waiting on it then fails with a KernbenchError)."""
+    at a time; :meth:`close` ends the child (a re-timing waiting on it then fails with a KernbenchError).
+    ``timings``: where the last re-timing's time went."""
 
     def __init__(self, proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection, poll_s: float) -> None:
         self._proc = proc
@@ -259,6 +278,7 @@ class ChildRetimer:
         self._poll_s = poll_s
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self.timings: RetimeTimings | None = None
 
     def retime(self, changes: Sequence[str]) -> Trace:
         with self._lock:
@@ -267,9 +287,18 @@ class ChildRetimer:
                 while not self._conn.poll(self._poll_s):
                     if self._closed.is_set() or not self._proc.is_alive():
                         raise EOFError
-                tag, payload = self._conn.recv()
+                t0, c0 = time.perf_counter(), time.process_time()
+                data = self._conn.recv_bytes()
+                t1, c1 = time.perf_counter(), time.process_time()
+                tag, payload = ForkingPickler.loads(data)
+                c2 = time.process_time()
+                child_s = self._conn.recv()
             except (EOFError, OSError):
                 raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
+        retime_s, encode_s = child_s
+        self.timings = RetimeTimings(
+            retime_s, encode_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data), decoded_at_cpu_s=c2
+        )
         if tag != "retimed":
             raise KernbenchError(payload)
         trace: Trace = payload
@@ -383,14 +412,19 @@ def _serve_retimings(run: Retimer, conn: multiprocessing.connection.Connection) 
             return
         if tag != "retime":
             continue
+        c0 = time.process_time()
         try:
             answer: tuple[str, object] = ("retimed", run.retime(changes))
         except KernbenchError as exc:
             answer = ("refused", str(exc))
         except Exception as exc:  # a bug in re-timing: said in one line, the child stays for the next
             answer = ("refused", f"{type(exc).__name__}: {exc}")
+        c1 = time.process_time()
+        data = ForkingPickler.dumps(answer)  # (a store pickles as a few flat buffers: kernbench.events.store)
+        c2 = time.process_time()
         try:
-            conn.send(answer)
+            conn.send_bytes(data)
+            conn.send((c1 - c0, c2 - c1))  # where the child's time went (ChildRetimer.timings)
         except (BrokenPipeError, EOFError, OSError):
             return
 

@@ -10,18 +10,30 @@ numbers of that stream and the sorted end times of its spans, plus the
 sorted end times of all spans. That is all the index a point query needs:
 everything else is a binary search (see ``kernbench.events.timeline``).
 
+A store built in one go (from events, from columns, unpickled, or compacted
+once a live run has ended) holds every stream's rows and ends in two flat
+arrays, one sorted run per stream (:class:`_Index`): a run of 150,000 events
+on 10,000 streams is a handful of numpy arrays, not 10,000 small ones, so it
+is built with no Python loop over streams, pickles (to or from a child
+process) as a few buffers, and gives the garbage collector nothing to scan.
+
 Appending keeps every query correct on what has been appended so far. A span
 is often published when it ends, so a batch may hold events earlier than the
 last stored one; only the tail from the earliest such event is re-sorted, and
-only the streams present in that tail are re-indexed.
+only the streams present in that tail are re-indexed (each such stream gets
+its own growable arrays, copied from the flat index the first time).
 
-Memory: 57 bytes of columns per event, plus 4 (stream rows) and, for spans,
-16 (stream and global sorted ends): 61–77 bytes per event.
+Memory: 65 bytes of columns per event, plus 4 (stream rows) and, for spans,
+16 (stream and global sorted ends): 69–85 bytes per event (and 24 per stream
+for the flat index's keys and offsets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -68,33 +80,50 @@ class ColumnBatch:
         return len(self.columns["t_ns"])
 
 
+#: The numeric fields of an event, read in one pass (one tuple per event, consumed at once).
+_NUMERIC_FIELDS = (("t_ns", "f8"), ("end_ns", "f8"), ("value", "f8"), ("corr_id", "i8"), ("seq", "i8"), ("pred", "i8"), ("kind", "u1"))
+_NUMERIC = np.dtype(list(_NUMERIC_FIELDS))
+_numeric_fields = attrgetter(*(name for name, _ in _NUMERIC_FIELDS))
+
+
 def columnize(events: Sequence[Event]) -> ColumnBatch:
     """Turn events into a :class:`ColumnBatch` (the per-event Python work of
     appending; a live source runs it on its own thread)."""
     n = len(events)
+    numeric = np.fromiter(map(_numeric_fields, events), dtype=_NUMERIC, count=n)
+    comps = list(map(attrgetter("component"), events))
+    texts = [list(map(attrgetter(name), events)) for name in ("label", "detail", "src")]
     # Intern in first-seen order (never set order: ids must not depend on hashing).
-    comp_ids = {name: i for i, name in enumerate(dict.fromkeys(e.component for e in events))}
-    str_ids = {name: i for i, name in enumerate(dict.fromkeys(s for e in events for s in (e.label, e.detail, e.src)))}
-    kind = np.fromiter((e.kind for e in events), dtype=np.uint8, count=n)
-    t = np.fromiter((e.t_ns for e in events), dtype=np.float64, count=n)
-    end = np.fromiter((e.end_ns for e in events), dtype=np.float64, count=n)
+    comp_ids = {name: i for i, name in enumerate(dict.fromkeys(comps))}
+    str_ids = {name: i for i, name in enumerate(dict.fromkeys(chain.from_iterable(zip(*texts, strict=True))))}
+
+    def ids(table: dict[str, int], names: list[str]) -> np.ndarray:
+        return np.fromiter(map(table.__getitem__, names), dtype=np.int32, count=n)
+
+    kind, t = numeric["kind"].copy(), numeric["t_ns"].copy()
     cols = {
         "t_ns": t,
-        "end_ns": np.where(_SPAN_KIND_MASK[kind], end, t),
+        "end_ns": np.where(_SPAN_KIND_MASK[kind], numeric["end_ns"], t),
         "kind": kind,
-        "component": np.fromiter((comp_ids[e.component] for e in events), dtype=np.int32, count=n),
-        "label": np.fromiter((str_ids[e.label] for e in events), dtype=np.int32, count=n),
-        "detail": np.fromiter((str_ids[e.detail] for e in events), dtype=np.int32, count=n),
-        "value": np.fromiter((e.value for e in events), dtype=np.float64, count=n),
-        "corr_id": np.fromiter((e.corr_id for e in events), dtype=np.int64, count=n),
-        "seq": np.fromiter((e.seq for e in events), dtype=np.int64, count=n),
-        "pred": np.fromiter((e.pred for e in events), dtype=np.int64, count=n),
-        "src": np.fromiter((str_ids[e.src] for e in events), dtype=np.int32, count=n),
+        "component": ids(comp_ids, comps),
+        "label": ids(str_ids, texts[0]),
+        "detail": ids(str_ids, texts[1]),
+        "value": numeric["value"].copy(),
+        "corr_id": numeric["corr_id"].copy(),
+        "seq": numeric["seq"].copy(),
+        "pred": numeric["pred"].copy(),
+        "src": ids(str_ids, texts[2]),
     }
-    if n:
-        order = np.lexsort((cols["seq"], cols["t_ns"]))
+    if n and not _is_sorted(t, cols["seq"]):
+        order = np.lexsort((cols["seq"], t))
         cols = {k: v[order] for k, v in cols.items()}
     return ColumnBatch(cols, list(comp_ids), list(str_ids))
+
+
+def _is_sorted(t: np.ndarray, seq: np.ndarray) -> bool:
+    """Whether rows already run in ``(t_ns, seq)`` order (a recorder's events often nearly do)."""
+    dt = np.diff(t)
+    return bool(np.all((dt > 0) | ((dt == 0) & (np.diff(seq) >= 0))))
 
 
 class _Vec:
@@ -109,7 +138,7 @@ class _Vec:
     @classmethod
     def wrap(cls, arr: np.ndarray) -> _Vec:
         vec = cls(arr.dtype, 0)
-        vec.data = np.ascontiguousarray(arr)
+        vec.data = np.require(arr, requirements=["C", "W"])  # (a copy only if it must: appends write into it)
         vec.size = len(arr)
         return vec
 
@@ -149,7 +178,8 @@ class _Vec:
 
 
 class _Stream:
-    """Rows (and, for spans, sorted end times) of one ``(component, kind)``."""
+    """Rows (and, for spans, sorted end times) of one ``(component, kind)``, growable: a stream appended to
+    after the store's flat index was built (see :class:`_Index`)."""
 
     __slots__ = ("component", "ends", "kind", "rows")
 
@@ -160,12 +190,56 @@ class _Stream:
         self.ends = _Vec(np.dtype(np.float64)) if is_span_kind(kind) else None
 
 
+class _Index:
+    """Every stream's rows and span ends in flat arrays: stream ``keys[i]`` has rows
+    ``rows[row_off[i]:row_off[i + 1]]`` (ascending) and, for a span kind, ends
+    ``ends[end_off[i]:end_off[i + 1]]`` (ascending). Read-only once built."""
+
+    __slots__ = ("at", "end_off", "ends", "keys", "row_off", "rows")
+
+    def __init__(self, keys: np.ndarray, row_off: np.ndarray, rows: np.ndarray, end_off: np.ndarray, ends: np.ndarray) -> None:
+        self.keys, self.row_off, self.rows, self.end_off, self.ends = keys, row_off, rows, end_off, ends
+        for arr in (keys, row_off, rows, end_off, ends):
+            arr.flags.writeable = False
+        self.at = dict(zip(keys.tolist(), range(len(keys)), strict=True))
+
+    @classmethod
+    def build(cls, kind: np.ndarray, component: np.ndarray, end_ns: np.ndarray) -> _Index:
+        """The index of rows ``0..len(kind)`` (columns already sorted by time)."""
+        key = component.astype(np.int64) * N_KINDS + kind
+        order = np.argsort(key, kind="stable")  # by stream, rows ascending within one
+        skey = key[order]
+        first = np.flatnonzero(np.diff(skey)) + 1 if len(skey) else np.empty(0, dtype=np.int64)
+        starts = np.concatenate([[0], first]).astype(np.int64) if len(skey) else first
+        keys = skey[starts]
+        span = _SPAN_KIND_MASK[kind]
+        span_key, span_end = key[span], end_ns[span]
+        by_stream = np.lexsort((span_end, span_key))
+        span_key = span_key[by_stream]
+        end_off = np.append(np.searchsorted(span_key, keys, side="left"), len(span_key))
+        return cls(keys, np.append(starts, len(skey)), order.astype(np.int32), end_off, span_end[by_stream])
+
+    def rows_of(self, i: int) -> np.ndarray:
+        return self.rows[self.row_off[i] : self.row_off[i + 1]]
+
+    def ends_of(self, i: int) -> np.ndarray:
+        return self.ends[self.end_off[i] : self.end_off[i + 1]]
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.keys, self.row_off, self.rows, self.end_off, self.ends)
+
+    def nbytes(self) -> int:
+        return sum(arr.nbytes for arr in self.arrays())
+
+
 class EventStore:
     """Columnar, time-sorted events with per-stream indices.
 
     Build with :meth:`from_events` or :meth:`append` batches. Columns are read
     through :meth:`col`; strings through :attr:`components` / :attr:`strings`.
     :attr:`version` increases with every append so views can key caches on it.
+    A stream's rows are in the flat index (:class:`_Index`) or, once appended
+    to afterwards, in its own :class:`_Stream` (which then answers for it).
     """
 
     def __init__(self) -> None:
@@ -174,9 +248,11 @@ class EventStore:
         self.strings: list[str] = [""]
         self._component_ids: dict[str, int] = {}
         self._string_ids: dict[str, int] = {"": 0}
+        self._index: _Index | None = None
         self._streams: dict[int, _Stream] = {}
-        self._by_component: dict[int, list[int]] = {}
-        self._by_kind: dict[int, list[int]] = {}
+        self._added_keys: list[int] = []  # stream keys not in the flat index
+        self._keys: np.ndarray | None = None  # every stream key, sorted (built when asked)
+        self._keys_of_kind: dict[int, list[int]] = {}
         self._ends = _Vec(np.dtype(np.float64), 1024)
         self.version = 0
         self._end_ns = 0.0
@@ -272,7 +348,28 @@ class EventStore:
         return out
 
     def _index_from(self, p: int, old_n: int, new_spans: dict[str, np.ndarray] | None = None) -> None:
-        """Re-index rows ``p:`` (rows before ``p`` did not move)."""
+        """Re-index rows ``p:`` (rows before ``p`` did not move); from row 0, the whole flat index at once."""
+        n = len(self)
+        if p == 0:
+            self._reindex()
+        else:
+            self._reindex_tail(p, new_spans)
+        if n:
+            self._start_ns = float(self._cols["t_ns"].data[0])
+            tail_end = float(self._cols["end_ns"].data[p:n].max()) if p < n else 0.0
+            self._end_ns = max(self._end_ns if old_n else 0.0, float(self._cols["t_ns"].data[n - 1]), tail_end)
+
+    def _reindex(self) -> None:
+        """Every stream's rows and ends as one flat index; no stream keeps arrays of its own."""
+        c = self._cols
+        kind, end_ns = c["kind"].view(), c["end_ns"].view()
+        self._index = _Index.build(kind, c["component"].view(), end_ns)
+        self._streams.clear()
+        self._added_keys.clear()
+        self._keys_changed()
+        self._ends = _Vec.wrap(np.sort(end_ns[_SPAN_KIND_MASK[kind]], kind="stable"))
+
+    def _reindex_tail(self, p: int, new_spans: dict[str, np.ndarray] | None) -> None:
         n = len(self)
         kind = self._cols["kind"].data[p:n].astype(np.int64)
         key = self._cols["component"].data[p:n].astype(np.int64) * N_KINDS + kind
@@ -306,21 +403,60 @@ class EventStore:
                 assert span_ends is not None  # a span kind's stream (the mask)
                 span_ends.merge_sorted(ends[a:b])
             self._ends.merge_sorted(np.sort(ends, kind="stable"))
-        if n:
-            self._start_ns = float(self._cols["t_ns"].data[0])
-            tail_end = float(ends_src["end_ns"].max()) if len(ends_src["end_ns"]) else 0.0
-            self._end_ns = max(self._end_ns if old_n else 0.0, float(self._cols["t_ns"].data[n - 1]), tail_end)
 
     def _stream(self, key: int) -> _Stream:
+        """The growable stream of ``key`` (made from the flat index's part the first time)."""
         stream = self._streams.get(key)
         if stream is None:
             comp, kind = divmod(key, N_KINDS)
             stream = self._streams[key] = _Stream(comp, kind)
-            self._by_component.setdefault(comp, []).append(key)
-            self._by_component[comp].sort()
-            self._by_kind.setdefault(kind, []).append(key)
-            self._by_kind[kind].sort()
+            i = self._index.at.get(key) if self._index is not None else None
+            if i is None:
+                self._added_keys.append(key)
+                self._keys_changed()
+            else:
+                assert self._index is not None  # (i came from it)
+                stream.rows.extend(self._index.rows_of(i))
+                if stream.ends is not None:
+                    stream.ends.extend(self._index.ends_of(i))
         return stream
+
+    def _keys_changed(self) -> None:
+        self._keys = None
+        self._keys_of_kind.clear()
+
+    def compact(self) -> None:
+        """Fold the streams appended to one by one back into one flat index (a live run that has ended: fewer
+        objects to keep and to scan; the queries' answers do not change)."""
+        if self._streams and len(self):
+            self._reindex()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Columns, string tables and the flat index (of every stream): a few buffers, however many streams."""
+        index = self._index
+        if self._streams and len(self):
+            c = self._cols
+            index = _Index.build(c["kind"].view(), c["component"].view(), c["end_ns"].view())
+        return {
+            "columns": {name: vec.view() for name, vec in self._cols.items()},
+            "components": self.components,
+            "strings": self.strings,
+            "index": index.arrays() if index is not None else None,
+            "ends": self._ends.view(),
+            "version": self.version,
+            "span_ns": (self._start_ns, self._end_ns),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]  # the empty store, then what was saved
+        self._cols = {name: _Vec.wrap(state["columns"][name]) for name in COLUMNS}
+        self.components, self.strings = list(state["components"]), list(state["strings"])
+        self._component_ids = {c: i for i, c in enumerate(self.components)}
+        self._string_ids = {s: i for i, s in enumerate(self.strings)}
+        self._index = _Index(*state["index"]) if state["index"] is not None else None
+        self._ends = _Vec.wrap(state["ends"])
+        self.version = state["version"]
+        self._start_ns, self._end_ns = state["span_ns"]
 
     # ------------------------------------------------------------------ read
     def __len__(self) -> int:
@@ -372,11 +508,28 @@ class EventStore:
         rows = range(len(self)) if rows is None else rows
         return [self.event(int(r)) for r in rows]
 
+    def stream_keys(self) -> np.ndarray:
+        """Every stream's key (``component * N_KINDS + kind``), ascending (read-only)."""
+        if self._keys is None:
+            base = self._index.keys if self._index is not None else np.empty(0, dtype=np.int64)
+            keys = np.union1d(base, np.asarray(self._added_keys, dtype=np.int64)) if self._added_keys else base.copy()
+            keys.flags.writeable = False
+            self._keys = keys
+        return self._keys
+
     def stream_keys_of_component(self, component: int) -> list[int]:
-        return list(self._by_component.get(component, ()))
+        keys = self.stream_keys()
+        lo, hi = np.searchsorted(keys, (component * N_KINDS, (component + 1) * N_KINDS))
+        found: list[int] = keys[lo:hi].tolist()
+        return found
 
     def stream_keys_of_kind(self, kind: int) -> list[int]:
-        return list(self._by_kind.get(int(kind), ()))
+        kind = int(kind)
+        found = self._keys_of_kind.get(kind)
+        if found is None:
+            keys = self.stream_keys()
+            found = self._keys_of_kind[kind] = keys[keys % N_KINDS == kind].tolist()
+        return list(found)
 
     def stream_key(self, component: int, kind: int) -> int:
         return component * N_KINDS + int(kind)
@@ -384,14 +537,20 @@ class EventStore:
     def stream_rows(self, key: int) -> np.ndarray:
         """Rows of one stream in time order (empty if the stream is absent)."""
         stream = self._streams.get(key)
-        return stream.rows.view() if stream else np.empty(0, dtype=np.int32)
+        if stream is not None:
+            return stream.rows.view()
+        i = self._index.at.get(key) if self._index is not None else None
+        return self._index.rows_of(i) if i is not None and self._index is not None else np.empty(0, dtype=np.int32)
 
     def stream_ends(self, key: int) -> np.ndarray:
         """Sorted end times of a span stream (empty for instants/absent)."""
         stream = self._streams.get(key)
-        if stream is None or stream.ends is None:
+        if stream is not None:
+            return stream.ends.view() if stream.ends is not None else np.empty(0, dtype=np.float64)
+        i = self._index.at.get(key) if self._index is not None else None
+        if i is None or self._index is None or not is_span_kind(key % N_KINDS):
             return np.empty(0, dtype=np.float64)
-        return stream.ends.view()
+        return self._index.ends_of(i)
 
     def all_span_ends(self) -> np.ndarray:
         return self._ends.view()
@@ -399,6 +558,7 @@ class EventStore:
     def nbytes(self) -> int:
         """Bytes held for events (columns and indices; not string tables)."""
         total = sum(v.nbytes() for v in self._cols.values()) + self._ends.nbytes()
+        total += self._index.nbytes() if self._index is not None else 0
         for s in self._streams.values():
             total += s.rows.nbytes() + (s.ends.nbytes() if s.ends is not None else 0)
         return total

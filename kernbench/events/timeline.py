@@ -20,6 +20,7 @@ Vocabulary:
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ import numpy as np
 
 from kernbench.events.store import N_KINDS, EventStore, is_span_kind
 from kernbench.events.types import ENGINES, Event, EventKind
-from kernbench.topology.ids import local_slice, pe_of
+from kernbench.topology.ids import local_slice
+from kernbench.topology.ids import pe_of as _parse_pe_of
 
 #: Span kinds that mean "the lane is stalled" rather than "busy".
 STALL_KINDS = frozenset({EventKind.STALL, EventKind.LOAD_WAIT})
@@ -38,6 +40,9 @@ _KIND_PRIORITY = np.arange(N_KINDS) + 2
 _KIND_PRIORITY[int(EventKind.STALL)] = 0
 _KIND_PRIORITY[int(EventKind.LOAD_WAIT)] = 1
 
+#: A component's PE, parsed once per name (a what-if's re-timing names the same 6,000 components as its run).
+pe_of = functools.lru_cache(maxsize=1 << 16)(_parse_pe_of)
+_SPAN_MASK = np.array([is_span_kind(k) for k in range(N_KINDS)], dtype=bool)
 _NUM_RE = re.compile(r"(\d+)")
 T = TypeVar("T")
 
@@ -192,7 +197,8 @@ class TimelineModel:
         elif kind is not None:
             return store.stream_keys_of_kind(kind)
         else:
-            return sorted(store._streams)
+            every: list[int] = store.stream_keys().tolist()
+            return every
         if kind is not None:
             keys = [k for k in keys if k % N_KINDS == int(kind)]
         return keys
@@ -608,18 +614,38 @@ class TimelineModel:
 
     def pe_utilization(self, pe: str) -> float:
         """Fraction of the run during which any non-CPU engine of ``pe`` is busy."""
+        return self.pe_utilizations().get(pe, 0.0)
 
-        def build() -> float:
-            t0, t1 = self.start_ns, self.end_ns
-            parts = [self.spans_in(lane, t0, t1) for lane in self.lanes_of(pe)[1:]]
-            rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
-            if len(rows) == 0 or t1 <= t0:
-                return 0.0
-            s = np.clip(self.store.col("t_ns")[rows], t0, t1)
-            e = np.clip(self.store.col("end_ns")[rows], t0, t1)
-            return _union_length(s, e) / (t1 - t0)
+    def pe_utilizations(self) -> dict[str, float]:
+        """:meth:`pe_utilization` of every PE, in one pass over the store's spans (the PE picker lists them all)."""
 
-        return self._cached(("pe_util", pe), build)
+        def build() -> dict[str, float]:
+            store, t0, t1 = self.store, self.start_ns, self.end_ns
+            pes = self.pes()
+            engine_pe = np.full(len(store.components), -1, dtype=np.int64)  # component -> its PE's index, non-CPU engines
+            for i, pe in enumerate(pes):
+                for lane in self.lanes_of(pe)[1:]:
+                    cid = store.component_id(lane)
+                    if cid is not None:
+                        engine_pe[cid] = i
+            out = dict.fromkeys(pes, 0.0)
+            if t1 <= t0:
+                return out
+            # Every span of those lanes: the spans in [t0, t1) and, clipped, the zero-length ones at t1 (adding nothing).
+            owner = engine_pe[store.col("component")]
+            rows = np.flatnonzero((owner >= 0) & _SPAN_MASK[store.col("kind")])
+            owner = owner[rows]
+            by_pe = np.argsort(owner, kind="stable")
+            rows, owner = rows[by_pe], owner[by_pe]
+            s = np.clip(store.col("t_ns")[rows], t0, t1)
+            e = np.clip(store.col("end_ns")[rows], t0, t1)
+            cuts = np.flatnonzero(np.diff(owner)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
+                if b > a:
+                    out[pes[int(owner[a])]] = _union_length(s[a:b], e[a:b]) / (t1 - t0)
+            return out
+
+        return self._cached("pe_util", build)
 
     def rows_with_corr(self, corr_id: int) -> np.ndarray:
         """Rows of every event a request caused (same ``corr_id``), in time order.

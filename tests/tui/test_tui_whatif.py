@@ -412,3 +412,37 @@ async def test_the_help_lists_the_what_if_key_on_the_run_and_on_the_comparison()
         await pilot.pause()
         text = screen_text(app)
         assert "re-time the original run (A) under other changes" in text and "back to the run" in text
+
+
+@sync
+async def test_full_collections_held_from_enter_are_given_back_however_the_what_if_ends():
+    """Drawn, refused or cancelled: nothing is left frozen (``gc.freeze`` while the comparison is built)."""
+    import gc
+
+    from kernbench_tui.screens.whatif import CollectionsHeld
+
+    def held():
+        return CollectionsHeld.held or gc.get_freeze_count() > 0
+
+    app = pinned_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await ask(app, pilot, CHANGE)
+        assert isinstance(app.screen, WhatIfScreen) and not held()
+        await ask(app, pilot, "pe.attrs.tcm_bw_gbps=1024")  # parses, but the pinned retimer refuses it
+        assert isinstance(app.screen, WhatIfPrompt) and "only" in message(app) and not held()
+    events, meta = load("gqa_small")
+    slow = SlowRetimer(Trace(EventStore.from_events(events), meta))
+    app = KernbenchApp(StoreSource(slow.trace.store, meta, description="gqa_small", retimer=slow))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        app.screen.query_one(Input).value = CHANGE
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.busy and held()  # held while it re-times
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen) is MainScreen and not held()
+        slow.release.set()

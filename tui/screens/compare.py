@@ -12,20 +12,22 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from kernbench.events.tracefile import Trace
 from kernbench.events.types import Event
 from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.help import COMPARE_KEYS, HelpScreen
 from kernbench_tui.screens.main import MainScreen
-from kernbench_tui.screens.whatif import RETIME_A_KEYS, WHAT_IF_KEYS, WhatIfAnswer, WhatIfPrompt, what_if_runs
+from kernbench_tui.screens.whatif import RETIME_A_KEYS, WHAT_IF_KEYS, CollectionsHeld, WhatIfAnswer, WhatIfPrompt, what_if_runs
 from kernbench_tui.sources import Retimer
 from kernbench_tui.widgets.compare_header import CompareHeader
+from kernbench_tui.widgets.footer import Footer
 from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import FifoPanel, LoadsPanel, PairPanel, StallsPanel
 from kernbench_tui.widgets.pe_picker import PEPicker
@@ -114,6 +116,9 @@ class CompareScreen(MainScreen):
         self.app.push_screen(WhatIfScreen(shown, runs.retimes_a, answer.changes))
 
 
+RELEASE_AFTER_S = 2.0
+
+
 class WhatIfScreen(CompareScreen):
     """A run and its re-timing, pushed over the debugger's main screen: the compare view, plus ``r`` (another
     what-if, of the original run) and escape (back to the run)."""
@@ -128,6 +133,14 @@ class WhatIfScreen(CompareScreen):
         self.runs = runs
         self.retimer = retimer
         self.changes = tuple(changes)
+
+    def on_mount(self) -> None:  # (MainScreen's runs too: Textual calls each class's own handler)
+        self.set_timer(RELEASE_AFTER_S, CollectionsHeld.release)  # (if its footer is never drawn: a terminal out of focus)
+
+    @on(Footer.KeysShown)
+    def drawn(self) -> None:
+        """The comparison is complete once its footer shows the keys: the collections held since Enter may run."""
+        self.call_after_refresh(CollectionsHeld.release)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return True if action in ("back", "what_if") else super().check_action(action, parameters)

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Input, TabbedContent, TabPane
 
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import Trace, TraceMetadata
@@ -25,6 +25,7 @@ from kernbench_tui.run_state import RunState
 from kernbench_tui.screens.goto import GotoTimeScreen
 from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.widgets.event_log import EventLog
+from kernbench_tui.widgets.footer import Footer
 from kernbench_tui.widgets.header import TraceHeader
 from kernbench_tui.widgets.lanes import LanesView
 from kernbench_tui.widgets.panels import DetailsPanel, FifoPanel, LoadsPanel, SourcePanel, StallsPanel, WhyPanel

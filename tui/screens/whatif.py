@@ -15,6 +15,7 @@ the original run under other changes and escape goes back.
 
 from __future__ import annotations
 
+import gc
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,38 @@ class WhatIfAnswer:
 
     changes: tuple[str, ...]
     trace: Trace
+
+
+class CollectionsHeld:
+    """Python's full garbage collections, held off from Enter until the comparison is drawn.
+
+    A full collection walks every object the debugger holds (its widgets, its
+    run's tables): a tenth of a second or more, and building the comparison
+    allocates enough to set one off. The objects alive at Enter are set aside
+    (``gc.freeze``) and given back once the comparison has been drawn, the
+    re-timing refused or cancelled: the collection happens after the user sees the
+    answer, not before. Nothing is left frozen (a second hold while one is on
+    does nothing; :meth:`release` is safe to call twice)."""
+
+    held = False
+
+    @classmethod
+    def hold(cls) -> None:
+        if not cls.held:
+            cls.held = True
+            gc.freeze()
+
+    @classmethod
+    def release(cls) -> None:
+        if cls.held:
+            cls.held = False
+            gc.unfreeze()
+
+
+def _import_parser() -> None:
+    """What reads a change (``kernbench.analysis.whatif`` and the command types it names): imported while
+    the user types, not after Enter."""
+    import kernbench.analysis.whatif  # noqa: F401
 
 
 def changes_of(text: str) -> list[str]:
@@ -113,6 +146,8 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
         if isinstance(self.retimer, str):
             self.query_one(Input).disabled = True
             self._say(self.retimer)
+        else:
+            self.run_worker(_import_parser, thread=True, group="what-if-import", name="what-if parser import")
 
     @property
     def busy(self) -> bool:
@@ -135,6 +170,7 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
             return
         self.query_one(Input).disabled = True
         self._say(RETIMING, busy=True)
+        CollectionsHeld.hold()  # released once the comparison is drawn (WhatIfScreen), or below if none opens
         self._retime(self.retimer, tuple(changes))
 
     @work(thread=True, exclusive=True, group="what-if", name="what-if re-timing")
@@ -155,6 +191,7 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
 
     @on(Refused)
     def refused(self, message: Refused) -> None:
+        CollectionsHeld.release()
         self._say(message.text)
         field = self.query_one(Input)
         field.disabled = False
@@ -162,9 +199,11 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
 
     def action_cancel(self) -> None:
         self.workers.cancel_group(self, "what-if")
+        CollectionsHeld.release()
         self.dismiss(None)
 
     def action_quit(self) -> None:
+        CollectionsHeld.release()
         self.app.exit()
 
 

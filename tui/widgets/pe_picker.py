@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -92,7 +93,7 @@ class PEPicker(Vertical):
             if cube not in cubes:
                 cubes[cube] = sips[sip].add(cube.split(".")[1], data=members[cube], expand=True)
             util = "   …" if live else self.utilization(pe)
-            cubes[cube].add_leaf(f"{pe.split('.')[2]:<5} {util}", data=[pe])
+            cubes[cube].add_leaf(Text(f"{pe.split('.')[2]:<5} {util}"), data=[pe])  # (Text: no markup to parse, 256 times)
 
     @on(Input.Changed, "#pe-search")
     def search_changed(self, event: Input.Changed) -> None:
