@@ -177,7 +177,8 @@ class MainScreen(Screen[None]):
         return result
 
     def watch_run(self, run: RunState) -> None:
-        self.query_one(LanesView).placeholder = run.placeholder
+        for lanes in self.query(LanesView):  # (none once the screen is taken down: a run can end as the app quits)
+            lanes.placeholder = run.placeholder
         if not run.running and self.why_status == why.STILL_RUNNING:
             self.why_status = ""  # the run has ended: its path can be walked now
         self.view = self.nav.state()  # the app moves the navigator as data arrives (follow, fit)
