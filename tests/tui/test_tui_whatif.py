@@ -189,23 +189,33 @@ class SlowRetimer:
         return self.trace
 
 
-@sync
-async def test_while_re_timing_the_prompt_says_so_and_q_still_quits():
+def slow_app() -> KernbenchApp:
+    """The small GQA recording, with a retimer that waits for its ``release``."""
     events, meta = load("gqa_small")
     slow = SlowRetimer(Trace(EventStore.from_events(events), meta))
-    app = KernbenchApp(StoreSource(slow.trace.store, meta, description="gqa_small", retimer=slow))
+    return KernbenchApp(StoreSource(slow.trace.store, meta, description="gqa_small", retimer=slow))
+
+
+async def start_slow_retiming(app: KernbenchApp, pilot) -> None:
+    """``r``, the change, enter: the re-timing is under way."""
+    await settle(app, pilot)
+    await pilot.press("r")
+    await pilot.pause()
+    app.screen.query_one(Input).value = CHANGE
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+@sync
+async def test_while_re_timing_the_prompt_says_so_and_q_still_quits():
+    app = slow_app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("r")
-        await pilot.pause()
-        app.screen.query_one(Input).value = CHANGE
-        await pilot.press("enter")
-        await pilot.pause()
+        await start_slow_retiming(app, pilot)
         assert app.screen.busy and message(app) == RETIMING and app.screen.query_one(Input).disabled
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
-        slow.release.set()
+        app.source.retimer.release.set()
 
 
 @sync
@@ -431,18 +441,11 @@ async def test_full_collections_held_from_enter_are_given_back_however_the_what_
         assert isinstance(app.screen, WhatIfScreen) and not held()
         await ask(app, pilot, "pe.attrs.tcm_bw_gbps=1024")  # parses, but the pinned retimer refuses it
         assert isinstance(app.screen, WhatIfPrompt) and "only" in message(app) and not held()
-    events, meta = load("gqa_small")
-    slow = SlowRetimer(Trace(EventStore.from_events(events), meta))
-    app = KernbenchApp(StoreSource(slow.trace.store, meta, description="gqa_small", retimer=slow))
+    app = slow_app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("r")
-        await pilot.pause()
-        app.screen.query_one(Input).value = CHANGE
-        await pilot.press("enter")
-        await pilot.pause()
+        await start_slow_retiming(app, pilot)
         assert app.screen.busy and held()  # held while it re-times
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen) is MainScreen and not held()
-        slow.release.set()
+        app.source.retimer.release.set()
