@@ -40,12 +40,13 @@ def check_outputs(
 
     ``inputs`` are every file the run reads (a topology, each topology of a sweep's grid, …):
     no output may be one of them."""
+    given = [(flag, raw) for flag, raw in outputs if raw is not None]
+    if not given:
+        return
     seen: dict[tuple[int, int] | Path, str] = {}
     ins = {ident for p in inputs if p is not None and (ident := _input_identity(Path(p))) is not None}
     users = _users_modules()
-    for flag, raw in outputs:
-        if raw is None:
-            continue
+    for flag, raw in given:
         path = Path(raw)
         _check_one(flag, path)
         key = _identity(flag, path)

@@ -29,6 +29,7 @@ import hashlib
 import importlib
 import importlib.machinery
 import linecache
+import os
 import sys
 import sysconfig
 import threading
@@ -54,11 +55,22 @@ def _module_file(module: object) -> Path | None:
 
 @functools.lru_cache(maxsize=65536)
 def _resolved(file: str) -> Path | None:
-    """``file`` resolved, once per spelling: a process asks about the same module files again and again."""
+    """``file`` resolved (as ``Path.resolve``), once per spelling: a process asks about the same module files
+    again and again. Its folder is resolved once for all the files in it (a process has ~600 modules in a few
+    dozen folders, and resolving looks at every component of a path): then only the file itself is looked at."""
     try:
-        return Path(file).resolve()
+        path = os.path.abspath(file)
+        if os.path.islink(path):
+            return Path(os.path.realpath(path))
+        folder, name = os.path.split(path)
+        return _resolved_folder(folder) / name
     except (OSError, RuntimeError, ValueError):
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved_folder(folder: str) -> Path:
+    return Path(os.path.realpath(folder))
 
 
 @functools.cache

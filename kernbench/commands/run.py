@@ -520,17 +520,18 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         print(to_json(data, indent=2, sort_keys=False))
     else:
         print_report(data)
-        from kernbench.analysis.explain import explain_text, speedups_text, what_if_text
+        if (attribution is not None and ns.explain) or speedups is not None or what_if is not None:
+            from kernbench.analysis.explain import explain_text, speedups_text, what_if_text
 
-        if attribution is not None and ns.explain:
-            print()
-            print(explain_text(attribution, by=ns.by), end="")
-        if speedups is not None:
-            print()
-            print(speedups_text(speedups), end="")
-        if what_if is not None:
-            print()
-            print(what_if_text(what_if), end="")
+            if attribution is not None and ns.explain:
+                print()
+                print(explain_text(attribution, by=ns.by), end="")
+            if speedups is not None:
+                print()
+                print(speedups_text(speedups), end="")
+            if what_if is not None:
+                print()
+                print(what_if_text(what_if), end="")
     return 0
 
 
@@ -538,9 +539,11 @@ def _retimed(
     ns: argparse.Namespace, rt: Runtime, result: RunResult, attribution: Attribution | None, show: bool
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """``--what-if``'s and ``--speedups``' records: the run's commands re-timed, its kernel not run again."""
+    what_if = spd = None
+    if not (ns.speedups or ns.what_if) or attribution is None:
+        return what_if, spd
     from kernbench.analysis.whatif import deltas_json, parse_what_ifs, retime, speedups
 
-    what_if = spd = None
     if ns.speedups and attribution is not None:
         with working("re-timing the top lines of the critical path at zero and half their time", show):
             rows = speedups(rt, result, attribution)
