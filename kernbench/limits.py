@@ -237,7 +237,7 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
     owner = threading.current_thread()
     target = ctypes.c_ulong(ident)
     raise_in = ctypes.pythonapi.PyThreadState_SetAsyncExc
-    sending, done, ended = threading.Lock(), [False], threading.Event()
+    sending, done, sent, ended = threading.Lock(), [False], [False], threading.Event()
     stuck_at = time.monotonic() + wall_s + GRACE_S
 
     def watch() -> None:
@@ -253,6 +253,7 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
                     continue
                 deferred_at = None
                 _ALARMED_AT[ident] = _where(sys._current_frames().get(ident))  # (where the stop lands: see alarm_frame)
+                sent[0] = True
                 raise_in(target, ctypes.py_object(_WallAlarm))
             if on_stuck is not None and time.monotonic() >= stuck_at:
                 on_stuck(users_line_of(None, sys._current_frames().get(ident)))
@@ -261,7 +262,11 @@ def _from_another_thread(wall_s: float, on_stuck: Callable[[str], None] | None =
     def finish() -> None:
         with sending:
             done[0] = True
-            raise_in(target, None)  # (NULL: a send not raised yet is taken back)
+            if sent[0]:
+                # (NULL: a send not raised yet is taken back. Only after a send: on CPython 3.11 a NULL leaves the
+                # thread's eval breaker set, and under cProfile with a kernel's greenlet suspended the thread's
+                # next call then spun for ever: `python -m cProfile -m kernbench.cli run` hung after any run)
+                raise_in(target, None)
 
     watcher = threading.Thread(target=watch, name="wall-time watchdog", daemon=True)
     try:
