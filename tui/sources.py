@@ -52,7 +52,7 @@ from typing import Protocol, runtime_checkable
 from kernbench import limits
 from kernbench.errors import KernbenchError
 from kernbench.events.bus import Bus, TupleBus
-from kernbench.events.store import ColumnBatch, EventStore, columnize, merge_batches
+from kernbench.events.store import BatchMerger, ColumnBatch, EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
@@ -283,7 +283,7 @@ class ChildRetimer:
     at a time; :meth:`close` ends the child (a re-timing waiting on it then fails with a KernbenchError).
     The child sends the events in batches as it re-times (:func:`_serve_retimings`); each is turned into
     columns here as it comes, on this process's core, so what is left once the child has answered is
-    merging them. ``timings``: where the last re-timing's time went."""
+    sorting and numbering them into one store (:class:`BatchMerger`). ``timings``: where the last re-timing's time went."""
 
     def __init__(self, proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection, poll_s: float) -> None:
         self._proc = proc
@@ -295,7 +295,7 @@ class ChildRetimer:
 
     def retime(self, changes: Sequence[str]) -> Trace:
         with self._lock:
-            batches: list[ColumnBatch] = []
+            merger = BatchMerger()
             nbytes = 0
             decode_s = 0.0
             try:
@@ -311,7 +311,7 @@ class ChildRetimer:
                     nbytes += len(data)
                     if tag != "events":
                         break
-                    batches.append(columnize(payload))
+                    merger.add(columnize(payload))
                     decode_s += time.process_time() - c0
                 t1 = time.perf_counter()
                 child_s = self._conn.recv()
@@ -320,8 +320,7 @@ class ChildRetimer:
         if tag != "retimed":
             raise KernbenchError(payload)
         c1 = time.process_time()
-        store = EventStore()
-        store.append_columns(merge_batches(batches))
+        store = merger.store()
         c2 = time.process_time()
         retime_s, encode_s = child_s
         self.timings = RetimeTimings(retime_s, encode_s, t1 - t0, decode_s, c2 - c1, nbytes, c2)

@@ -125,33 +125,57 @@ def columnize(events: Sequence[Event] | Sequence[tuple[Any, ...]]) -> ColumnBatc
     return ColumnBatch(cols, list(comp_ids), list(str_ids))
 
 
+class BatchMerger:
+    """Batches of one stream (each columnized on its own, in any order) made into the store
+    :meth:`EventStore.from_events` makes of all their events at once — the same columns, string tables and
+    index — at the cost of numpy work only: the per-event Python work was done batch by batch, while the
+    run went on. :meth:`add` takes each batch to the merger's string tables as it comes (a dictionary
+    lookup per distinct string of the batch); :meth:`store` sorts the rows by ``(t_ns, seq)`` and numbers
+    the strings in the order they are first seen in that order, as :func:`columnize` does."""
+
+    def __init__(self) -> None:
+        self._comps: dict[str, int] = {}
+        self._strs: dict[str, int] = {}
+        self._parts: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
+
+    def add(self, batch: ColumnBatch) -> None:
+        comp_map = _ids_in(self._comps, batch.components)
+        str_map = _ids_in(self._strs, batch.strings)
+        for name, col in batch.columns.items():
+            self._parts[name].append(comp_map[col] if name == "component" else str_map[col] if name in _STRING_COLUMNS else col)
+
+    def batch(self) -> ColumnBatch:
+        """Every batch added, as the one batch :func:`columnize` makes of all their events."""
+        cols = {name: np.concatenate(arrs) if arrs else np.empty(0, dtype=COLUMNS[name]) for name, arrs in self._parts.items()}
+        if len(cols["t_ns"]) and not _is_sorted(cols["t_ns"], cols["seq"]):
+            order = np.lexsort((cols["seq"], cols["t_ns"]))
+            cols = {name: col[order] for name, col in cols.items()}
+        # first-seen order of the rows: components by row; strings by (row, label | detail | src)
+        comp_order, cols["component"] = _first_seen(cols["component"], len(self._comps))
+        texts = np.stack([cols[name] for name in _STRING_COLUMNS], axis=1).ravel()
+        str_order, ranked = _first_seen(texts, len(self._strs))
+        for i, name in enumerate(_STRING_COLUMNS):
+            cols[name] = np.ascontiguousarray(ranked.reshape(-1, len(_STRING_COLUMNS))[:, i])
+        comp_names, str_names = list(self._comps), list(self._strs)
+        return ColumnBatch(cols, [comp_names[i] for i in comp_order], [str_names[i] for i in str_order])
+
+    def store(self) -> EventStore:
+        store = EventStore()
+        store.append_columns(self.batch())
+        return store
+
+
+def _ids_in(table: dict[str, int], names: list[str]) -> np.ndarray:
+    """Each of ``names``' id in ``table``, adding the new ones."""
+    return np.fromiter((table.setdefault(name, len(table)) for name in names), dtype=np.int32, count=len(names))
+
+
 def merge_batches(batches: Sequence[ColumnBatch]) -> ColumnBatch:
-    """Batches of one stream (each columnized on its own, in any order) as the one batch :func:`columnize`
-    makes of all their events at once: rows sorted by ``(t_ns, seq)``, strings interned in the order they
-    are first seen in that order. ``EventStore().append_columns(merge_batches(…))`` is therefore the very
-    store :meth:`EventStore.from_events` makes of the same events (same columns, tables and index), at the
-    cost of numpy work only: the per-event Python work was done batch by batch, while the run went on."""
-    if len(batches) == 1:
-        return batches[0]
-    comps: dict[str, int] = {}
-    strs: dict[str, int] = {}
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
+    """``batches`` as the one batch :func:`columnize` makes of all their events (see :class:`BatchMerger`)."""
+    merger = BatchMerger()
     for b in batches:
-        comp_map = np.fromiter((comps.setdefault(c, len(comps)) for c in b.components), dtype=np.int32, count=len(b.components))
-        str_map = np.fromiter((strs.setdefault(x, len(strs)) for x in b.strings), dtype=np.int32, count=len(b.strings))
-        for name, col in b.columns.items():
-            parts[name].append(comp_map[col] if name == "component" else str_map[col] if name in _STRING_COLUMNS else col)
-    cols = {name: np.concatenate(arrs) if arrs else np.empty(0, dtype=COLUMNS[name]) for name, arrs in parts.items()}
-    order = np.lexsort((cols["seq"], cols["t_ns"]))
-    cols = {name: col[order] for name, col in cols.items()}
-    # first-seen order of the merged rows: components by row; strings by (row, label | detail | src)
-    comp_order, cols["component"] = _first_seen(cols["component"], len(comps))
-    texts = np.stack([cols[name] for name in _STRING_COLUMNS], axis=1).ravel()
-    str_order, ranked = _first_seen(texts, len(strs))
-    for i, name in enumerate(_STRING_COLUMNS):
-        cols[name] = np.ascontiguousarray(ranked.reshape(-1, len(_STRING_COLUMNS))[:, i])
-    comp_names, str_names = list(comps), list(strs)
-    return ColumnBatch(cols, [comp_names[i] for i in comp_order], [str_names[i] for i in str_order])
+        merger.add(b)
+    return merger.batch()
 
 
 _STRING_COLUMNS = ("label", "detail", "src")
