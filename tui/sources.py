@@ -298,6 +298,7 @@ class ChildRetimer:
             merger = BatchMerger()
             nbytes = 0
             decode_s = 0.0
+            failed: Exception | None = None  # (a batch this process could not take: the rest is still read, to stay in step)
             try:
                 t0 = time.perf_counter()
                 self._conn.send(("retime", list(changes)))
@@ -311,7 +312,11 @@ class ChildRetimer:
                     nbytes += len(data)
                     if tag != "events":
                         break
-                    merger.add(columnize(payload))
+                    if failed is None:
+                        try:
+                            merger.add(columnize(payload))
+                        except Exception as exc:  # (raised once the answer is in: the next request must not read this one's batches)
+                            failed = exc
                     decode_s += time.process_time() - c0
                 t1 = time.perf_counter()
                 child_s = self._conn.recv()
@@ -319,6 +324,8 @@ class ChildRetimer:
                 raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
         if tag != "retimed":
             raise KernbenchError(payload)
+        if failed is not None:
+            raise failed
         c1 = time.process_time()
         store = merger.store()
         c2 = time.process_time()
