@@ -161,8 +161,8 @@ class FastRecord(Transfer):
         ch = self.ch
         for c in sorted(ch):
             q = ch[c]
-            out, f = q.out, q.fifo
-            emit(out.first() - f.s, _CHANNEL_BUSY, f.name, end_ns=out.last(), corr_id=corr, label=mem, value=q.n)
+            dep, f = q.out, q.fifo
+            emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, end_ns=dep.last(), corr_id=corr, label=mem, value=q.n)
 
 
 _QUEUE_DEPTH, _EDGE_BUSY, _CHANNEL_BUSY = EventKind.QUEUE_DEPTH, EventKind.EDGE_BUSY, EventKind.CHANNEL_BUSY
