@@ -10,8 +10,9 @@ at most 1 s for the paper GQA case): on the paper GQA default (``gqa-decode``,
 the default topology) run live in this process, the seconds from Enter to
 the comparison drawn (its frames' text holds both runs' lanes, the difference
 and the footer), first as ``kernbench-tui run`` does it (its child process
-re-times; where the time goes: the child's re-timing and encoding, the
-debugger's receiving, decoding and view), then with the run in this process
+re-times and sends the events as it goes; where the time goes: the child's
+re-timing and pickling the events, the debugger's columns made meanwhile,
+its store once answered, and the view), then with the run in this process
 against a full recorded run (set-up, run, store).
 
     python benchmarks/bench_tui.py [--events 1000000] [--size 160x50]
