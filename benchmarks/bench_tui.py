@@ -10,8 +10,9 @@ at most 1 s for the paper GQA case): on the paper GQA default (``gqa-decode``,
 the default topology) run live in this process, the seconds from Enter to
 the comparison drawn (its frames' text holds both runs' lanes, the difference
 and the footer), first as ``kernbench-tui run`` does it (its child process
-re-times; where the time goes: the child's re-timing and encoding, the
-debugger's receiving, decoding and view), then with the run in this process
+re-times and sends the events as it goes; where the time goes: the child's
+re-timing and pickling the events, the debugger's columns made meanwhile,
+its store once answered, and the view), then with the run in this process
 against a full recorded run (set-up, run, store).
 
     python benchmarks/bench_tui.py [--events 1000000] [--size 160x50]
@@ -275,10 +276,11 @@ def what_if_main(change: str, size: tuple[int, int]) -> None:
     if t is not None:
         view = child.drawn_at_cpu_s - t.decoded_at_cpu_s
         print(
-            f"    child: re-timing (replay with events recorded, and its store) {t.retime_s:.2f} s CPU, encoding {t.encode_s:.3f} s "
-            f"({t.nbytes / 1e6:.1f} MB)\n"
-            f"    debugger: receiving {t.receive_s:.3f} s wall, decoding {t.decode_s:.3f} s, the comparison view {view:.2f} s CPU "
-            f"(decoded -> drawn); {child.cpu_s:.2f} s CPU since Enter in all (waiting included)"
+            f"    child: re-timing (replay, its events sent as published) {t.retime_s:.2f} s CPU, of which pickling the events "
+            f"{t.encode_s:.3f} s ({t.nbytes / 1e6:.1f} MB)\n"
+            f"    debugger: request -> answer {t.receive_s:.2f} s wall, the events into columns as they came {t.decode_s:.3f} s CPU "
+            f"(meanwhile), the store once answered {t.store_s:.3f} s, the comparison view {view:.2f} s CPU "
+            f"(store -> drawn); {child.cpu_s:.2f} s CPU since Enter in all (waiting included)"
         )
     cpu, wall, latency = (lambda f: (f.cpu_s, f.wall_s, f.latency_ns))(asyncio.run(what_if_prompt(argv, change, size)))
     c0 = time.process_time()

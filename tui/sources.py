@@ -40,19 +40,19 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.reduction import ForkingPickler
 from typing import Protocol, runtime_checkable
 
 from kernbench import limits
 from kernbench.errors import KernbenchError
-from kernbench.events.bus import Bus
-from kernbench.events.store import ColumnBatch, EventStore, columnize
+from kernbench.events.bus import Bus, TupleBus
+from kernbench.events.store import BatchMerger, ColumnBatch, EventStore, columnize
 from kernbench.events.tracefile import Trace, TraceMetadata, open_trace
 from kernbench.events.types import Event
 from kernbench.lifeline import end_with_parent, quiet_resource_tracker
@@ -83,6 +83,15 @@ class Retimer(Protocol):
     :class:`kernbench.commands.run.RecordedRun`); a refusal is a :class:`KernbenchError` of one line."""
 
     def retime(self, changes: Sequence[str]) -> Trace: ...
+
+
+@runtime_checkable
+class PublishingRetimer(Protocol):
+    """A retimer that can also publish a re-timing's events as they happen (``retime_published(changes, bus)``,
+    returning its metadata; :class:`kernbench.commands.run.RecordedRun`): a child process then sends them on
+    while it re-times, and this process turns them into columns meanwhile, on the other core."""
+
+    def retime_published(self, changes: Sequence[str], bus: Bus) -> TraceMetadata: ...
 
 
 def run_metadata(result: object, fallback: TraceMetadata) -> TraceMetadata:
@@ -253,24 +262,28 @@ def _end_child(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.
 @dataclass(frozen=True)
 class RetimeTimings:
     """Where one re-timing by the child went (``benchmarks/bench_tui.py --what-if`` prints it): the child's CPU
-    seconds re-timing (replay and its store) and encoding its answer, then this process's wall seconds
-    receiving it (and CPU seconds of that), CPU seconds decoding it, the answer's size, and when (on this
-    process's CPU clock) it was decoded."""
+    seconds re-timing (the replay, its events sent as they were published) and, of those, pickling the
+    events; then this process's wall seconds from the request to the child's answer, CPU seconds turning
+    the events into columns as they came (while the child went on), CPU seconds making the store once the
+    answer came (merging those columns), the events' size, and when (on this process's CPU clock) the
+    store was made."""
 
     retime_s: float
     encode_s: float
     receive_s: float
-    receive_cpu_s: float
     decode_s: float
+    store_s: float
     nbytes: int
-    decoded_at_cpu_s: float  # this process's CPU clock (time.process_time) once decoded: the view's time runs from here
+    decoded_at_cpu_s: float  # this process's CPU clock (time.process_time) once the store was made: the view's time runs from here
 
 
 class ChildRetimer:
     """A finished live run's re-timings, done by the child process that ran it (it holds the run's Runtime
     and command logs; the UI's process does not compete with it for the interpreter lock). One re-timing
     at a time; :meth:`close` ends the child (a re-timing waiting on it then fails with a KernbenchError).
-    ``timings``: where the last re-timing's time went."""
+    The child sends the events in batches as it re-times (:func:`_serve_retimings`); each is turned into
+    columns here as it comes, on this process's core, so what is left once the child has answered is
+    sorting and numbering them into one store (:class:`BatchMerger`). ``timings``: where the last re-timing's time went."""
 
     def __init__(self, proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection, poll_s: float) -> None:
         self._proc = proc
@@ -282,27 +295,43 @@ class ChildRetimer:
 
     def retime(self, changes: Sequence[str]) -> Trace:
         with self._lock:
+            merger = BatchMerger()
+            nbytes = 0
+            decode_s = 0.0
+            failed: Exception | None = None  # (a batch this process could not take: the rest is still read, to stay in step)
             try:
+                t0 = time.perf_counter()
                 self._conn.send(("retime", list(changes)))
-                while not self._conn.poll(self._poll_s):
-                    if self._closed.is_set() or not self._proc.is_alive():
-                        raise EOFError
-                t0, c0 = time.perf_counter(), time.process_time()
-                data = self._conn.recv_bytes()
-                t1, c1 = time.perf_counter(), time.process_time()
-                tag, payload = ForkingPickler.loads(data)
-                c2 = time.process_time()
+                while True:
+                    while not self._conn.poll(self._poll_s):
+                        if self._closed.is_set() or not self._proc.is_alive():
+                            raise EOFError
+                    data = self._conn.recv_bytes()
+                    c0 = time.process_time()
+                    tag, payload = pickle.loads(data)
+                    nbytes += len(data)
+                    if tag != "events":
+                        break
+                    if failed is None:
+                        try:
+                            merger.add(columnize(payload))
+                        except Exception as exc:  # (raised once the answer is in: the next request must not read this one's batches)
+                            failed = exc
+                    decode_s += time.process_time() - c0
+                t1 = time.perf_counter()
                 child_s = self._conn.recv()
             except (EOFError, OSError):
                 raise KernbenchError("the simulation process has ended: the run can no longer be re-timed") from None
-        retime_s, encode_s = child_s
-        self.timings = RetimeTimings(
-            retime_s, encode_s, receive_s=t1 - t0, receive_cpu_s=c1 - c0, decode_s=c2 - c1, nbytes=len(data), decoded_at_cpu_s=c2
-        )
         if tag != "retimed":
             raise KernbenchError(payload)
-        trace: Trace = payload
-        return trace
+        if failed is not None:
+            raise failed
+        c1 = time.process_time()
+        store = merger.store()
+        c2 = time.process_time()
+        retime_s, encode_s = child_s
+        self.timings = RetimeTimings(retime_s, encode_s, t1 - t0, decode_s, c2 - c1, nbytes, c2)
+        return Trace(store, payload)
 
     def close(self) -> None:
         self._closed.set()
@@ -403,8 +432,10 @@ def _child_main(
 
 
 def _serve_retimings(run: Retimer, conn: multiprocessing.connection.Connection) -> None:
-    """The child after a re-timable run: answer each ``("retime", changes)`` with ``("retimed", trace)`` or
-    ``("refused", one line)``, until the parent closes the pipe (or ends)."""
+    """The child after a re-timable run: answer each ``("retime", changes)`` with its events, in batches
+    (``("events", [tuple, …])``, as the re-timing publishes them), then ``("retimed", metadata)`` — or with
+    ``("refused", one line)`` — until the parent closes the pipe (or ends). Each message is one pickled
+    ``send_bytes``; after the answer, the child's CPU seconds (re-timing, of which pickling the events)."""
     while True:
         try:
             tag, changes = conn.recv()
@@ -413,20 +444,90 @@ def _serve_retimings(run: Retimer, conn: multiprocessing.connection.Connection) 
         if tag != "retime":
             continue
         c0 = time.process_time()
+        sender = _EventSender(conn)
         try:
-            answer: tuple[str, object] = ("retimed", run.retime(changes))
+            answer: tuple[str, object] = ("retimed", _retimed(run, changes, sender))
+            sender.close()
         except KernbenchError as exc:
             answer = ("refused", str(exc))
         except Exception as exc:  # a bug in re-timing: said in one line, the child stays for the next
             answer = ("refused", f"{type(exc).__name__}: {exc}")
-        c1 = time.process_time()
-        data = ForkingPickler.dumps(answer)  # (a store pickles as a few flat buffers: kernbench.events.store)
-        c2 = time.process_time()
+        finally:
+            sender.stop()
         try:
+            data = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
+            c1 = time.process_time()
             conn.send_bytes(data)
-            conn.send((c1 - c0, c2 - c1))  # where the child's time went (ChildRetimer.timings)
+            conn.send((c1 - c0, sender.encode_s))  # where the child's time went (ChildRetimer.timings)
         except (BrokenPipeError, EOFError, OSError):
             return
+
+
+def _retimed(run: Retimer, changes: Sequence[str], sender: _EventSender) -> TraceMetadata:
+    """Re-time ``run``: its events go to ``sender`` as they are published, where the run can publish them;
+    else (a retimer that only makes whole traces) the whole store's events at the end."""
+    if isinstance(run, PublishingRetimer):
+        bus = TupleBus()
+        bus.subscribe(sender.events.append)  # (a C call an event: the sender's thread takes them from the list)
+        sender.start()
+        return run.retime_published(changes, bus)
+    trace = run.retime(changes)
+    sender.events.extend(tuple(e) for e in trace.store.events())
+    return trace.metadata
+
+
+class _EventSender:
+    """The child's sending of a re-timing's events: the bus appends each (a plain tuple, :class:`TupleBus`)
+    to :attr:`events`; a thread takes what has come every ``every_s``, pickles it and sends it, so the
+    events reach the parent while the replay goes on. :meth:`close` sends the rest; :meth:`stop` ends the
+    thread (also after a failure, when nothing more is sent)."""
+
+    def __init__(self, conn: multiprocessing.connection.Connection, every_s: float = 0.02) -> None:
+        self.events: list[tuple[object, ...]] = []
+        self.encode_s = 0.0
+        self._conn = conn
+        self._every_s = every_s
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._send_lock = threading.Lock()
+        self.broken = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kernbench-retime-sender", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._every_s):
+            self._send_some()
+
+    def _send_some(self) -> None:
+        with self._send_lock:
+            events = self.events
+            n = len(events)
+            if not n:
+                return
+            batch = events[:n]
+            del events[:n]  # (the bus appends meanwhile: both are single list operations under the GIL)
+            if self.broken:
+                return
+            c0 = time.thread_time()
+            data = pickle.dumps(("events", batch), pickle.HIGHEST_PROTOCOL)
+            self.encode_s += time.thread_time() - c0
+            try:
+                self._conn.send_bytes(data)
+            except (BrokenPipeError, EOFError, OSError):
+                self.broken = True  # the parent is gone: the answer's send finds out too
+
+    def close(self) -> None:
+        """The re-timing is done: send what is left (after the thread's last batch: the order is kept)."""
+        self.stop()
+        self._send_some()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 class TraceFileSource:

@@ -717,14 +717,24 @@ class RecordedRun:
         """The run's commands re-timed under ``changes`` (``--what-if`` syntax; a bad one or a kernel that read
         simulated time is a :class:`~kernbench.errors.RetimeError`), events recorded; its metadata says which
         changes and the latency before (``extra``: ``what_if``, ``before_ns``)."""
-        from kernbench.analysis.whatif import parse_what_ifs
+        from kernbench.events.bus import Recorder
         from kernbench.events.tracefile import Trace
 
+        bus = Bus()
+        recorder = Recorder(bus)
+        meta = self.retime_published(changes, bus)
+        return Trace(EventStore.from_events(recorder.events()), meta)
+
+    def retime_published(self, changes: Sequence[str], bus: Bus) -> TraceMetadata:
+        """:meth:`retime`'s re-timing with its events published on ``bus`` as they happen (a subscriber may
+        turn them into columns or send them on while the re-timing goes on); its metadata."""
+        from kernbench.analysis.whatif import parse_what_ifs
+
         what = parse_what_ifs(list(changes), self.result)
-        new = self.rt.replay(self.result, overrides=list(what.overrides), record=True, scale=what.scale())
+        new = self.rt.replay(self.result, overrides=list(what.overrides), bus=bus, scale=what.scale())
         meta = self.metadata
         extra = {**meta.extra, "what_if": list(changes), "before_ns": self.result.latency_ns}
-        return Trace(new.store(), type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra))
+        return type(meta)(meta.kernel, meta.topology, meta.variant, new.latency_ns, extra)
 
 
 class WhatIfPair:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -80,19 +80,24 @@ class ColumnBatch:
         return len(self.columns["t_ns"])
 
 
-#: The numeric fields of an event, read in one pass (one tuple per event, consumed at once).
+#: The numeric fields of an event, read in one pass (one tuple per event, consumed at once), by position: an
+#: :class:`Event` or a plain tuple of its fields in the same order (what a child process sends, see
+#: :func:`event_tuples`) reads the same.
 _NUMERIC_FIELDS = (("t_ns", "f8"), ("end_ns", "f8"), ("value", "f8"), ("corr_id", "i8"), ("seq", "i8"), ("pred", "i8"), ("kind", "u1"))
 _NUMERIC = np.dtype(list(_NUMERIC_FIELDS))
-_numeric_fields = attrgetter(*(name for name, _ in _NUMERIC_FIELDS))
+_numeric_fields = itemgetter(*(Event._fields.index(name) for name, _ in _NUMERIC_FIELDS))
+_COMPONENT = itemgetter(Event._fields.index("component"))
+_TEXTS = tuple(itemgetter(Event._fields.index(name)) for name in ("label", "detail", "src"))
 
 
-def columnize(events: Sequence[Event]) -> ColumnBatch:
+def columnize(events: Sequence[Event] | Sequence[tuple[Any, ...]]) -> ColumnBatch:
     """Turn events into a :class:`ColumnBatch` (the per-event Python work of
-    appending; a live source runs it on its own thread)."""
+    appending; a live source runs it on its own thread). ``events``: :class:`Event` records, or plain
+    tuples of their fields in order (the kind as its number)."""
     n = len(events)
     numeric = np.fromiter(map(_numeric_fields, events), dtype=_NUMERIC, count=n)
-    comps = list(map(attrgetter("component"), events))
-    texts = [list(map(attrgetter(name), events)) for name in ("label", "detail", "src")]
+    comps = list(map(_COMPONENT, events))
+    texts = [list(map(get, events)) for get in _TEXTS]
     # Intern in first-seen order (never set order: ids must not depend on hashing).
     comp_ids = {name: i for i, name in enumerate(dict.fromkeys(comps))}
     str_ids = {name: i for i, name in enumerate(dict.fromkeys(chain.from_iterable(zip(*texts, strict=True))))}
@@ -118,6 +123,71 @@ def columnize(events: Sequence[Event]) -> ColumnBatch:
         order = np.lexsort((cols["seq"], t))
         cols = {k: v[order] for k, v in cols.items()}
     return ColumnBatch(cols, list(comp_ids), list(str_ids))
+
+
+class BatchMerger:
+    """Batches of one stream (each columnized on its own, in any order) made into the store
+    :meth:`EventStore.from_events` makes of all their events at once — the same columns, string tables and
+    index — at the cost of numpy work only: the per-event Python work was done batch by batch, while the
+    run went on. :meth:`add` takes each batch to the merger's string tables as it comes (a dictionary
+    lookup per distinct string of the batch); :meth:`store` sorts the rows by ``(t_ns, seq)`` and numbers
+    the strings in the order they are first seen in that order, as :func:`columnize` does."""
+
+    def __init__(self) -> None:
+        self._comps: dict[str, int] = {}
+        self._strs: dict[str, int] = {}
+        self._parts: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
+
+    def add(self, batch: ColumnBatch) -> None:
+        comp_map = _ids_in(self._comps, batch.components)
+        str_map = _ids_in(self._strs, batch.strings)
+        for name, col in batch.columns.items():
+            self._parts[name].append(comp_map[col] if name == "component" else str_map[col] if name in _STRING_COLUMNS else col)
+
+    def batch(self) -> ColumnBatch:
+        """Every batch added, as the one batch :func:`columnize` makes of all their events."""
+        cols = {name: np.concatenate(arrs) if arrs else np.empty(0, dtype=COLUMNS[name]) for name, arrs in self._parts.items()}
+        if len(cols["t_ns"]) and not _is_sorted(cols["t_ns"], cols["seq"]):
+            order = np.lexsort((cols["seq"], cols["t_ns"]))
+            cols = {name: col[order] for name, col in cols.items()}
+        # first-seen order of the rows: components by row; strings by (row, label | detail | src)
+        comp_order, cols["component"] = _first_seen(cols["component"], len(self._comps))
+        texts = np.stack([cols[name] for name in _STRING_COLUMNS], axis=1).ravel()
+        str_order, ranked = _first_seen(texts, len(self._strs))
+        for i, name in enumerate(_STRING_COLUMNS):
+            cols[name] = np.ascontiguousarray(ranked.reshape(-1, len(_STRING_COLUMNS))[:, i])
+        comp_names, str_names = list(self._comps), list(self._strs)
+        return ColumnBatch(cols, [comp_names[i] for i in comp_order], [str_names[i] for i in str_order])
+
+    def store(self) -> EventStore:
+        store = EventStore()
+        store.append_columns(self.batch())
+        return store
+
+
+def _ids_in(table: dict[str, int], names: list[str]) -> np.ndarray:
+    """Each of ``names``' id in ``table``, adding the new ones."""
+    return np.fromiter((table.setdefault(name, len(table)) for name in names), dtype=np.int32, count=len(names))
+
+
+def merge_batches(batches: Sequence[ColumnBatch]) -> ColumnBatch:
+    """``batches`` as the one batch :func:`columnize` makes of all their events (see :class:`BatchMerger`)."""
+    merger = BatchMerger()
+    for b in batches:
+        merger.add(b)
+    return merger.batch()
+
+
+_STRING_COLUMNS = ("label", "detail", "src")
+
+
+def _first_seen(ids: np.ndarray, n_ids: int) -> tuple[list[int], np.ndarray]:
+    """The ids that occur in ``ids``, in the order first seen, and ``ids`` renumbered in that order."""
+    present, first = np.unique(ids, return_index=True)
+    by_first = present[np.argsort(first, kind="stable")]
+    rank = np.zeros(max(n_ids, 1), dtype=np.int32)
+    rank[by_first] = np.arange(len(by_first), dtype=np.int32)
+    return by_first.tolist(), rank[ids]
 
 
 def _is_sorted(t: np.ndarray, seq: np.ndarray) -> bool:

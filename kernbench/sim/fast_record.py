@@ -40,6 +40,25 @@ class ControlPlan(NamedTuple):
     times: list[tuple[float, float]]
 
 
+class EvenDepartures:
+    """``n`` bursts leaving one every ``s`` from ``start + s`` on: the first and last times a
+    ``Train(n, [(0, start + s, 0.0, 1, s)])`` gives (the same arithmetic), all that is asked of a
+    reservation's departures; no train is built for them."""
+
+    __slots__ = ("_first", "_last")
+
+    def __init__(self, start: float, n: int, s: float) -> None:
+        first = start + s
+        self._first = first
+        self._last = first + (n - 1) * s
+
+    def first(self) -> float:
+        return self._first
+
+    def last(self) -> float:
+        return self._last
+
+
 class ReservedBursts:
     """A read's bursts on an idle channel: no passage needed, only what to publish."""
 
@@ -48,7 +67,7 @@ class ReservedBursts:
     def __init__(self, fifo: Fifo, start: float, count: int) -> None:
         self.fifo = fifo
         self.n = count
-        self.out = Train(count, [(0, start + fifo.s, 0.0, 1, fifo.s)])
+        self.out = EvenDepartures(start, count, fifo.s)
 
 
 class FastRecord(Transfer):
@@ -126,19 +145,24 @@ class FastRecord(Transfer):
         j.leg(route, stops, end, data=False)
 
     def publish(self) -> None:
-        bus = self.net.bus
+        emit = self.net.bus.emit
+        corr = self.corr
         self.materialize()  # (a train deferred before anyone subscribed to the bus)
         for p in self.data:
-            f = p.fifo
+            f, out = p.fifo, p.out
+            s = f.s
             head = p.inp.first()
-            served = p.out.first() - f.s
+            served = out.first() - s
             if served > head + EPS:  # others' flits were ahead of its head
-                bus.emit(head, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=round((served - head) / f.s, 6))
-                bus.emit(served, EventKind.QUEUE_DEPTH, f.name, corr_id=self.corr, value=0.0)
-            bus.emit(served, EventKind.EDGE_BUSY, f.name, end_ns=p.out.last(), corr_id=self.corr, value=p.n)
+                emit(head, _QUEUE_DEPTH, f.name, corr_id=corr, value=round((served - head) / s, 6))
+                emit(served, _QUEUE_DEPTH, f.name, corr_id=corr, value=0.0)
+            emit(served, _EDGE_BUSY, f.name, end_ns=out.last(), corr_id=corr, value=p.inp.n)
         mem = self.mem.node_id if self.mem is not None else ""
-        for c in sorted(self.ch):
-            q = self.ch[c]
-            bus.emit(
-                q.out.first() - q.fifo.s, EventKind.CHANNEL_BUSY, q.fifo.name, end_ns=q.out.last(), corr_id=self.corr, label=mem, value=q.n
-            )
+        ch = self.ch
+        for c in sorted(ch):
+            q = ch[c]
+            dep, f = q.out, q.fifo
+            emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, end_ns=dep.last(), corr_id=corr, label=mem, value=q.n)
+
+
+_QUEUE_DEPTH, _EDGE_BUSY, _CHANNEL_BUSY = EventKind.QUEUE_DEPTH, EventKind.EDGE_BUSY, EventKind.CHANNEL_BUSY

@@ -1,10 +1,11 @@
-"""Property: however a stream is split into batches, the store is the same."""
+"""Property: however a stream is split into batches, the store is the same; batches columnized apart and merged
+make the very store of the whole stream."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench.events.bus import Bus
-from kernbench.events.store import EventStore, StoreRecorder
+from kernbench.events.bus import Bus, TupleBus
+from kernbench.events.store import BatchMerger, EventStore, StoreRecorder, columnize
 from kernbench.events.types import SPAN_KINDS, Event, EventKind
 
 KINDS = list(EventKind)
@@ -45,3 +46,47 @@ def test_store_recorder_collects_a_bus_stream():
         bus.emit(float(10 - i), EventKind.QUEUE_DEPTH, "a->b", value=float(i))
     store = rec.finish()
     assert [e.value for e in store.events()] == [float(i) for i in reversed(range(10))]
+
+
+def same_store(a: EventStore, b: EventStore) -> None:
+    """Every column, both string tables, the flat index and the sorted ends are equal."""
+    assert a.components == b.components and a.strings == b.strings
+    for name in a.columns():
+        assert a.col(name).tolist() == b.col(name).tolist(), name
+    assert [x.tolist() for x in a._index.arrays()] == [x.tolist() for x in b._index.arrays()]
+    assert a.all_span_ends().tolist() == b.all_span_ends().tolist()
+    assert (a.start_ns, a.end_ns) == (b.start_ns, b.end_ns)
+
+
+@settings(max_examples=60, deadline=None)
+@given(event_lists(), st.lists(st.integers(1, 10), min_size=1, max_size=10), st.randoms(use_true_random=False), st.booleans())
+def test_batches_columnized_apart_and_merged_make_the_store_of_all_the_events(events, sizes, rnd, as_tuples):
+    """What the debugger builds from a child's batches is the store from_events makes (tables numbered alike)."""
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    records = [(e[0], int(e[1]), *e[2:]) for e in shuffled] if as_tuples else shuffled
+    merger, i, k = BatchMerger(), 0, 0
+    while i < len(records):
+        step = sizes[k % len(sizes)]
+        merger.add(columnize(records[i : i + step]))
+        i, k = i + step, k + 1
+    merged = merger.store()
+    whole = EventStore.from_events(sorted(events, key=Event.sort_key))
+    if events:
+        same_store(merged, whole)
+    else:
+        assert len(merged) == 0
+    assert merged.events() == whole.events()
+
+
+def test_a_tuple_bus_publishes_the_fields_of_the_events_a_bus_does():
+    events, tuples = [], []
+    bus, tuple_bus = Bus(), TupleBus()
+    bus.subscribe(events.append)
+    tuple_bus.subscribe(tuples.append)
+    for b in (bus, tuple_bus):
+        b.emit(1.0, EventKind.ENGINE_BUSY, "sip0.cube0.pe0.gemm", end_ns=3.0, corr_id=7, label="gemm", value=64.0, pred=2, src="k.py:3")
+        b.emit(2.0, EventKind.QUEUE_DEPTH, "a->b", value=1.5)
+    assert tuples == [tuple(e) for e in events]
+    assert all(type(t[1]) is int for t in tuples)  # the kind as a number: no enum to look up when unpickled
+    same_store(EventStore.from_events(events), EventStore.from_events([Event(*t) for t in tuples]))

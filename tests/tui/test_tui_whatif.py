@@ -20,7 +20,8 @@ from tui_harness import SNAPSHOT_DIR, screen_text, settle, sync
 from kernbench.cli import main as kernbench_main
 from kernbench.cli import tui_simulation
 from kernbench.errors import KernbenchError, RetimeError
-from kernbench.events.store import EventStore
+from kernbench.events.bus import Bus
+from kernbench.events.store import COLUMNS, EventStore
 from kernbench.events.tracefile import Trace, save_trace
 from kernbench_tui.app import KernbenchApp
 from kernbench_tui.screens.compare import WhatIfScreen
@@ -354,6 +355,13 @@ async def test_a_live_run_in_a_child_process_is_re_timed_by_that_child_which_end
         await ask(app, pilot, CHANGE)
         assert isinstance(app.screen, WhatIfScreen)
         assert app.screen.runs.sides[1].latency_ns == set_latency(CHANGE)
+        # the events the child sent as it re-timed make the very store an in-process re-timing makes
+        streamed = app.screen.runs.sides[1].model.store
+        fn, _meta = tui_simulation(SMALL)
+        whole = fn(Bus()).retime([CHANGE]).store
+        assert (streamed.components, streamed.strings) == (whole.components, whole.strings)
+        assert all(streamed.col(name).tolist() == whole.col(name).tolist() for name in COLUMNS)
+        assert source.retimer.timings.nbytes > 0
         child = source.retimer._proc
         assert child.is_alive()
     child.join(10)
