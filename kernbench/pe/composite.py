@@ -94,6 +94,8 @@ class Plan:
     label: str
     hbm_in: bool  # a step reads an HBM operand
     hbm_out: bool  # a step writes an HBM result
+    fetch_label: str  # its FETCH and STORE spans' labels
+    store_label: str
 
 
 def _plan(pe: ProcessingElement, cmd: CompositeCmd) -> Plan:
@@ -139,7 +141,7 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
-    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
+    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes), f"fetch {label}", f"store {label}")
 
 
 def _gemm_ns(pe: ProcessingElement, op: OpSpec, flops: float) -> float:
@@ -161,9 +163,9 @@ class CompositeRun:
         "done",
         "env",
         "feed_pred",
+        "fetch_label",
         "fetch_seq",
         "fetched",
-        "label",
         "last",
         "last_seq",
         "n_tiles",
@@ -174,6 +176,7 @@ class CompositeRun:
         "reads",
         "sched",
         "steps",
+        "store_label",
         "t_in",
         "tile_read",
         "tile_seq",
@@ -199,7 +202,7 @@ class CompositeRun:
         plan = _plan(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
-        self.label = plan.label
+        self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
         # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
         self.reads = (
             tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
@@ -362,17 +365,16 @@ class CompositeRun:
                 used, by = self.used[i - self.buffers]
                 if used > earliest:
                     earliest, pred = used, by
-            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, f"fetch {self.label}", corr, pred, env.now)
+            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
-            lanes = {"gemm": pe.gemm, "math": pe.math}
             for st in step.stages:
-                lane = lanes[st.engine]
+                lane = pe.gemm if st.engine == "gemm" else pe.math
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
             self.used.append((t, lane_seq))
             if step.stores:
-                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, f"store {self.label}", corr, lane_seq, env.now)
+                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, env.now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))

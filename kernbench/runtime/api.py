@@ -780,6 +780,7 @@ def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[
     limit = math.inf if max_sim_ns is None else max_sim_ns
     due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
     pop, action = heapq.heappop, Action
+    event: Any  # an Event or an Action (a bare entry: kernbench.sim.clock)
     try:
         while queue:
             for _ in range(_STEPS_PER_CLOCK_READ):
@@ -787,14 +788,14 @@ def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[
                     return
                 if queue[0][0] > limit:
                     _passed(env, limit)
-                env._now, _, _, event = pop(queue)  # type: ignore[misc]  # (SimPy's own clock and heap)
+                env._now, _, _, event = pop(queue)  # (SimPy's own clock and heap)
                 callbacks, event.callbacks = event.callbacks, None
                 if type(event) is action:
-                    fn = event.fn  # type: ignore[attr-defined]
+                    fn = event.fn
                     if fn is not None:
-                        fn(*event.args)  # type: ignore[attr-defined]
+                        fn(*event.args)
                     continue
-                for callback in callbacks:  # type: ignore[union-attr]
+                for callback in callbacks:
                     callback(event)
                 if not event._ok and not hasattr(event, "_defused"):
                     # as SimPy: a failed event no one waited for crashes the run, with a copy of its exception
