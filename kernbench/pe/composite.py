@@ -46,7 +46,7 @@ from simpy.events import ProcessGenerator
 
 from kernbench.handles import HandleRef
 from kernbench.pe.commands import CompositeCmd, OpSpec
-from kernbench.pe.lane import fired_at
+from kernbench.pe.lane import all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
 from kernbench.pe.work import GemmDims
@@ -317,7 +317,7 @@ class CompositeRun:
         env = self.env
         t0 = self.arrive if self.arrive > self.t_in else self.t_in
         if self.pending:
-            cond = simpy.AllOf(env, self.pending)
+            cond = all_fired(env, self.pending)
 
             def inputs_ready(_e: simpy.Event) -> None:
                 if self.traced:
