@@ -446,8 +446,8 @@ def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
 
 def _once(parts: list[tuple[HandleRef | None, Piece]]) -> tuple[tuple[HandleRef, Piece], ...]:
     """Each tensor's piece once (a ``tl.ref`` two ops read alike is read once), in order."""
-    if not parts:
-        return ()
+    if len(parts) < 2:  # (a step's one read, or none: the common cases, nothing to compare)
+        return tuple(parts)  # type: ignore[arg-type]  # (a planned result is an op's out)
     seen = set()
     out = []
     for r, p in parts:
