@@ -102,7 +102,6 @@ class Fifo:
     """
 
     __slots__ = (
-        "_prune_at",
         "_replan_at",
         "_watch_until",
         "_watchers",
@@ -127,7 +126,6 @@ class Fifo:
         self.v_end = 0.0  # when all work, members' included, is done (the virtual finish)
         self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see pass_control
         self._watch_until = float("-inf")  # the latest time a watcher is due
-        self._prune_at = 8  # how many watchers before those long past are dropped (twice the number kept)
         self._replan_at: Action | None = None  # the re-plan due (see amend), until it runs
         # what it served, for :meth:`shares` (recorded runs): passages, oldest first
         self.history: deque[Passage | Reserved] | None = deque() if history else None
@@ -184,12 +182,8 @@ class Fifo:
         else:
             d = self.finish_before(t, seq)
         ws = self._watchers
-        if len(ws) >= self._prune_at and ws[0][0] < now - EPS:
-            # watchers due before now are never re-checked again (_notify re-checks from now on): drop
-            # them, and let the list grow to twice what is kept before looking again (a pass over it
-            # each time a stale one heads it cost a run a pass per control flit under contention)
+        if len(ws) >= 8 and ws[0][0] < now - EPS:
             ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
-            self._prune_at = max(8, 2 * len(ws))
         ws.append((t, who, h, d, token))
         if t > self._watch_until:
             self._watch_until = t
