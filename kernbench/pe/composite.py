@@ -46,7 +46,7 @@ from simpy.events import ProcessGenerator
 
 from kernbench.handles import HandleRef
 from kernbench.pe.commands import CompositeCmd, OpSpec
-from kernbench.pe.lane import fired_at
+from kernbench.pe.lane import all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
 from kernbench.pe.work import GemmDims
@@ -94,6 +94,8 @@ class Plan:
     label: str
     hbm_in: bool  # a step reads an HBM operand
     hbm_out: bool  # a step writes an HBM result
+    fetch_label: str  # its FETCH and STORE spans' labels
+    store_label: str
 
 
 def _plan(pe: ProcessingElement, cmd: CompositeCmd) -> Plan:
@@ -139,7 +141,7 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
-    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes))
+    return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes), f"fetch {label}", f"store {label}")
 
 
 def _gemm_ns(pe: ProcessingElement, op: OpSpec, flops: float) -> float:
@@ -161,9 +163,9 @@ class CompositeRun:
         "done",
         "env",
         "feed_pred",
+        "fetch_label",
         "fetch_seq",
         "fetched",
-        "label",
         "last",
         "last_seq",
         "n_tiles",
@@ -174,6 +176,7 @@ class CompositeRun:
         "reads",
         "sched",
         "steps",
+        "store_label",
         "t_in",
         "tile_read",
         "tile_seq",
@@ -199,7 +202,7 @@ class CompositeRun:
         plan = _plan(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
-        self.label = plan.label
+        self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
         # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
         self.reads = (
             tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
@@ -314,7 +317,7 @@ class CompositeRun:
         env = self.env
         t0 = self.arrive if self.arrive > self.t_in else self.t_in
         if self.pending:
-            cond = simpy.AllOf(env, self.pending)
+            cond = all_fired(env, self.pending)
 
             def inputs_ready(_e: simpy.Event) -> None:
                 if self.traced:
@@ -362,17 +365,16 @@ class CompositeRun:
                 used, by = self.used[i - self.buffers]
                 if used > earliest:
                     earliest, pred = used, by
-            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, f"fetch {self.label}", corr, pred, env.now)
+            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
-            lanes = {"gemm": pe.gemm, "math": pe.math}
             for st in step.stages:
-                lane = lanes[st.engine]
+                lane = pe.gemm if st.engine == "gemm" else pe.math
                 _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
                 lane_seq = lane.last
             self.used.append((t, lane_seq))
             if step.stores:
-                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, f"store {self.label}", corr, lane_seq, env.now)
+                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, env.now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))
@@ -444,8 +446,8 @@ def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
 
 def _once(parts: list[tuple[HandleRef | None, Piece]]) -> tuple[tuple[HandleRef, Piece], ...]:
     """Each tensor's piece once (a ``tl.ref`` two ops read alike is read once), in order."""
-    if not parts:
-        return ()
+    if len(parts) < 2:  # (a step's one read, or none: the common cases, nothing to compare)
+        return tuple(parts)  # type: ignore[arg-type]  # (a planned result is an op's out)
     seen = set()
     out = []
     for r, p in parts:

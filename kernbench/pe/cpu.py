@@ -114,19 +114,20 @@ class PeCpu:
         while (req := self._next(response)) is not None:
             response = None
             self._check_limits()
-            match req:
-                case Issue(cmd=PeCpuOverheadCmd() as cmd, src=src):
-                    self.issued += 1
-                    self._spend(cmd, src)
-                case Issue(cmd=cmd, src=src):
-                    self.issued += 1
-                    yield from self._dispatch(cmd, src)
-                case Wait(ref=ref, reason=reason):
-                    yield from self._wait(ref, reason)
-                case Sync():
-                    yield from self._catch_up()
-                case _:
-                    raise TypeError(f"unknown PE_CPU request {req!r}")
+            kind = type(req)  # (the three request records are final: their type is the kind)
+            if kind is Issue:
+                self.issued += 1
+                cmd = req.cmd  # type: ignore[union-attr]
+                if type(cmd) is PeCpuOverheadCmd:
+                    self._spend(cmd, req.src)  # type: ignore[union-attr]
+                else:
+                    yield from self._dispatch(cmd, req.src)  # type: ignore[union-attr]
+            elif kind is Wait:
+                yield from self._wait(req.ref, req.reason)  # type: ignore[union-attr]
+            elif kind is Sync:
+                yield from self._catch_up()
+            else:
+                raise TypeError(f"unknown PE_CPU request {req!r}")
         yield from self._finish()
 
     def _next(self, response: Any) -> Request | None:
@@ -192,8 +193,8 @@ class PeCpu:
         self.commands += 1
         pe.cpu_busy_ns += dur
         self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > self.env.now:
-            yield from self._catch_up()
+        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
+            yield self.env.timeout(t - now)  # (_catch_up, inlined)
         if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))

@@ -47,7 +47,7 @@ from kernbench.pe.commands import (
     ScatterCmd,
 )
 from kernbench.pe.composite import CompositeRun
-from kernbench.pe.lane import Channel, Lane, fired_at
+from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
 from kernbench.sim.network import TransferResult
@@ -179,7 +179,7 @@ class Scheduler:
         pe.async_stages += 1
 
         def wait_then_run() -> ProcessGenerator:
-            yield simpy.AllOf(self.env, pending)
+            yield all_fired(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
             end, seq = body(max(arrive, t_in2, self.env.now), pred)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import heapq
 import inspect
 import math
 import numbers
@@ -45,6 +46,7 @@ from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingEl
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.pe.scale import WorkScale
 from kernbench.raised import Raised, theirs
+from kernbench.sim.clock import Action
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -767,24 +769,44 @@ _STEPS_PER_CLOCK_READ = 256
 
 
 def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[], None] | None) -> None:
-    """``env.run()``'s own loop (``step()`` until the schedule is empty) that stops before an event past
-    ``max_sim_ns`` — the simulated-time limit held on SimPy's clock itself, whether or not a PE is taking a
-    command then — and calls ``tick()`` every PROGRESS_EVERY_S of wall time."""
-    step, queue, clock = env.step, env._queue, time.monotonic
+    """``env.run()``'s own loop (SimPy's ``step()``, inlined, until the schedule is empty) that stops before
+    an event past ``max_sim_ns`` — the simulated-time limit held on SimPy's clock itself, whether or not a PE
+    is taking a command then — and calls ``tick()`` every PROGRESS_EVERY_S of wall time.
+
+    A step is ``Environment.step``'s, in the same order: pop the earliest entry, set the clock, run its
+    callbacks, crash on a failed event no one defused. An :class:`~kernbench.sim.clock.Action` (half the
+    entries of a run) has one callback, which only calls its function: it is called here directly."""
+    queue, clock = env._queue, time.monotonic
     limit = math.inf if max_sim_ns is None else max_sim_ns
     due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
+    pop, action = heapq.heappop, Action
+    event: Any  # an Event or an Action (a bare entry: kernbench.sim.clock)
     try:
-        while True:
+        while queue:
             for _ in range(_STEPS_PER_CLOCK_READ):
-                # env.peek() read in place (a call less a step); an empty schedule: step() says so
-                if queue and queue[0][0] > limit:
+                if not queue:
+                    return
+                if queue[0][0] > limit:
                     _passed(env, limit)
-                step()
+                env._now, _, _, event = pop(queue)  # (SimPy's own clock and heap)
+                callbacks, event.callbacks = event.callbacks, None
+                if type(event) is action:
+                    fn = event.fn
+                    if fn is not None:
+                        fn(*event.args)
+                    continue
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    # as SimPy: a failed event no one waited for crashes the run, with a copy of its exception
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
             if clock() >= due:
                 assert tick is not None
                 tick()
                 due = clock() + PROGRESS_EVERY_S
-    except simpy.core.EmptySchedule:
+    except simpy.core.EmptySchedule:  # (_passed: the schedule held only events at infinity)
         pass
 
 

@@ -23,7 +23,9 @@ started — the tie-break every FIFO in the model uses (``docs/timing.md``).
 
 :func:`call_at` is the one place that pushes onto SimPy's heap: an
 :class:`Action` is a bare entry there, which ``Environment.step`` pops and runs
-like any event (it needs only ``callbacks`` and ``_ok``). SimPy's public
+like any event (it needs only ``callbacks`` and ``_ok``; a run's own loop,
+``kernbench.runtime.api._run_loop``, steps the heap as ``step`` does and calls an
+action's function directly). SimPy's public
 ``Environment.schedule`` and ``Timeout`` take a delay, not a time, and
 ``now + (t − now)`` is not always ``t`` in floating point: a step due at a
 time another step computed could land a few ulps off it and out of order.

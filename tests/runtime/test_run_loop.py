@@ -1,0 +1,115 @@
+"""The run's own loop steps SimPy's heap as ``Environment.step`` does (kernbench/runtime/api.py
+``_run_loop``), and a stage's wait on several inputs fires where ``simpy.AllOf`` would
+(kernbench/pe/lane.py ``all_fired``): both keep every step in its place in the schedule."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+import simpy
+
+from kernbench.pe.lane import all_fired
+from kernbench.runtime.api import _run_loop
+from kernbench.sim.clock import NORMAL, URGENT, call_at
+
+
+def _mix(env: simpy.Environment, seed: int) -> list[tuple[float, str]]:
+    """A seeded mix of actions, timeouts, processes and events, some at one instant; what ran, in order."""
+    rng = random.Random(seed)
+    seen: list[tuple[float, str]] = []
+
+    def note(name: str) -> Callable[..., None]:
+        return lambda *_: seen.append((env.now, name))
+
+    def proc(k: int):  # type: ignore[no-untyped-def]
+        for j in range(3):
+            yield env.timeout(rng.choice([0.0, 0.5, 1.0]))
+            seen.append((env.now, f"proc {k} step {j}"))
+
+    for k in range(40):
+        t = float(rng.randint(0, 6))
+        match k % 4:
+            case 0:
+                call_at(env, t, rng.choice([URGENT, NORMAL]), note(f"action {k}"))
+            case 1:
+                env.timeout(t).callbacks.append(note(f"timeout {k}"))
+            case 2:
+                env.process(proc(k))
+            case _:
+                ev = env.event()
+                ev.callbacks.append(note(f"event {k}"))
+                call_at(env, t, NORMAL, ev.succeed)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_run_loop_runs_every_step_in_simpys_order(seed):
+    simpys, ours = simpy.Environment(), simpy.Environment()
+    expected, got = _mix(simpys, seed), _mix(ours, seed)
+    simpys.run()
+    _run_loop(ours, None, None)
+    assert got == expected and len(got) > 40
+    assert ours.now == simpys.now
+
+
+def test_the_run_loop_crashes_on_a_failed_event_no_one_waited_for_as_simpy_does():
+    env = simpy.Environment()
+    env.event().fail(ValueError("lost"))
+    with pytest.raises(ValueError, match="lost"):
+        _run_loop(env, None, None)
+
+
+def _wait_order(wait: Callable[[simpy.Environment, list[simpy.Event]], simpy.Event]) -> list[tuple[float, str]]:
+    """Inputs firing at 1 and 2 (one of them already processed by the wait), rival steps at the
+    instant the wait is met, the wait itself: what ran, in order."""
+    env = simpy.Environment()
+    seen: list[tuple[float, str]] = []
+    a, b, early = env.event(), env.event(), env.event()
+    early.succeed()
+    env.run()  # (processed before the wait starts)
+    call_at(env, 1.0, NORMAL, a.succeed, 1.0)
+    call_at(env, 2.0, NORMAL, b.succeed, 2.0)
+    call_at(env, 2.0, NORMAL, lambda: seen.append((env.now, "rival")))
+    # a step the last input schedules as it is processed, before the wait hears of it
+    b.callbacks.append(lambda _e: call_at(env, env.now, NORMAL, lambda: seen.append((env.now, "scheduled by the input"))))
+    w = wait(env, [early, a, b])
+    w.callbacks.append(lambda _e: seen.append((env.now, "inputs ready")))
+    call_at(env, 2.0, NORMAL, lambda: seen.append((env.now, "after")))
+    env.run()
+    return seen
+
+
+def test_waiting_on_several_inputs_fires_where_simpy_allof_would():
+    expected = _wait_order(lambda env, evs: simpy.AllOf(env, evs))
+    assert _wait_order(all_fired) == expected
+    assert [name for _t, name in expected] == ["rival", "after", "scheduled by the input", "inputs ready"]
+
+
+def test_waiting_on_inputs_all_fired_already_or_none_fires_at_once():
+    env = simpy.Environment()
+    done = env.event()
+    done.succeed()
+    env.run()
+    for inputs in ([done], []):
+        w = all_fired(env, inputs)
+        assert w.triggered and not w.processed
+
+
+def test_a_failed_input_fails_the_wait_as_allof_does():
+    env = simpy.Environment()
+    a, b = env.event(), env.event()
+    w = all_fired(env, [a, b])
+    caught = []
+
+    def waiter():  # type: ignore[no-untyped-def]
+        try:
+            yield w
+        except KeyError as exc:
+            caught.append(exc)
+
+    env.process(waiter())
+    a.fail(KeyError("gone"))
+    env.run()
+    assert len(caught) == 1 and not b.triggered
