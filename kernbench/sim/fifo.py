@@ -103,6 +103,7 @@ class Fifo:
 
     __slots__ = (
         "_replan_at",
+        "_watch_limit",
         "_watch_until",
         "_watchers",
         "deferred",
@@ -126,6 +127,7 @@ class Fifo:
         self.v_end = 0.0  # when all work, members' included, is done (the virtual finish)
         self._watchers: list[tuple[float, Watcher, int, float, int]] = []  # (t, who, hop, d, token): see pass_control
         self._watch_until = float("-inf")  # the latest time a watcher is due
+        self._watch_limit = 8  # how many watchers it holds before it drops those past (see pass_control)
         self._replan_at: Action | None = None  # the re-plan due (see amend), until it runs
         # what it served, for :meth:`shares` (recorded runs): passages, oldest first
         self.history: deque[Passage | Reserved] | None = deque() if history else None
@@ -182,8 +184,9 @@ class Fifo:
         else:
             d = self.finish_before(t, seq)
         ws = self._watchers
-        if len(ws) >= 8 and ws[0][0] < now - EPS:
+        if len(ws) >= self._watch_limit:  # drop those due before now (no re-plan reaches back), at doubling sizes
             ws = self._watchers = [w for w in ws if w[0] >= now - EPS]
+            self._watch_limit = max(8, 2 * len(ws))
         ws.append((t, who, h, d, token))
         if t > self._watch_until:
             self._watch_until = t
@@ -345,11 +348,7 @@ class Fifo:
         elif cluster:
             self._merge(cluster, v0)
         self.t_last = max(q.inp.last() for q in self.members) if self.members else float("-inf")
-        self.v_end = self.free
-        for q in self.members:
-            e = q.out.last()
-            if e >= self.v_end:
-                self.v_end = e
+        self.v_end = max([self.free] + [q.out.last() for q in self.members])
         if self._watchers:
             self._notify(t)
 
