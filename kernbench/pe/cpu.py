@@ -10,7 +10,9 @@ from differs, so their dispatch accounting is the same by construction.
 
 from __future__ import annotations
 
+import functools
 import linecache
+import math
 import sys
 import time
 import traceback
@@ -24,7 +26,7 @@ from simpy.events import ProcessGenerator
 from kernbench.errors import CompositeCapError, KernelError, RunLimitError
 from kernbench.events.types import EventKind, StallReason
 from kernbench.handles import HandleRef
-from kernbench.interrupts import raise_pending
+from kernbench.interrupts import PENDING, raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded
 from kernbench.pe.commands import (
     CompositeCmd,
@@ -41,6 +43,7 @@ from kernbench.pe.commands import (
     PeCpuOverheadCmd,
     ScatterCmd,
 )
+from kernbench.pe.lane import fired_at
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
 from kernbench.pe.scheduler import Ready, ready_time
@@ -66,6 +69,12 @@ OP_LOG_KIND = {
 }
 
 
+@functools.cache
+def _math_log_op(op: str) -> str:
+    """A math command's op-log kind: the op named."""
+    return f"compute/math.{op}"
+
+
 # Commands whose submission another actor orders by time: a receive matches
 # messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
 SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
@@ -89,7 +98,11 @@ class PeCpu:
         self.limits = limits or RunLimits()
         self.locate = locate or (lambda: "")
         self.scale = pe.scale  # what-if re-timing (kernbench.pe.scale); NO_SCALE otherwise
+        self.scaled = self.scale.active
         self.deadline = self.limits.deadline()
+        # the limits as bounds every request is held to at once (None: no bound)
+        self._max_issued = math.inf if self.limits.max_commands_per_pe is None else self.limits.max_commands_per_pe
+        self._max_t = math.inf if self.limits.max_sim_ns is None else self.limits.max_sim_ns
         self.issued = 0  # every command the kernel issued, tl.cycles included
         self.op_log: list[OpLogEntry] = []
         self.dispatch_cycles = 0.0
@@ -113,7 +126,8 @@ class PeCpu:
         response: Any = None
         while (req := self._next(response)) is not None:
             response = None
-            self._check_limits()
+            if self.issued >= self._max_issued or self.t > self._max_t or time.monotonic() > self.deadline or PENDING:
+                self._check_limits()  # (one of them is past: raises, naming which)
             kind = type(req)  # (the three request records are final: their type is the kind)
             if kind is Issue:
                 self.issued += 1
@@ -170,9 +184,8 @@ class PeCpu:
         cycles = cost.dispatch_cycles(cmd)
         dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
-        scale = self.scale
-        if scale.active:
-            dur *= scale.of_command(corr, src)
+        if self.scaled:
+            dur *= self.scale.of_command(corr, src)
         t = self.t
         bus = pe.bus
         if bus.active:
@@ -202,7 +215,15 @@ class PeCpu:
     def _queue_full(self) -> bool:
         """Retire commands done by now; is the scheduler queue still full (stall for its oldest)?"""
         q = self._outstanding
-        while q and (t_done := ready_time(q[0][0])) is not None and t_done <= self.t:
+        t = self.t
+        while q:
+            done = q[0][0]
+            if isinstance(done, simpy.Event):  # (ready_time, inlined: this runs once a command)
+                if not done.processed:
+                    break
+                done = fired_at(done)
+            if done > t:
+                break
             q.popleft()
         return len(q) >= self.pe.queue_depth
 
@@ -311,8 +332,8 @@ class PeCpu:
             "dispatch_cycles": cycles,
         }
         if isinstance(cmd, MathCmd):
-            entry["op"] = f"compute/math.{cmd.op}"
-        if isinstance(cmd, CompositeCmd):
+            entry["op"] = _math_log_op(cmd.op)
+        elif isinstance(cmd, CompositeCmd):
             entry["ops"] = [op.kind for op in cmd.ops]
         self.op_log.append(entry)
 
