@@ -50,7 +50,7 @@ from kernbench.pe.lane import all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
 from kernbench.pe.work import GemmDims
-from kernbench.sim.clock import NORMAL, URGENT, call_at
+from kernbench.sim.clock import NORMAL, URGENT, call_at, fire
 from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ class CompositeRun:
     def _read_operand(self, i: int, j: int) -> None:
         if j == len(self.reads[i]):
             self.tile_seq[i] = self.rd_pred
-            self.tile_read[i].succeed(self.env.now)
+            fire(self.env, self.tile_read[i], self.env.now)
             self._read_tile(i + 1)
             return
         prev, mine = self.pe.rd.claim()
@@ -308,7 +308,7 @@ class CompositeRun:
                 finish()
 
         def finish() -> None:
-            mine.succeed(self.env.now)
+            fire(self.env, mine, self.env.now)
             self._read_operand(i, j + 1)
 
         ev.callbacks.append(landed)
@@ -386,7 +386,7 @@ class CompositeRun:
                 if fetch_end > env.now:
                     call_at(env, fetch_end, NORMAL, ev.succeed)
                 else:
-                    ev.succeed()
+                    fire(env, ev)
             i += 1
         self.pe.async_stages -= 1
         if self.last > env.now:
@@ -412,7 +412,7 @@ class CompositeRun:
                     end, seq = t, s
             self.pe.scheduler._produced(self.outs_claimed, seq)
             self.pe.scheduler._done(self.corr, seq)
-        self.done.succeed(self.env.now)
+        fire(self.env, self.done, self.env.now)
 
     def _write_tile(self, r: HandleRef, piece: Piece, i: int, t_ready: float, stored: int) -> ProcessGenerator:
         pe = self.pe
@@ -435,7 +435,7 @@ class CompositeRun:
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
         seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
         self.write_ends.append((env.now, seq))
-        mine.succeed(env.now)
+        fire(env, mine, env.now)
 
 
 @functools.cache

@@ -50,6 +50,7 @@ from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.work import op_work
+from kernbench.sim.clock import fire
 from kernbench.sim.network import TransferResult
 from kernbench.sim.region import Region
 from kernbench.sim.transit import Part
@@ -188,7 +189,7 @@ class Scheduler:
             self._done(corr, seq)
             if end > self.env.now:
                 yield self.env.timeout(end - self.env.now)
-            done.succeed(end)
+            fire(self.env, done, end)
 
         self.env.process(wait_then_run())
         return done
@@ -334,7 +335,7 @@ class Scheduler:
             self._done(corr, seq)
             if then is not None:
                 then(seq)
-            mine.succeed(env.now)
+            fire(env, mine, env.now)
 
         env.process(run())
         return mine

@@ -28,6 +28,7 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.frozen import quick_init
+from kernbench.sim.clock import fire
 from kernbench.sim.fast import FastEngine
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.hbm import ChannelArray
@@ -234,4 +235,4 @@ class Network:
             self.bus.emit(
                 now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}"
             )
-        tr.done.succeed(TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
+        fire(self.env, tr.done, TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
