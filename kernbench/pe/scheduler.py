@@ -113,7 +113,7 @@ class Scheduler:
                 continue
             v = ready.get(r.id, 0.0)
             if isinstance(v, simpy.Event):
-                if not v.processed:
+                if v.callbacks is not None:  # (not processed yet: ``processed``, without its call)
                     # each event once: handles produced by one command share its event, and
                     # waiting for it once is the same wait (an AllOf fires at its last copy)
                     if v not in pending:

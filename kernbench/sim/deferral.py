@@ -90,8 +90,9 @@ class IdleReads:
 def channels_idle(channels: Sequence[tuple[Fifo, int, float]], now: float) -> bool:
     """Whether memory channels ``(FIFO, bursts, their busy time)`` are all idle now:
     nothing arriving or queued, nothing recorded."""
+    arrived = now - EPS  # (every flit arrived before it)
     for f, _n, _busy in channels:
-        if f.t_last >= now - EPS or f.v_end > now or f.history is not None:
+        if f.t_last >= arrived or f.v_end > now or f.history is not None:
             return False
     return True
 

@@ -415,5 +415,6 @@ def start_channels(channels: Sequence[tuple[Fifo, int, float]], now: float) -> N
     :meth:`Fifo.reserve` does to an idle channel (no watcher crosses a channel), for a
     read's channels at once."""
     for f, _n, busy in channels:
-        f.members = []
+        if f.members:  # (an idle channel's members have all arrived: none is still served)
+            f.members = []
         f.free = f.v_end = now + busy
