@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.handles import HandleRef, Ptr
+from kernbench.pe.work import op_work
 from kernbench.sim.region import Region
 
 FRAMING = 4
@@ -119,6 +120,18 @@ class MathCmd(PeCommand):
         return (
             FRAMING + OPCODE + TUPLE_LEN + HANDLE * len(self.inputs) + HANDLE + TUPLE_LEN + sum(extra_bytes(v) for v in self.extra.values())
         )
+
+    # What PE_SCHEDULER derives from the command alone, once (a replay submits the same command again).
+
+    @cached_property
+    def work(self) -> float:
+        """Elements it runs through PE_MATH (:func:`kernbench.pe.work.op_work`)."""
+        return op_work(self.op, [r.shape for r in self.inputs], self.out.shape, self.extra)
+
+    @cached_property
+    def in_bytes(self) -> int:
+        """Bytes its inputs FETCH from TCM."""
+        return sum([r.nbytes for r in self.inputs])
 
 
 @dataclass(frozen=True, eq=False)

@@ -49,7 +49,6 @@ from kernbench.pe.commands import (
 from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
 from kernbench.pe.opkinds import op_kind
-from kernbench.pe.work import op_work
 from kernbench.sim.clock import fire
 from kernbench.sim.network import TransferResult
 from kernbench.sim.region import Region
@@ -227,10 +226,9 @@ class Scheduler:
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        work = op_work(cmd.op, [r.shape for r in cmd.inputs], cmd.out.shape, cmd.extra)
         k = op_kind(cmd.op)
-        service = pe.math_ns(work * k.passes, k.rate)
-        in_bytes = sum(r.nbytes for r in cmd.inputs)
+        service = pe.math_ns(cmd.work * k.passes, k.rate)
+        in_bytes = cmd.in_bytes
         return self._after_inputs(
             cmd.inputs,
             arrive,
@@ -255,9 +253,8 @@ class Scheduler:
         pe = self.pe
         assert cmd.out2 is not None
         outs = (cmd.out, cmd.out2)
-        work = op_work(cmd.op, [r.shape for r in cmd.inputs], cmd.out.shape, cmd.extra)
-        service = pe.math_ns(work)
-        in_bytes = sum(r.nbytes for r in cmd.inputs)
+        service = pe.math_ns(cmd.work)
+        in_bytes = cmd.in_bytes
         out_bytes = cmd.out.nbytes + cmd.out2.nbytes
         return self._after_inputs(
             cmd.inputs,
