@@ -144,6 +144,25 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
     return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes), f"fetch {label}", f"store {label}")
 
 
+def _on_engines(pe: ProcessingElement, stages: tuple[Stage, ...], t: float, corr: int, pred: int) -> tuple[float, int]:
+    """A step's ops one after the other from ``t``, each held on its engine's lane from the end
+    of the one before: :meth:`Lane.reserve` for each — in line when no event is recorded and no
+    work scaled, the same arithmetic without a call per op; (the last one's end, its span)."""
+    reserve = pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None
+    for st in stages:
+        lane = pe.gemm if st.engine == "gemm" else pe.math
+        if reserve:
+            _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=pred)
+        else:
+            free, service = lane.free_ns, st.service_ns
+            t = (t if t > free else free) + service
+            lane.free_ns = t
+            lane.busy_ns += service
+            lane.count += 1
+        pred = lane.last
+    return t, pred
+
+
 def _gemm_ns(pe: ProcessingElement, op: OpSpec, flops: float) -> float:
     """A GEMM op's step of ``flops`` on PE_GEMM: its K-slice through the R×C array."""
     refs = list(op.operands.values())
@@ -368,10 +387,7 @@ class CompositeRun:
             _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, env.now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
-            for st in step.stages:
-                lane = pe.gemm if st.engine == "gemm" else pe.math
-                _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=lane_seq)
-                lane_seq = lane.last
+            t, lane_seq = _on_engines(pe, step.stages, t, corr, lane_seq)
             self.used.append((t, lane_seq))
             if step.stores:
                 _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, env.now)
