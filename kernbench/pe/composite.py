@@ -350,9 +350,10 @@ class CompositeRun:
 
     def _feed_from(self, t0: float) -> None:
         env = self.env
-        self.last = t0 if t0 > env.now else env.now
+        now = env.now
+        self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
-        if t0 > env.now:
+        if t0 > now:
             call_at(env, t0, NORMAL, self._set_last_and_feed)
         else:
             self._feed_tile(0)
@@ -369,6 +370,7 @@ class CompositeRun:
     def _feed_tile(self, i: int) -> None:
         pe = self.pe
         env = self.env
+        now = env.now  # (the steps it feeds are reserved at once: no time passes in here)
         while i < self.n_tiles:
             if self.tile_read and not self.tile_read[i].processed:
 
@@ -379,18 +381,18 @@ class CompositeRun:
                 return
             corr = self.corr
             step = self.steps[i]
-            earliest, pred = env.now, self.feed_pred
+            earliest, pred = now, self.feed_pred
             if i >= self.buffers:  # the engines still hold the operands of the step `buffers` back
                 used, by = self.used[i - self.buffers]
                 if used > earliest:
                     earliest, pred = used, by
-            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, env.now)
+            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             t, lane_seq = _on_engines(pe, step.stages, t, corr, lane_seq)
             self.used.append((t, lane_seq))
             if step.stores:
-                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, env.now)
+                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))
@@ -399,13 +401,13 @@ class CompositeRun:
                 self.last_seq = lane_seq
             if i < len(self.fetched):
                 ev = self.fetched[i]
-                if fetch_end > env.now:
+                if fetch_end > now:
                     call_at(env, fetch_end, NORMAL, ev.succeed)
                 else:
                     fire(env, ev)
             i += 1
         self.pe.async_stages -= 1
-        if self.last > env.now:
+        if self.last > now:
             call_at(env, self.last, NORMAL, self._await_writes, 0)
         else:
             self._await_writes(0)
