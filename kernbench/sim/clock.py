@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappush
-from typing import Any, TypeVarTuple
+from typing import Any, ClassVar, TypeVarTuple
 
 import simpy
 from simpy.events import NORMAL, URGENT
@@ -74,6 +74,9 @@ def _run(action: Action) -> None:
         fn(*action.args)
 
 
+_RUNNER = (_run,)  # every action's one callback
+
+
 class Action:
     """A callback at a time; :meth:`cancel` before it runs to drop it.
 
@@ -82,12 +85,14 @@ class Action:
     collector.
     """
 
-    __slots__ = ("_ok", "_value", "args", "callbacks", "fn")
+    __slots__ = ("args", "callbacks", "fn")
+
+    # what SimPy's step reads of an event, the same for every action: it succeeded, with no value
+    _ok: ClassVar[bool] = True
+    _value: ClassVar[None] = None
 
     def __init__(self, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
-        self.callbacks: list[Callable[[Action], None]] | None = [_run]
-        self._ok = True
-        self._value = None
+        self.callbacks: tuple[Callable[[Action], None], ...] | None = _RUNNER  # (one shared tuple: nothing adds to it)
         # any callback and its arguments: call_at checks them against each other,
         # and the owner of the action knows what it scheduled (``args[0]`` is often the time)
         self.fn: Callable[..., object] | None = fn
