@@ -260,6 +260,12 @@ class CompositeCmd(PeCommand):
                 claimed.append(r)
         return tuple([r for r in refs.values() if r.space == "tcm"]), tuple(claimed)
 
+    @cached_property
+    def tcm_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """:attr:`tcm_handles` by handle id (what the readiness table is keyed by)."""
+        tcm, claimed = self.tcm_handles
+        return tuple([r.id for r in tcm]), tuple([r.id for r in claimed])
+
 
 @dataclass(frozen=True, eq=False)
 class PeCpuOverheadCmd(PeCommand):

@@ -229,7 +229,8 @@ class CompositeRun:
         self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
-        self.t_in, self.pending = sched.inputs(tcm)
+        tcm_ids, claimed_ids = cmd.tcm_ids
+        self.t_in, self.pending = sched.ready_of(tcm_ids)
         self.traced = pe.bus.active
         self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)
         self.waits = sched.waits(tcm) if self.traced else []
@@ -242,8 +243,8 @@ class CompositeRun:
         done = self.done = env.event()
         ready = pe.ready
         self.outs_claimed = claimed
-        for r in claimed:
-            ready[r.id] = done
+        for rid in claimed_ids:
+            ready[rid] = done
         pe.async_stages += 1
         reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []

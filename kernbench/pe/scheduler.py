@@ -104,13 +104,15 @@ class Scheduler:
 
     def inputs(self, refs: Iterable[HandleRef | None]) -> tuple[float, list[simpy.Event]]:
         """When the TCM handles among ``refs`` are ready: (latest known time, events still pending, each once)."""
+        return self.ready_of([r.id for r in refs if r is not None and r.space == "tcm"])
+
+    def ready_of(self, ids: Iterable[int]) -> tuple[float, list[simpy.Event]]:
+        """When the TCM handles ``ids`` are ready: (latest known time, events still pending, each once)."""
         t = 0.0
         pending: list[simpy.Event] = []
         ready = self.pe.ready
-        for r in refs:
-            if r is None or r.space != "tcm":
-                continue
-            v = ready.get(r.id, 0.0)
+        for rid in ids:
+            v = ready.get(rid, 0.0)
             if isinstance(v, simpy.Event):
                 if v.callbacks is not None:  # (not processed yet: ``processed``, without its call)
                     # each event once: handles produced by one command share its event, and
