@@ -23,7 +23,7 @@ from kernbench.events.types import EventKind
 from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.train import EPS, Train
 from kernbench.sim.transfer import Transfer
-from kernbench.sim.transit import Journey, Part, Stop
+from kernbench.sim.transit import Journey, Part
 from kernbench.topology.graph import Route
 
 if TYPE_CHECKING:
@@ -70,6 +70,27 @@ class ReservedBursts:
         self.out = EvenDepartures(start, count, fifo.s)
 
 
+class FifoStop:
+    """The critical flit at one FIFO (a :class:`~kernbench.sim.transit.StopLike`): arrival ``a``, departure
+    ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
+    as at the transfer's end (``seq``: the transfer's, ``hz``: the horizon then), which is the same answer:
+    what the FIFO served before its horizon cannot fall in a window of a transfer still running."""
+
+    __slots__ = ("a", "d", "fifo", "hz", "s", "seq")
+
+    def __init__(self, a: float, d: float, s: float, fifo: Fifo, seq: int, hz: float) -> None:
+        self.a = a
+        self.d = d
+        self.s = s
+        self.fifo = fifo
+        self.seq = seq
+        self.hz = hz
+
+    @property
+    def shares(self) -> tuple[tuple[int, float], ...]:
+        return self.fifo.shares(self.a, self.d - self.s, self.seq, self.hz)
+
+
 class FastRecord(Transfer):
     """The state a fast transfer keeps that recorded runs read, and what they read of it."""
 
@@ -93,22 +114,20 @@ class FastRecord(Transfer):
         self.hz = self.net.horizon()
         return super().parts(end)
 
-    def _stops(self, passages: list[Passage], k: int) -> list[Stop]:
+    def _stops(self, passages: list[Passage], k: int) -> list[FifoStop]:
+        seq, hz = self.seq, self.hz
         out = []
         for p in passages:
             f = p.fifo
-            a, d = p.inp.at(k), p.out.at(k)
-            out.append(Stop(a, d, f.s, f.shares(a, d - f.s, self.seq, self.hz)))
+            out.append(FifoStop(p.inp.at(k), p.out.at(k), f.s, f, seq, hz))
         return out
 
-    def _control_stops(self) -> tuple[Route, list[Stop]]:
+    def _control_stops(self) -> tuple[Route, list[FifoStop]]:
         assert self.ctl is not None
         route, _then, _tokens, times = self.ctl
         edge_fifo = self.engine.edge_fifo
-        return route, [
-            Stop(t, d, 0.0, edge_fifo(hop.edge.index).shares(t, d, self.seq, self.hz))
-            for (t, d), hop in zip(times, route.hops, strict=True)
-        ]
+        seq, hz = self.seq, self.hz
+        return route, [FifoStop(t, d, 0.0, edge_fifo(hop.edge.index), seq, hz) for (t, d), hop in zip(times, route.hops, strict=True)]
 
     def _request(self, j: Journey) -> float:
         route, stops = self._control_stops()
@@ -132,7 +151,7 @@ class FastRecord(Transfer):
             d = p.out.last()
             tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
         f = mem.fifos[c]
-        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
+        j.fifo(f.name, FifoStop(arrive, d, b, f, self.seq, self.hz), "drain", mem.node_id if tied else f.name)
 
     def _data(self, j: Journey, end: float | None) -> float:
         k = self.flits - 1 if self.op != "write" else self.memory_end()[1].last(self._write_crit()[0])

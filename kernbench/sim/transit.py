@@ -24,7 +24,7 @@ instants they are, ``docs/timing.md``.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,6 +61,21 @@ class Stop:
     shares: tuple[tuple[int, float], ...]
 
 
+class StopLike(Protocol):
+    """What :class:`Journey` reads of a stop: :class:`Stop`, or one whose ``shares`` are asked of its FIFO
+    only when read (:class:`kernbench.sim.fast_record.FifoStop`) — the journey reads them only if the flit
+    waited longer than its own flits' service, which on a run without contention is never."""
+
+    @property
+    def a(self) -> float: ...
+    @property
+    def d(self) -> float: ...
+    @property
+    def s(self) -> float: ...
+    @property
+    def shares(self) -> tuple[tuple[int, float], ...]: ...
+
+
 class Journey:
     """Parts of one flit's journey, appended instant by instant from the transfer's start."""
 
@@ -76,21 +91,22 @@ class Journey:
             self.parts.append(Part(self.t, t, component, cause, behind))
             self.t = t
 
-    def fifo(self, name: str, stop: Stop, own: str, served_on: str | None = None) -> None:
+    def fifo(self, name: str, stop: StopLike, own: str, served_on: str | None = None) -> None:
         """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service
         (named ``served_on`` if given: a memory whose channels tie for the last burst)."""
         begin = self.t
         wait = stop.d - stop.s - begin
         if wait > 0.0:
-            foreign = sum(ns for _, ns in stop.shares)
+            shares = stop.shares  # (read once, and only here: see StopLike)
+            foreign = sum(ns for _, ns in shares)
             scale = wait / foreign if foreign > wait else 1.0
             t = begin
-            for corr, ns in stop.shares:
+            for corr, ns in shares:
                 t += ns * scale
                 self.to(min(t, stop.d - stop.s), name, "queueing", corr)
         self.to(stop.d, served_on or name, own)
 
-    def leg(self, route: Route, stops: list[Stop], arrive: float, data: bool) -> None:
+    def leg(self, route: Route, stops: Sequence[StopLike], arrive: float, data: bool) -> None:
         """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""
         hops = route.hops
         for h, (hop, stop) in enumerate(zip(hops, stops, strict=True)):
