@@ -60,15 +60,28 @@ class Passage:
 
 
 class Reserved:
-    """Flits served through :meth:`Fifo.reserve`, in its history (recorded runs): whose,
-    and when they left — lighter than a :class:`Passage`, as most reads reserve."""
+    """Flits served through :meth:`Fifo.reserve`, in its history (recorded runs): whose, and when they
+    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`Passage`, as most reads
+    reserve. Their departures (:attr:`out`) are made only if asked: most never are."""
 
-    __slots__ = ("corr", "out", "seq")
+    __slots__ = ("_out", "corr", "count", "last", "s", "seq", "start")
 
-    def __init__(self, seq: int, corr: int, out: Train) -> None:
+    def __init__(self, seq: int, corr: int, start: float, count: int, s: float) -> None:
         self.seq = seq
         self.corr = corr
-        self.out = out
+        self.start = start
+        self.count = count
+        self.s = s
+        self.last = (start + s) + (count - 1) * s  # (its last departure, as out.last() works it out)
+        self._out: Train | None = None
+
+    @property
+    def out(self) -> Train:
+        out = self._out
+        if out is None:
+            s = self.s
+            out = self._out = Train(self.count, [(0, self.start + s, 0.0, 1, s)])
+        return out
 
 
 class Deferrer(Protocol):
@@ -203,7 +216,13 @@ class Fifo:
         hist = self.history
         if hist is None:
             return ()
-        while hist and hist[0].out is not NOT_PLANNED and hist[0].out.last() < horizon - EPS:
+        while hist:  # (served before the horizon: nothing running can have waited behind them)
+            h0 = hist[0]
+            if type(h0) is Reserved:
+                if h0.last >= horizon - EPS:
+                    break
+            elif h0.out is NOT_PLANNED or h0.out.last() >= horizon - EPS:
+                break
             hist.popleft()
         return train_shares([p for p in hist if p.out is not NOT_PLANNED], self.s, x, y, own_seq)
 
@@ -222,7 +241,7 @@ class Fifo:
             self.members = []
         self.free = self.v_end = start + count * self.s
         if self.history is not None:  # (recorded runs: what it served, for shares)
-            self.history.append(Reserved(seq, corr, Train(count, [(0, start + self.s, 0.0, 1, self.s)])))
+            self.history.append(Reserved(seq, corr, start, count, self.s))
         if self._watchers:
             self._notify(now)
         return start

@@ -166,7 +166,9 @@ class Served(Protocol):
 
     seq: int
     corr: int
-    out: Train
+
+    @property
+    def out(self) -> Train: ...
 
 
 def train_shares(served: Iterable[Served], s: float, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:
