@@ -224,6 +224,11 @@ class Fifo:
             elif h0.out is NOT_PLANNED or h0.out.last() >= horizon - EPS:
                 break
             hist.popleft()
+        for p in hist:
+            if p.seq != own_seq:
+                break
+        else:  # (what is left is its own flits: the common case, a wait behind its own earlier flits)
+            return ()
         return train_shares([p for p in hist if p.out is not NOT_PLANNED], self.s, x, y, own_seq)
 
     def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
