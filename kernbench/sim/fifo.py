@@ -23,7 +23,7 @@ import simpy
 from kernbench.sim.clock import REPLAN, Action, call_at
 from kernbench.sim.serve import fifo, interleave
 from kernbench.sim.train import EPS, Train, first_difference
-from kernbench.sim.transit import train_shares
+from kernbench.sim.transit import Reserved, train_shares
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
@@ -57,31 +57,6 @@ class Passage:
     def detach(self) -> None:
         """Its transfer is over: nobody is told of later changes (FIFOs may still hold it)."""
         self.on_change = None
-
-
-class Reserved:
-    """Flits served through :meth:`Fifo.reserve`, in its history (recorded runs): whose, and when they
-    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`Passage`, as most reads
-    reserve. Their departures (:attr:`out`) are made only if asked: most never are."""
-
-    __slots__ = ("_out", "corr", "count", "last", "s", "seq", "start")
-
-    def __init__(self, seq: int, corr: int, start: float, count: int, s: float) -> None:
-        self.seq = seq
-        self.corr = corr
-        self.start = start
-        self.count = count
-        self.s = s
-        self.last = (start + s) + (count - 1) * s  # (its last departure, as out.last() works it out)
-        self._out: Train | None = None
-
-    @property
-    def out(self) -> Train:
-        out = self._out
-        if out is None:
-            s = self.s
-            out = self._out = Train(self.count, [(0, self.start + s, 0.0, 1, s)])
-        return out
 
 
 class Deferrer(Protocol):

@@ -171,6 +171,31 @@ class Served(Protocol):
     def out(self) -> Train: ...
 
 
+class Reserved:
+    """Flits served through :meth:`~kernbench.sim.fifo.Fifo.reserve`, in its history (recorded runs): whose, and when they
+    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
+    reserve. Their departures (:attr:`out`) are made only if asked: most never are."""
+
+    __slots__ = ("_out", "corr", "count", "last", "s", "seq", "start")
+
+    def __init__(self, seq: int, corr: int, start: float, count: int, s: float) -> None:
+        self.seq = seq
+        self.corr = corr
+        self.start = start
+        self.count = count
+        self.s = s
+        self.last = (start + s) + (count - 1) * s  # (its last departure, as out.last() works it out)
+        self._out: Train | None = None
+
+    @property
+    def out(self) -> Train:
+        out = self._out
+        if out is None:
+            s = self.s
+            out = self._out = Train(self.count, [(0, self.start + s, 0.0, 1, s)])
+        return out
+
+
 def train_shares(served: Iterable[Served], s: float, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:
     """Time in ``[x, y]`` a FIFO of service ``s``, busy throughout, spent on other transfers'
     flits (``served``, oldest first): (corr id, ns) per transfer, in the order served."""

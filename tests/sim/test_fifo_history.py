@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernbench.sim.fast_record import EvenDepartures, ReservedBursts
-from kernbench.sim.fifo import Fifo, Passage, Reserved
+from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.train import Train
+from kernbench.sim.transit import Reserved
 
 times = st.floats(min_value=0.0, max_value=1e7, allow_nan=False, allow_infinity=False)
 services = st.floats(min_value=1e-3, max_value=100.0, allow_nan=False, allow_infinity=False)
