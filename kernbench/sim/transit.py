@@ -114,7 +114,7 @@ class Journey:
         parts = self.parts
         t = self.t
         for h, (hop, stop) in enumerate(zip(route.hops, stops, strict=True)):
-            edge = hop.edge.id  # (a property that formats the id)
+            edge = hop.edge_id
             a, d = stop.a, stop.d
             if a > t:
                 parts.append(Part(t, a, nodes[h], "overhead"))
