@@ -408,14 +408,21 @@ class EventStore:
     @staticmethod
     def _intern(names: Sequence[str], ids: dict[str, int], table: list[str]) -> np.ndarray:
         """Global ids of a batch's local table, adding new names in order."""
-        out = np.empty(len(names), dtype=np.int32)
-        for i, name in enumerate(names):
-            gid = ids.get(name)
+        if not table:  # a store's first batch (a what-if's whole store, from BatchMerger): its table, as is
+            fresh = dict(zip(names, range(len(names)), strict=True))
+            if len(fresh) == len(names):  # (each name once, as a batch's table holds them)
+                ids.update(fresh)
+                table.extend(names)
+                return np.arange(len(names), dtype=np.int32)
+        get = ids.get
+        out: list[int] = []
+        for name in names:
+            gid = get(name)
             if gid is None:
                 gid = ids[name] = len(table)
                 table.append(name)
-            out[i] = gid
-        return out
+            out.append(gid)
+        return np.array(out, dtype=np.int32)
 
     def _index_from(self, p: int, old_n: int, new_spans: dict[str, np.ndarray] | None = None) -> None:
         """Re-index rows ``p:`` (rows before ``p`` did not move); from row 0, the whole flat index at once."""

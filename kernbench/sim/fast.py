@@ -21,6 +21,7 @@ The model is ``docs/timing.md``; the words are in ``docs/glossary.md``.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -75,7 +76,9 @@ class FastEngine(TransferEngine):
         f = self._edges[index]
         if f is None:
             e = self.net.graph.edges[index]
-            f = self._edges[index] = Fifo(e.id, self.net.flit_bytes / e.bw_gbps, self.net.explain)
+            f = self._edges[index] = Fifo(
+                sys.intern(e.id), self.net.flit_bytes / e.bw_gbps, self.net.explain
+            )  # (the routes' name for it: Hop.edge_id)
         return f
 
     def path(self, route: Route) -> Path:

@@ -23,7 +23,7 @@ from kernbench.events.types import EventKind
 from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.train import EPS, Train
 from kernbench.sim.transfer import Transfer
-from kernbench.sim.transit import Journey, Part, Stop
+from kernbench.sim.transit import Journey, Part
 from kernbench.topology.graph import Route
 
 if TYPE_CHECKING:
@@ -60,14 +60,47 @@ class EvenDepartures:
 
 
 class ReservedBursts:
-    """A read's bursts on an idle channel: no passage needed, only what to publish."""
+    """A read's bursts on an idle channel: no passage needed, only what to publish — the channel's busy
+    span, worked out when reserved as :meth:`FastRecord.publish` works out a passage's (``busy_from``: the
+    first departure less one burst time, ``busy_to``: the last; :class:`EvenDepartures`' arithmetic). A
+    recorded GQA default reserves ~35k of them."""
 
-    __slots__ = ("fifo", "n", "out")
+    __slots__ = ("busy_from", "busy_to", "fifo", "n", "start")
 
     def __init__(self, fifo: Fifo, start: float, count: int) -> None:
+        s = fifo.s
+        first = start + s
         self.fifo = fifo
         self.n = count
-        self.out = EvenDepartures(start, count, fifo.s)
+        self.start = start
+        self.busy_from = first - s
+        self.busy_to = first + (count - 1) * s
+
+    @property
+    def out(self) -> EvenDepartures:
+        """Its departures (a write's channels are passages: nothing on the hot path asks a reservation)."""
+        return EvenDepartures(self.start, self.n, self.fifo.s)
+
+
+class FifoStop:
+    """The critical flit at one FIFO (a :class:`~kernbench.sim.transit.StopLike`): arrival ``a``, departure
+    ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
+    as at the transfer's end (``seq``: the transfer's, ``hz``: the horizon then), which is the same answer:
+    what the FIFO served before its horizon cannot fall in a window of a transfer still running."""
+
+    __slots__ = ("a", "d", "fifo", "hz", "s", "seq")
+
+    def __init__(self, a: float, d: float, s: float, fifo: Fifo, seq: int, hz: float) -> None:
+        self.a = a
+        self.d = d
+        self.s = s
+        self.fifo = fifo
+        self.seq = seq
+        self.hz = hz
+
+    @property
+    def shares(self) -> tuple[tuple[int, float], ...]:
+        return self.fifo.shares(self.a, self.d - self.s, self.seq, self.hz)
 
 
 class FastRecord(Transfer):
@@ -93,22 +126,20 @@ class FastRecord(Transfer):
         self.hz = self.net.horizon()
         return super().parts(end)
 
-    def _stops(self, passages: list[Passage], k: int) -> list[Stop]:
+    def _stops(self, passages: list[Passage], k: int) -> list[FifoStop]:
+        seq, hz = self.seq, self.hz
         out = []
         for p in passages:
             f = p.fifo
-            a, d = p.inp.at(k), p.out.at(k)
-            out.append(Stop(a, d, f.s, f.shares(a, d - f.s, self.seq, self.hz)))
+            out.append(FifoStop(p.inp.at(k), p.out.at(k), f.s, f, seq, hz))
         return out
 
-    def _control_stops(self) -> tuple[Route, list[Stop]]:
+    def _control_stops(self) -> tuple[Route, list[FifoStop]]:
         assert self.ctl is not None
         route, _then, _tokens, times = self.ctl
         edge_fifo = self.engine.edge_fifo
-        return route, [
-            Stop(t, d, 0.0, edge_fifo(hop.edge.index).shares(t, d, self.seq, self.hz))
-            for (t, d), hop in zip(times, route.hops, strict=True)
-        ]
+        seq, hz = self.seq, self.hz
+        return route, [FifoStop(t, d, 0.0, edge_fifo(hop.edge.index), seq, hz) for (t, d), hop in zip(times, route.hops, strict=True)]
 
     def _request(self, j: Journey) -> float:
         route, stops = self._control_stops()
@@ -132,7 +163,7 @@ class FastRecord(Transfer):
             d = p.out.last()
             tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
         f = mem.fifos[c]
-        j.fifo(f.name, Stop(arrive, d, b, f.shares(arrive, d - b, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
+        j.fifo(f.name, FifoStop(arrive, d, b, f, self.seq, self.hz), "drain", mem.node_id if tied else f.name)
 
     def _data(self, j: Journey, end: float | None) -> float:
         k = self.flits - 1 if self.op != "write" else self.memory_end()[1].last(self._write_crit()[0])
@@ -156,13 +187,16 @@ class FastRecord(Transfer):
             if served > head + EPS:  # others' flits were ahead of its head
                 emit(head, _QUEUE_DEPTH, f.name, corr_id=corr, value=round((served - head) / s, 6))
                 emit(served, _QUEUE_DEPTH, f.name, corr_id=corr, value=0.0)
-            emit(served, _EDGE_BUSY, f.name, end_ns=out.last(), corr_id=corr, value=p.inp.n)
+            emit(served, _EDGE_BUSY, f.name, out.last(), corr, "", p.inp.n)
         mem = self.mem.node_id if self.mem is not None else ""
         ch = self.ch
         for c in sorted(ch):
             q = ch[c]
-            dep, f = q.out, q.fifo
-            emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, end_ns=dep.last(), corr_id=corr, label=mem, value=q.n)
+            if type(q) is ReservedBursts:  # (most: a read's bursts on idle channels; the same numbers, worked out once)
+                emit(q.busy_from, _CHANNEL_BUSY, q.fifo.name, q.busy_to, corr, mem, q.n)
+            else:
+                dep, f = q.out, q.fifo
+                emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, dep.last(), corr, mem, q.n)
 
 
 _QUEUE_DEPTH, _EDGE_BUSY, _CHANNEL_BUSY = EventKind.QUEUE_DEPTH, EventKind.EDGE_BUSY, EventKind.CHANNEL_BUSY

@@ -23,7 +23,7 @@ import simpy
 from kernbench.sim.clock import REPLAN, Action, call_at
 from kernbench.sim.serve import fifo, interleave
 from kernbench.sim.train import EPS, Train, first_difference
-from kernbench.sim.transit import train_shares
+from kernbench.sim.transit import Reserved, train_shares
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
@@ -57,18 +57,6 @@ class Passage:
     def detach(self) -> None:
         """Its transfer is over: nobody is told of later changes (FIFOs may still hold it)."""
         self.on_change = None
-
-
-class Reserved:
-    """Flits served through :meth:`Fifo.reserve`, in its history (recorded runs): whose,
-    and when they left — lighter than a :class:`Passage`, as most reads reserve."""
-
-    __slots__ = ("corr", "out", "seq")
-
-    def __init__(self, seq: int, corr: int, out: Train) -> None:
-        self.seq = seq
-        self.corr = corr
-        self.out = out
 
 
 class Deferrer(Protocol):
@@ -206,8 +194,19 @@ class Fifo:
         hist = self.history
         if hist is None:
             return ()
-        while hist and hist[0].out is not NOT_PLANNED and hist[0].out.last() < horizon - EPS:
+        while hist:  # (served before the horizon: nothing running can have waited behind them)
+            h0 = hist[0]
+            if type(h0) is Reserved:
+                if h0.last >= horizon - EPS:
+                    break
+            elif h0.out is NOT_PLANNED or h0.out.last() >= horizon - EPS:
+                break
             hist.popleft()
+        for p in hist:
+            if p.seq != own_seq:
+                break
+        else:  # (what is left is its own flits: the common case, a wait behind its own earlier flits)
+            return ()
         return train_shares([p for p in hist if p.out is not NOT_PLANNED], self.s, x, y, own_seq)
 
     def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
@@ -225,7 +224,7 @@ class Fifo:
             self.members = []
         self.free = self.v_end = start + count * self.s
         if self.history is not None:  # (recorded runs: what it served, for shares)
-            self.history.append(Reserved(seq, corr, Train(count, [(0, start + self.s, 0.0, 1, self.s)])))
+            self.history.append(Reserved(seq, corr, start, count, self.s))
         if self._watchers:
             self._notify(now)
         return start

@@ -24,7 +24,7 @@ instants they are, ``docs/timing.md``.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,6 +61,21 @@ class Stop:
     shares: tuple[tuple[int, float], ...]
 
 
+class StopLike(Protocol):
+    """What :class:`Journey` reads of a stop: :class:`Stop`, or one whose ``shares`` are asked of its FIFO
+    only when read (:class:`kernbench.sim.fast_record.FifoStop`) — the journey reads them only if the flit
+    waited longer than its own flits' service, which on a run without contention is never."""
+
+    @property
+    def a(self) -> float: ...
+    @property
+    def d(self) -> float: ...
+    @property
+    def s(self) -> float: ...
+    @property
+    def shares(self) -> tuple[tuple[int, float], ...]: ...
+
+
 class Journey:
     """Parts of one flit's journey, appended instant by instant from the transfer's start."""
 
@@ -76,29 +91,49 @@ class Journey:
             self.parts.append(Part(self.t, t, component, cause, behind))
             self.t = t
 
-    def fifo(self, name: str, stop: Stop, own: str, served_on: str | None = None) -> None:
+    def fifo(self, name: str, stop: StopLike, own: str, served_on: str | None = None) -> None:
         """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service
         (named ``served_on`` if given: a memory whose channels tie for the last burst)."""
         begin = self.t
         wait = stop.d - stop.s - begin
         if wait > 0.0:
-            foreign = sum(ns for _, ns in stop.shares)
+            shares = stop.shares  # (read once, and only here: see StopLike)
+            foreign = sum(ns for _, ns in shares)
             scale = wait / foreign if foreign > wait else 1.0
             t = begin
-            for corr, ns in stop.shares:
+            for corr, ns in shares:
                 t += ns * scale
                 self.to(min(t, stop.d - stop.s), name, "queueing", corr)
         self.to(stop.d, served_on or name, own)
 
-    def leg(self, route: Route, stops: list[Stop], arrive: float, data: bool) -> None:
+    def leg(self, route: Route, stops: Sequence[StopLike], arrive: float, data: bool) -> None:
         """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""
-        hops = route.hops
-        for h, (hop, stop) in enumerate(zip(hops, stops, strict=True)):
-            edge = hop.edge.id  # (a property that formats the id)
-            self.to(stop.a, route.nodes[h], "overhead")
-            self.fifo(edge, stop, "serialization" if data else "queueing")
-            self.to(stop.d + hop.prop_ns, edge, "propagation")
-        self.to(arrive, route.nodes[-1], "overhead")
+        # (what to() and fifo() do, written out: a recorded run walks ~26k hops this way)
+        nodes = route.nodes
+        own = "serialization" if data else "queueing"
+        parts = self.parts
+        t = self.t
+        for h, (hop, stop) in enumerate(zip(route.hops, stops, strict=True)):
+            edge = hop.edge_id
+            a, d = stop.a, stop.d
+            if a > t:
+                parts.append(Part(t, a, nodes[h], "overhead"))
+                t = a
+            if d - stop.s - t > 0.0:  # it waited: others' flits or its own
+                self.t = t
+                self.fifo(edge, stop, own)
+                t = self.t
+            elif d > t:
+                parts.append(Part(t, d, edge, own))
+                t = d
+            e = d + hop.prop_ns
+            if e > t:
+                parts.append(Part(t, e, edge, "propagation"))
+                t = e
+        if arrive > t:
+            parts.append(Part(t, arrive, nodes[-1], "overhead"))
+            t = arrive
+        self.t = t
 
 
 class FifoLog:
@@ -131,7 +166,34 @@ class Served(Protocol):
 
     seq: int
     corr: int
-    out: Train
+
+    @property
+    def out(self) -> Train: ...
+
+
+class Reserved:
+    """Flits served through :meth:`~kernbench.sim.fifo.Fifo.reserve`, in its history (recorded runs): whose, and when they
+    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
+    reserve. Their departures (:attr:`out`) are made only if asked: most never are."""
+
+    __slots__ = ("_out", "corr", "count", "last", "s", "seq", "start")
+
+    def __init__(self, seq: int, corr: int, start: float, count: int, s: float) -> None:
+        self.seq = seq
+        self.corr = corr
+        self.start = start
+        self.count = count
+        self.s = s
+        self.last = (start + s) + (count - 1) * s  # (its last departure, as out.last() works it out)
+        self._out: Train | None = None
+
+    @property
+    def out(self) -> Train:
+        out = self._out
+        if out is None:
+            s = self.s
+            out = self._out = Train(self.count, [(0, self.start + s, 0.0, 1, s)])
+        return out
 
 
 def train_shares(served: Iterable[Served], s: float, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:

@@ -8,6 +8,7 @@ every node its ``overhead_ns``: the only places a latency may be paid.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class Hop:
     flit_ns: float
     prop_ns: float
     next_overhead_ns: float
+    edge_id: str  # the edge's id, interned: one string object per edge however many routes (and events) name it
 
 
 @quick_init
@@ -156,8 +158,8 @@ class Graph:
             e = self._edge_by_pair.get((a, b))
             if e is None:  # the router's path leaves the graph: src or dst is not attached where routes run
                 raise RouteError(f"no route from {src} to {dst}: no edge {a}->{b}")
-            hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns))
-        route = Route(tuple(path), tuple(hops), self.nodes[src].overhead_ns)
+            hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns, sys.intern(e.id)))
+        route = Route(tuple(sys.intern(n) for n in path), tuple(hops), self.nodes[src].overhead_ns)  # (names interned: see Hop.edge_id)
         self._routes[key] = route
         return route
 

@@ -1,0 +1,65 @@
+"""What a recorded run keeps of a FIFO's service, and asks only when needed (issue 26: a cheaper
+recorded re-timing). A reservation's numbers are worked out without a train, by the train's own
+arithmetic, so every published time is the same to the last bit; a FIFO asked whose flits a
+transfer waited behind answers from its history, and nothing when only its own flits were ahead."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernbench.sim.fast_record import EvenDepartures, ReservedBursts
+from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.train import Train
+from kernbench.sim.transit import Reserved
+
+times = st.floats(min_value=0.0, max_value=1e7, allow_nan=False, allow_infinity=False)
+services = st.floats(min_value=1e-3, max_value=100.0, allow_nan=False, allow_infinity=False)
+counts = st.integers(min_value=1, max_value=4096)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, counts, services)
+def test_a_reservations_last_departure_is_its_trains_to_the_bit(start, count, s):
+    r = Reserved(7, 3, start, count, s)
+    train = Train(count, [(0, start + s, 0.0, 1, s)])  # what the history held before: one train a reservation
+    assert r.last == train.last() == r.out.last()
+    assert r.out.first() == train.first()
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, counts, services)
+def test_reserved_bursts_publish_the_busy_span_the_departures_give(start, count, s):
+    fifo = Fifo("sip0.cube0.hbm.pc0", s)
+    bursts = ReservedBursts(fifo, start, count)
+    dep = EvenDepartures(start, count, s)  # what publish() read before: first departure less a burst, the last
+    assert (bursts.busy_from, bursts.busy_to) == (dep.first() - s, dep.last())
+    assert (bursts.out.first(), bursts.out.last()) == (dep.first(), dep.last())
+
+
+def test_a_transfer_behind_only_its_own_flits_waited_behind_no_one():
+    f = Fifo("a->b", 1.0, history=True)
+    f.reserve(0.0, 4, seq=5, corr=50)  # its own 4 flits, served 0..4
+    assert f.shares(0.0, 3.0, own_seq=5, horizon=0.0) == ()
+
+
+def test_a_transfer_behind_anothers_flits_is_told_whose_and_for_how_long():
+    f = Fifo("a->b", 1.0, history=True)
+    f.reserve(0.0, 3, seq=1, corr=10)  # another's 3 flits: served 0..3
+    f.reserve(0.0, 2, seq=2, corr=20)  # then its own: 3..5
+    assert f.shares(0.0, 4.0, own_seq=2, horizon=0.0) == ((10, 3.0),)
+    # a passage's flits count too, in the order served
+    p = Passage(3, 30, Train.burst(2, 5.0))
+    f.arrive(p, 5.0)  # served 5..7
+    assert f.shares(0.0, 7.0, own_seq=2, horizon=0.0) == ((10, 3.0), (30, 2.0))
+
+
+def test_what_ended_before_the_horizon_leaves_the_history_and_changes_no_answer():
+    f = Fifo("a->b", 1.0, history=True)
+    f.reserve(0.0, 3, seq=1, corr=10)  # ends at 3
+    f.reserve(10.0, 2, seq=2, corr=20)  # 10..12
+    f.reserve(10.0, 2, seq=3, corr=30)  # 12..14
+    assert f.shares(10.0, 13.0, own_seq=3, horizon=0.0) == ((20, 2.0),)
+    assert f.history is not None and len(f.history) == 3
+    assert f.shares(10.0, 13.0, own_seq=3, horizon=10.0) == ((20, 2.0),)
+    assert [h.seq for h in f.history] == [2, 3]  # the first ended at 3, before any transfer still running began
