@@ -46,7 +46,7 @@ from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingEl
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.pe.scale import WorkScale
 from kernbench.raised import Raised, theirs
-from kernbench.sim.clock import Action
+from kernbench.sim.clock import Action, Environment
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -626,7 +626,7 @@ def _simulate(
     """Build the machine for ``programs``, run it to the end, and account for what it did."""
     # building the machine and accounting for it allocate as much as the run itself
     with collector_paused():
-        env = simpy.Environment()
+        env = Environment()
         bus = bus if bus is not None else Bus()
         recorder = Recorder(bus) if record else None
         network = Network(env, graph, bus, mode, fidelity=fidelity)
@@ -742,7 +742,7 @@ def _command_log(prog: _Program, contexts: dict[str, KernelContext]) -> CommandL
     return CommandLog(prog.program_id, prog.launch, tuple(ctx.requests), ctx.time_read_at)
 
 
-def _run_within(env: simpy.Environment, limits: RunLimits, recorder: Recorder | None, tick: Callable[[], None] | None = None) -> None:
+def _run_within(env: Environment, limits: RunLimits, recorder: Recorder | None, tick: Callable[[], None] | None = None) -> None:
     """``env.run()`` under the run limits. A failure keeps what was recorded (``exc.recorded``);
     Ctrl-C/SIGTERM becomes :class:`Interrupted` with the simulated time reached."""
     try:
@@ -768,49 +768,73 @@ PROGRESS_EVERY_S = 0.2
 _STEPS_PER_CLOCK_READ = 256
 
 
-def _run_loop(env: simpy.Environment, max_sim_ns: float | None, tick: Callable[[], None] | None) -> None:
+def _run_loop(env: Environment, max_sim_ns: float | None, tick: Callable[[], None] | None) -> None:
     """``env.run()``'s own loop (SimPy's ``step()``, inlined, until the schedule is empty) that stops before
     an event past ``max_sim_ns`` — the simulated-time limit held on SimPy's clock itself, whether or not a PE
     is taking a command then — and calls ``tick()`` every PROGRESS_EVERY_S of wall time.
 
-    A step is ``Environment.step``'s, in the same order: pop the earliest entry, set the clock, run its
-    callbacks, crash on a failed event no one defused. An :class:`~kernbench.sim.clock.Action` (half the
-    entries of a run) has one callback, which only calls its function: it is called here directly."""
-    queue, clock = env._queue, time.monotonic
+    It takes the schedule an instant at a time (:class:`~kernbench.sim.clock.Environment`): sets the clock
+    and checks the limit once, then runs the instant's entries, those each pushes at that instant among
+    them, in ``Environment.pop``'s order, until none is left. An entry runs as in ``Environment.step``: its
+    callbacks, then a crash on a failed event no one defused. An :class:`~kernbench.sim.clock.Action` (half
+    the entries of a run) has one callback, which only calls its function: it is called here directly."""
+    times, at, clock = env._times, env._at, time.monotonic
     limit = math.inf if max_sim_ns is None else max_sim_ns
     due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
-    pop, action = heapq.heappop, Action
+    pop, action, block = heapq.heappop, Action, range(_STEPS_PER_CLOCK_READ)
+    left = _STEPS_PER_CLOCK_READ  # entries to run before the clock is read again
     event: Any  # an Event or an Action (a bare entry: kernbench.sim.clock)
     try:
-        while queue:
-            for _ in range(_STEPS_PER_CLOCK_READ):
-                if not queue:
-                    return
-                if queue[0][0] > limit:
-                    _passed(env, limit)
-                env._now, _, _, event = pop(queue)  # (SimPy's own clock and heap)
-                callbacks, event.callbacks = event.callbacks, None
-                if type(event) is action:
-                    fn = event.fn
-                    if fn is not None:
-                        fn(*event.args)
-                    continue
-                for callback in callbacks:
-                    callback(event)
-                if not event._ok and not hasattr(event, "_defused"):
-                    # as SimPy: a failed event no one waited for crashes the run, with a copy of its exception
-                    exc = type(event._value)(*event._value.args)
-                    exc.__cause__ = event._value
-                    raise exc
-            if clock() >= due:
-                assert tick is not None
-                tick()
-                due = clock() + PROGRESS_EVERY_S
+        while times:
+            t = times[0]
+            if t > limit:
+                _passed(env, limit)
+            env._now = t
+            first, normal, later = at[t]
+            popleft = normal.popleft
+            while True:
+                for taken in block:  # noqa: B007 (read after the loop: how many ran)
+                    if first:
+                        event = pop(first)[2]
+                    elif normal:
+                        event = popleft()
+                    elif later:
+                        event = pop(later)[2]
+                    else:
+                        break
+                    callbacks, event.callbacks = event.callbacks, None
+                    if type(event) is action:
+                        fn = event.fn
+                        if fn is not None:
+                            fn(*event.args)
+                        continue
+                    for callback in callbacks:
+                        callback(event)
+                    if not event._ok and not hasattr(event, "_defused"):
+                        # as SimPy: a failed event no one waited for crashes the run, with a copy of its exception
+                        exc = type(event._value)(*event._value.args)
+                        exc.__cause__ = event._value
+                        raise exc
+                else:  # (a block of entries at one instant, and more may follow)
+                    left = 0
+                    taken = 0
+                left -= taken  # (``taken``: the entries of the block, when the instant ran out)
+                if left <= 0:
+                    left = _STEPS_PER_CLOCK_READ
+                    if clock() >= due:
+                        assert tick is not None
+                        tick()
+                        due = clock() + PROGRESS_EVERY_S
+                if not (first or normal or later):
+                    break
+            del at[t]
+            popped = pop(times)  # (t: nothing is scheduled before now)
+            assert popped == t, f"an entry was scheduled at {popped}, before now ({t})"
     except simpy.core.EmptySchedule:  # (_passed: the schedule held only events at infinity)
         pass
 
 
-def _passed(env: simpy.Environment, limit: float) -> None:
+def _passed(env: Environment, limit: float) -> None:
     """The next event lies past the simulated-time limit (or there is none: the run has ended)."""
     t = env.peek()
     if t == math.inf:

@@ -21,11 +21,27 @@ So at one instant SimPy's events and the PE's stages come first, then the
 FIFOs' re-plans, then each transfer's steps in the order the transfers
 started — the tie-break every FIFO in the model uses (``docs/timing.md``).
 
-:func:`call_at` is the one place that pushes onto SimPy's heap: an
-:class:`Action` is a bare entry there, which ``Environment.step`` pops and runs
-like any event (it needs only ``callbacks`` and ``_ok``; a run's own loop,
-``kernbench.runtime.api._run_loop``, steps the heap as ``step`` does and calls an
-action's function directly). SimPy's public
+The schedule (:class:`Environment`). A run's schedule is SimPy's order kept
+as *instants*: a heap of the distinct times that have entries, and for each
+time its entries by priority — those at ``NORMAL`` (most of them: SimPy's
+own events, the PE's stages) in a FIFO, those before it (``URGENT``) and
+after it (the re-plans and transfers' steps) each in a small heap of
+``(priority, insertion, entry)``. Within one priority at one time, insertion
+order is FIFO order, so popping the earliest instant's first non-empty class
+is exactly SimPy's ``(time, priority, insertion)`` minimum — the same order,
+entry for entry (tests/sim/test_clock.py checks it against SimPy's heap on
+random mixes). Why: a GQA default re-timing pops 53,888 entries at only 132
+distinct times, a ~900-entry heap whose tuple comparisons tie on the time at
+every level; by instants, an entry at ``NORMAL`` is a deque append and
+popleft, and the run's loop (``kernbench.runtime.api._run_loop``) sets the
+clock and checks the time limit once an instant, not once an entry.
+
+:func:`call_at` and :func:`fire` are the two places that push an entry
+besides SimPy's own ``schedule`` (which :class:`Environment` overrides): an
+:class:`Action` is a bare entry, which ``step`` pops and runs like any event
+(it needs only ``callbacks`` and ``_ok``; the run's loop calls an action's
+function directly). On a plain ``simpy.Environment`` (tests, benchmarks)
+both push onto SimPy's own heap instead, in the same order. SimPy's public
 ``Environment.schedule`` and ``Timeout`` take a delay, not a time, and
 ``now + (t − now)`` is not always ``t`` in floating point: a step due at a
 time another step computed could land a few ulps off it and out of order.
@@ -33,25 +49,25 @@ Measured (2026-12-02) on 60 random contended mixes with staggered starts:
 scheduled through ``Environment.schedule``, transfers end at other times
 in 7 of them and in one the fast mode is 9 ns off the oracle. (The shipped
 kernels' default runs, fast and — GQA on a small shape — oracle, land every
-step exactly either way: their times are short binary fractions.) Not for
-speed: a chained ``call_at`` costs about what a ``Timeout`` with a callback
-does (2.3 µs a step on the shared machine, 2026-12-01).
+step exactly either way: their times are short binary fractions.)
 
-Beside the heap, PE_CPU keeps its own clock while what it does is its own
+Beside the schedule, PE_CPU keeps its own clock while what it does is its own
 and catches SimPy up before anything another actor orders by time
 (:meth:`kernbench.pe.cpu.PeCpu.run`).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any, ClassVar, TypeVarTuple
 
 import simpy
-from simpy.events import NORMAL, URGENT
+from simpy.core import EmptySchedule, Infinity
+from simpy.events import NORMAL, URGENT, EventPriority
 
-__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "call_at", "fire", "priority"]
+__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "Environment", "call_at", "fire", "priority"]
 
 Ts = TypeVarTuple("Ts")
 
@@ -107,12 +123,84 @@ class Action:
         return self.fn is not None and self.callbacks is not None
 
 
+Entry = Any  # an Event or an Action (what ``step`` reads of it: ``callbacks``, ``_ok``, ``_value``)
+# one instant's entries: before NORMAL (a heap of (priority, insertion, entry)), at NORMAL (FIFO), after it (a heap)
+Instant = tuple[list[tuple[int, int, Entry]], deque[Entry], list[tuple[int, int, Entry]]]
+
+
+class Environment(simpy.Environment):
+    """SimPy's environment, its schedule kept by instants (see the module doc): the same order.
+
+    ``_times`` is a heap of the times that have entries and ``_at`` maps each to its
+    :data:`Instant`; SimPy's own heap is gone (an entry pushed there would never run).
+    """
+
+    def __init__(self, initial_time: float = 0) -> None:  # (an int, as SimPy's: the clock reads 0, not 0.0, until it moves)
+        super().__init__(initial_time)
+        del self._queue
+        self._times: list[float] = []
+        self._at: dict[float, Instant] = {}
+
+    def schedule(self, event: simpy.Event, priority: EventPriority = NORMAL, delay: float = 0) -> None:
+        """SimPy's: ``event`` at ``now + delay`` (the same float SimPy computes), in ``priority``'s place."""
+        t = self._now + delay
+        inst = self._at.get(t)
+        if inst is None:
+            inst = self._at[t] = ([], deque(), [])
+            heappush(self._times, t)
+        if priority == NORMAL:
+            inst[1].append(event)
+        else:
+            heappush(inst[2] if priority > NORMAL else inst[0], (priority, next(self._eid), event))
+
+    def peek(self) -> float:
+        return self._times[0] if self._times else Infinity
+
+    def pop(self) -> tuple[float, Entry]:
+        """Take the earliest entry: ``(its time, it)``; EmptySchedule when there is none."""
+        times = self._times
+        if not times:
+            raise EmptySchedule()
+        t = times[0]
+        first, normal, later = self._at[t]
+        entry = heappop(first)[2] if first else normal.popleft() if normal else heappop(later)[2]
+        if not (first or normal or later):
+            heappop(times)
+            del self._at[t]
+        return t, entry
+
+    def step(self) -> None:
+        """SimPy's ``step``, on this schedule."""
+        self._now, event = self.pop()
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except simpy.core.StopSimulation:
+            # as SimPy: the event's other callbacks run first when the simulation resumes
+            event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+            self.schedule(event, EventPriority(-1))
+            raise
+        if not event._ok and not hasattr(event, "_defused"):
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
+
+
 def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[[*Ts], object], *args: *Ts) -> Action:
     """Run ``fn(*args)`` at time ``t`` (>= now), in the order ``prio`` gives it at that instant."""
     a = Action(fn, args)
-    # SimPy's own heap (see the module doc): typed as holding Events, and an Action is
-    # one only in what step() reads (callbacks, _ok, _value)
-    heappush(env._queue, (t, prio, next(env._eid), a))  # type: ignore[misc]
+    if type(env) is Environment:  # (Environment.schedule, inlined)
+        inst = env._at.get(t)
+        if inst is None:
+            inst = env._at[t] = ([], deque(), [])
+            heappush(env._times, t)
+        if prio == NORMAL:
+            inst[1].append(a)
+        else:
+            heappush(inst[2] if prio > NORMAL else inst[0], (prio, next(env._eid), a))
+    else:  # a plain SimPy environment: its own heap (typed as holding Events; an Action is one in what step() reads)
+        heappush(env._queue, (t, prio, next(env._eid), a))  # type: ignore[misc]
     return a
 
 
@@ -122,4 +210,12 @@ def fire(env: simpy.Environment, ev: simpy.Event, value: object = None) -> None:
     once by the one stage that owns it (a succeed and a schedule call less, ~20k a GQA run)."""
     ev._ok = True
     ev._value = value
-    heappush(env._queue, (env._now, NORMAL, next(env._eid), ev))
+    if type(env) is Environment:  # (Environment.schedule, inlined)
+        t = env._now
+        inst = env._at.get(t)
+        if inst is None:
+            inst = env._at[t] = ([], deque(), [])
+            heappush(env._times, t)
+        inst[1].append(ev)
+    else:
+        heappush(env._queue, (env._now, NORMAL, next(env._eid), ev))

@@ -1,5 +1,5 @@
-"""The run's own loop steps SimPy's heap as ``Environment.step`` does (kernbench/runtime/api.py
-``_run_loop``), and a stage's wait on several inputs fires where ``simpy.AllOf`` would
+"""The run's own loop steps its schedule (kernbench.sim.clock.Environment) in the order SimPy's
+heap and ``Environment.step`` would (kernbench/runtime/api.py ``_run_loop``), and a stage's wait on several inputs fires where ``simpy.AllOf`` would
 (kernbench/pe/lane.py ``all_fired``): both keep every step in its place in the schedule."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import simpy
 
 from kernbench.pe.lane import all_fired
 from kernbench.runtime.api import _run_loop
-from kernbench.sim.clock import NORMAL, URGENT, call_at
+from kernbench.sim.clock import NORMAL, REPLAN, URGENT, Environment, call_at, priority
 
 
 def _mix(env: simpy.Environment, seed: int) -> list[tuple[float, str]]:
@@ -28,11 +28,19 @@ def _mix(env: simpy.Environment, seed: int) -> list[tuple[float, str]]:
             yield env.timeout(rng.choice([0.0, 0.5, 1.0]))
             seen.append((env.now, f"proc {k} step {j}"))
 
-    for k in range(40):
+    def chain(name: str, depth: int) -> None:  # (steps scheduling steps, at that instant and later)
+        seen.append((env.now, name))
+        for j in range(rng.randint(0, 2) if depth < 3 else 0):
+            t = env.now + rng.choice([0.0, 0.0, 0.5])
+            call_at(env, t, rng.choice([URGENT, NORMAL, REPLAN, priority(j + 1), priority(1, 7)]), chain, f"{name}.{j}", depth + 1)
+
+    for k in range(50):
         t = float(rng.randint(0, 6))
-        match k % 4:
+        match k % 5:
             case 0:
                 call_at(env, t, rng.choice([URGENT, NORMAL]), note(f"action {k}"))
+            case 4:
+                call_at(env, t, rng.choice([NORMAL, REPLAN, priority(k)]), chain, f"chain {k}", 0)
             case 1:
                 env.timeout(t).callbacks.append(note(f"timeout {k}"))
             case 2:
@@ -46,16 +54,18 @@ def _mix(env: simpy.Environment, seed: int) -> list[tuple[float, str]]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_run_loop_runs_every_step_in_simpys_order(seed):
-    simpys, ours = simpy.Environment(), simpy.Environment()
-    expected, got = _mix(simpys, seed), _mix(ours, seed)
+    simpys, ours, stepped = simpy.Environment(), Environment(), Environment()
+    expected, got, got_stepped = _mix(simpys, seed), _mix(ours, seed), _mix(stepped, seed)
     simpys.run()
     _run_loop(ours, None, None)
-    assert got == expected and len(got) > 40
-    assert ours.now == simpys.now
+    stepped.run()  # (Environment.step, SimPy's run)
+    assert got == expected and got_stepped == expected and len(got) > 60
+    assert ours.now == simpys.now == stepped.now
+    assert len({t for t, _ in got}) < len(got) / 4  # (many steps at each instant: what the order is about)
 
 
 def test_the_run_loop_crashes_on_a_failed_event_no_one_waited_for_as_simpy_does():
-    env = simpy.Environment()
+    env = Environment()
     env.event().fail(ValueError("lost"))
     with pytest.raises(ValueError, match="lost"):
         _run_loop(env, None, None)

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
 import simpy
 
-from kernbench.sim.clock import NORMAL, REPLAN, URGENT, call_at, priority
+from kernbench.sim.clock import NORMAL, REPLAN, URGENT, Environment, call_at, priority
+
+# both schedules: SimPy's own heap (a plain environment) and the run's, by instants
+ENVIRONMENTS = pytest.mark.parametrize("make", [simpy.Environment, Environment])
 
 
-def test_an_action_runs_at_exactly_its_time_where_a_delay_from_now_would_not():
+@ENVIRONMENTS
+def test_an_action_runs_at_exactly_its_time_where_a_delay_from_now_would_not(make):
     # a time one step computed and a "now" another reached: SimPy's delay form lands an ulp off
     now, t = 60.6, 125.417049697
     assert now + (t - now) != t
-    env = simpy.Environment()
+    env = make()
     seen = []
     env.run(until=now)
     call_at(env, t, priority(1), lambda: seen.append(env.now))
@@ -19,8 +24,9 @@ def test_an_action_runs_at_exactly_its_time_where_a_delay_from_now_would_not():
     assert seen == [t]
 
 
-def test_steps_at_one_instant_run_simpy_first_then_replans_then_transfers_in_seq_order():
-    env = simpy.Environment()
+@ENVIRONMENTS
+def test_steps_at_one_instant_run_simpy_first_then_replans_then_transfers_in_seq_order(make):
+    env = make()
     order = []
     for prio, name in [(priority(2), "seq 2"), (priority(1, 5), "seq 1 flit 5"), (REPLAN, "re-plan"), (priority(1), "seq 1")]:
         call_at(env, 3.0, prio, order.append, name)
@@ -30,10 +36,40 @@ def test_steps_at_one_instant_run_simpy_first_then_replans_then_transfers_in_seq
     assert order == ["urgent", "normal", "re-plan", "seq 1", "seq 1 flit 5", "seq 2"]
 
 
-def test_a_cancelled_action_does_not_run():
-    env = simpy.Environment()
+@ENVIRONMENTS
+def test_a_cancelled_action_does_not_run(make):
+    env = make()
     ran = []
     a = call_at(env, 1.0, NORMAL, ran.append, 1)
     a.cancel()
     env.run()
     assert ran == [] and not a.pending
+
+
+def test_the_schedule_by_instants_keeps_simpys_until_and_its_resumption():
+    # run(until=) stops at an URGENT event; a callback after the stop is put back at priority -1,
+    # before every other step at that instant, and runs when the run resumes: as on SimPy's heap
+    def trace(env: simpy.Environment) -> list[tuple[float, str]]:
+        seen: list[tuple[float, str]] = []
+        call_at(env, 2.0, URGENT, lambda: seen.append((env.now, "urgent at 2")))
+        call_at(env, 2.0, priority(1), lambda: seen.append((env.now, "transfer at 2")))
+        env.timeout(3.0).callbacks.append(lambda _e: seen.append((env.now, "timeout at 3")))
+        assert env.peek() == 2.0
+        env.run(until=2.0)
+        seen.append((env.now, "stopped"))
+        env.run()
+        return seen
+
+    expected = trace(simpy.Environment())
+    assert trace(Environment()) == expected
+    assert expected == [(2.0, "urgent at 2"), (2.0, "stopped"), (2.0, "transfer at 2"), (3.0, "timeout at 3")]
+
+
+def test_the_schedule_by_instants_is_the_only_one():
+    env = Environment()
+    assert not hasattr(env, "_queue")  # (an entry pushed onto SimPy's own heap would never run)
+    assert env.peek() == simpy.core.Infinity and env.now == 0 and isinstance(env.now, int)
+    env.timeout(1.5)
+    assert env.peek() == 1.5
+    env.run()
+    assert env.now == 1.5 and env.peek() == simpy.core.Infinity
