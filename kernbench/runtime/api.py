@@ -789,7 +789,7 @@ def _run_loop(env: Environment, max_sim_ns: float | None, tick: Callable[[], Non
             t = times[0]
             if t > limit:
                 _passed(env, limit)
-            env._now = t
+            env.now = t
             first, normal, later = at[t]
             popleft = normal.popleft
             while True:

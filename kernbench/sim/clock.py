@@ -61,11 +61,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
+from types import MethodType
 from typing import Any, ClassVar, TypeVarTuple
 
 import simpy
 from simpy.core import EmptySchedule, Infinity
-from simpy.events import NORMAL, URGENT, EventPriority
+from simpy.events import NORMAL, URGENT, EventPriority, Initialize, ProcessGenerator
 
 __all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "Environment", "call_at", "fire", "priority"]
 
@@ -126,6 +127,7 @@ class Action:
 Entry = Any  # an Event or an Action (what ``step`` reads of it: ``callbacks``, ``_ok``, ``_value``)
 # one instant's entries: before NORMAL (a heap of (priority, insertion, entry)), at NORMAL (FIFO), after it (a heap)
 Instant = tuple[list[tuple[int, int, Entry]], deque[Entry], list[tuple[int, int, Entry]]]
+_new = object.__new__  # (an event made without its __init__: Environment.timeout, Environment.process)
 
 
 class Environment(simpy.Environment):
@@ -133,25 +135,79 @@ class Environment(simpy.Environment):
 
     ``_times`` is a heap of the times that have entries and ``_at`` maps each to its
     :data:`Instant`; SimPy's own heap is gone (an entry pushed there would never run).
+    The clock ``now`` is a plain attribute (SimPy's is a property: a Python call for each of
+    the ~100k reads of a GQA default re-timing), written where the clock moves
+    (:meth:`step`, ``kernbench.runtime.api._run_loop``); ``_now`` is its alias.
     """
+
+    now: float = 0  # (a class attribute: it hides SimPy's property, the instance's own value is read)
 
     def __init__(self, initial_time: float = 0) -> None:  # (an int, as SimPy's: the clock reads 0, not 0.0, until it moves)
         super().__init__(initial_time)
         del self._queue
         self._times: list[float] = []
         self._at: dict[float, Instant] = {}
+        # SimPy binds its event factories to an environment of its own class only (BoundClass.bind_early)
+        self.event = MethodType(simpy.Event, self)  # type: ignore[method-assign]
+        self.all_of = MethodType(simpy.AllOf, self)  # type: ignore[method-assign]
+        self.any_of = MethodType(simpy.AnyOf, self)  # type: ignore[method-assign]
+
+    @property
+    def _now(self) -> float:
+        return self.now
+
+    @_now.setter
+    def _now(self, t: float) -> None:
+        self.now = t
+
+    def _instant(self, t: float) -> Instant:
+        """A new instant ``t`` (there was none)."""
+        inst: Instant = ([], deque(), [])
+        self._at[t] = inst
+        heappush(self._times, t)
+        return inst
 
     def schedule(self, event: simpy.Event, priority: EventPriority = NORMAL, delay: float = 0) -> None:
         """SimPy's: ``event`` at ``now + delay`` (the same float SimPy computes), in ``priority``'s place."""
-        t = self._now + delay
-        inst = self._at.get(t)
-        if inst is None:
-            inst = self._at[t] = ([], deque(), [])
-            heappush(self._times, t)
+        t = self.now + delay
+        inst = self._at.get(t) or self._instant(t)
         if priority == NORMAL:
             inst[1].append(event)
         else:
             heappush(inst[2] if priority > NORMAL else inst[0], (priority, next(self._eid), event))
+
+    def timeout(self, delay: float = 0, value: Any = None) -> simpy.Timeout:
+        """SimPy's ``Timeout(self, delay, value)``, made in one call rather than three (Timeout.__init__, schedule)."""
+        if delay < 0:
+            raise ValueError(f"Negative delay {delay}")
+        ev = _new(simpy.Timeout)
+        ev.env = self
+        ev.callbacks = []
+        ev._value = value
+        ev._delay = delay
+        ev._ok = True
+        t = self.now + delay
+        (self._at.get(t) or self._instant(t))[1].append(ev)
+        return ev
+
+    def process(self, generator: ProcessGenerator) -> simpy.Process:
+        """SimPy's ``Process(self, generator)``, made in one call rather than three (its and Initialize's __init__, schedule)."""
+        if not hasattr(generator, "throw"):
+            raise ValueError(f"{generator} is not a generator.")
+        proc = _new(simpy.Process)
+        proc.env = self
+        proc.callbacks = []
+        proc._generator = generator
+        init = _new(Initialize)
+        init.env = self
+        init.callbacks = [proc._resume]
+        init._value = None
+        init._ok = True
+        proc._target = init
+        t = self.now
+        inst = self._at.get(t) or self._instant(t)
+        heappush(inst[0], (URGENT, next(self._eid), init))
+        return proc
 
     def peek(self) -> float:
         return self._times[0] if self._times else Infinity
@@ -171,7 +227,7 @@ class Environment(simpy.Environment):
 
     def step(self) -> None:
         """SimPy's ``step``, on this schedule."""
-        self._now, event = self.pop()
+        self.now, event = self.pop()
         callbacks, event.callbacks = event.callbacks, None
         try:
             for callback in callbacks:
@@ -191,10 +247,7 @@ def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[[*Ts], obj
     """Run ``fn(*args)`` at time ``t`` (>= now), in the order ``prio`` gives it at that instant."""
     a = Action(fn, args)
     if type(env) is Environment:  # (Environment.schedule, inlined)
-        inst = env._at.get(t)
-        if inst is None:
-            inst = env._at[t] = ([], deque(), [])
-            heappush(env._times, t)
+        inst = env._at.get(t) or env._instant(t)
         if prio == NORMAL:
             inst[1].append(a)
         else:
@@ -211,11 +264,7 @@ def fire(env: simpy.Environment, ev: simpy.Event, value: object = None) -> None:
     ev._ok = True
     ev._value = value
     if type(env) is Environment:  # (Environment.schedule, inlined)
-        t = env._now
-        inst = env._at.get(t)
-        if inst is None:
-            inst = env._at[t] = ([], deque(), [])
-            heappush(env._times, t)
-        inst[1].append(ev)
+        t = env.now
+        (env._at.get(t) or env._instant(t))[1].append(ev)
     else:
         heappush(env._queue, (env._now, NORMAL, next(env._eid), ev))

@@ -73,3 +73,39 @@ def test_the_schedule_by_instants_is_the_only_one():
     assert env.peek() == 1.5
     env.run()
     assert env.now == 1.5 and env.peek() == simpy.core.Infinity
+
+
+def test_its_timeouts_and_processes_are_simpys_with_simpys_checks_and_interrupts():
+    def trace(env: simpy.Environment) -> list[tuple[float, str]]:
+        seen: list[tuple[float, str]] = []
+
+        def sleeper():  # type: ignore[no-untyped-def]
+            try:
+                yield env.timeout(5.0, value="slept")
+            except simpy.Interrupt as exc:
+                seen.append((env.now, f"interrupted: {exc.cause}"))
+            got = yield env.timeout(1.0, value="woke")
+            seen.append((env.now, got))
+            return "done"
+
+        def waker(p):  # type: ignore[no-untyped-def]
+            yield env.timeout(2.0)
+            p.interrupt("wake up")
+            seen.append((env.now, f"{type(p.target).__name__} it waits for"))
+            done = yield p
+            seen.append((env.now, done))
+
+        p = env.process(sleeper())
+        env.process(waker(p))
+        env.run()
+        return seen
+
+    expected = trace(simpy.Environment())
+    assert trace(Environment()) == expected
+    assert expected == [(2.0, "Timeout it waits for"), (2.0, "interrupted: wake up"), (3.0, "woke"), (3.0, "done")]
+    env = Environment()
+    with pytest.raises(ValueError, match="Negative delay -1"):
+        env.timeout(-1)
+    with pytest.raises(ValueError, match="is not a generator"):
+        env.process(42)  # type: ignore[arg-type]
+    assert type(env.timeout(1)) is simpy.Timeout and type(env.event()) is simpy.Event
