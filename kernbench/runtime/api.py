@@ -46,7 +46,7 @@ from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingEl
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.pe.scale import WorkScale
 from kernbench.raised import Raised, theirs
-from kernbench.sim.clock import Action, Environment
+from kernbench.sim.clock import Action, Environment, Rewind
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.network import MODES, Mode, Network
 from kernbench.tl.context import KernelContext, kernel_greenlet
@@ -783,6 +783,7 @@ def _run_loop(env: Environment, max_sim_ns: float | None, tick: Callable[[], Non
     due = clock() + PROGRESS_EVERY_S if tick is not None else math.inf
     pop, action, block = heapq.heappop, Action, range(_STEPS_PER_CLOCK_READ)
     left = _STEPS_PER_CLOCK_READ  # entries to run before the clock is read again
+    rewind, back = Rewind, False
     event: Any  # an Event or an Action (a bare entry: kernbench.sim.clock)
     try:
         while times:
@@ -796,6 +797,9 @@ def _run_loop(env: Environment, max_sim_ns: float | None, tick: Callable[[], Non
                 for taken in block:  # noqa: B007 (read after the loop: how many ran)
                     if first:
                         event = pop(first)[2]
+                        if type(event) is rewind:  # (an entry before now: run it and its instant first, as SimPy's heap would)
+                            back = True
+                            break
                     elif normal:
                         event = popleft()
                     elif later:
@@ -825,10 +829,13 @@ def _run_loop(env: Environment, max_sim_ns: float | None, tick: Callable[[], Non
                         assert tick is not None
                         tick()
                         due = clock() + PROGRESS_EVERY_S
-                if not (first or normal or later):
+                if back or not (first or normal or later):
                     break
+            if back:  # (instant t goes on once the earlier ones have run)
+                back = False
+                continue
             del at[t]
-            popped = pop(times)  # (t: nothing is scheduled before now)
+            popped = pop(times)  # (t: an entry scheduled before it stopped its run: Rewind)
             assert popped == t, f"an entry was scheduled at {popped}, before now ({t})"
     except simpy.core.EmptySchedule:  # (_passed: the schedule held only events at infinity)
         pass

@@ -58,6 +58,7 @@ and catches SimPy up before anything another actor orders by time
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
@@ -68,7 +69,7 @@ import simpy
 from simpy.core import EmptySchedule, Infinity
 from simpy.events import NORMAL, URGENT, EventPriority, Initialize, ProcessGenerator
 
-__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "Environment", "call_at", "fire", "priority"]
+__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "Environment", "Rewind", "call_at", "fire", "priority"]
 
 Ts = TypeVarTuple("Ts")
 
@@ -92,6 +93,10 @@ def _run(action: Action) -> None:
 
 
 _RUNNER = (_run,)  # every action's one callback
+
+
+def _nothing() -> None:
+    pass
 
 
 class Action:
@@ -125,8 +130,8 @@ class Action:
 
 
 Entry = Any  # an Event or an Action (what ``step`` reads of it: ``callbacks``, ``_ok``, ``_value``)
-# one instant's entries: before NORMAL (a heap of (priority, insertion, entry)), at NORMAL (FIFO), after it (a heap)
-Instant = tuple[list[tuple[int, int, Entry]], deque[Entry], list[tuple[int, int, Entry]]]
+# one instant's entries: before NORMAL (a heap of (priority, insertion, entry); a Rewind at -inf), at NORMAL (FIFO), after it (a heap)
+Instant = tuple[list[tuple[float, int, Entry]], deque[Entry], list[tuple[float, int, Entry]]]
 _new = object.__new__  # (an event made without its __init__: Environment.timeout, Environment.process)
 
 
@@ -161,10 +166,15 @@ class Environment(simpy.Environment):
         self.now = t
 
     def _instant(self, t: float) -> Instant:
-        """A new instant ``t`` (there was none)."""
+        """A new instant ``t`` (there was none). One before now (an entry scheduled in the past,
+        e.g. an ulp before it) is SimPy heap's next entry, the clock going back to it: a
+        :class:`Rewind` first in now's instant stops its run there, so that the run's loop too
+        takes the earlier instant next (``Environment.pop`` takes it as it is the earliest)."""
         inst: Instant = ([], deque(), [])
         self._at[t] = inst
         heappush(self._times, t)
+        if t < self.now and (current := self._at.get(self.now)) is not None:
+            heappush(current[0], (-math.inf, next(self._eid), Rewind()))
         return inst
 
     def schedule(self, event: simpy.Event, priority: EventPriority = NORMAL, delay: float = 0) -> None:
@@ -243,8 +253,18 @@ class Environment(simpy.Environment):
             raise exc
 
 
+class Rewind(Action):
+    """An entry that does nothing; the run's loop stops an instant's run at it (see Environment._instant)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(_nothing, ())
+
+
 def call_at(env: simpy.Environment, t: float, prio: int, fn: Callable[[*Ts], object], *args: *Ts) -> Action:
-    """Run ``fn(*args)`` at time ``t`` (>= now), in the order ``prio`` gives it at that instant."""
+    """Run ``fn(*args)`` at time ``t``, in the order ``prio`` gives it at that instant (a ``t`` before now, as the
+    oracle can compute one an ulp before it, runs next, the clock going back to it: as on SimPy's heap)."""
     a = Action(fn, args)
     if type(env) is Environment:  # (Environment.schedule, inlined)
         inst = env._at.get(t) or env._instant(t)

@@ -123,3 +123,52 @@ def test_a_failed_input_fails_the_wait_as_allof_does():
     a.fail(KeyError("gone"))
     env.run()
     assert len(caught) == 1 and not b.triggered
+
+
+def _back_in_time(env: simpy.Environment) -> list[tuple[float, str]]:
+    """Steps scheduling steps an ulp before now (as a transfer's time computed by another path can
+    land), and those scheduling more at that time, between it and now, and at now: what ran, in order."""
+    seen: list[tuple[float, str]] = []
+    t = 2120.7065000000002
+    before = 2120.7065  # (one ulp before t)
+
+    def note(name: str) -> Callable[..., None]:
+        return lambda *_: seen.append((env.now, name))
+
+    def earlier() -> None:
+        seen.append((env.now, "an ulp before now"))
+        call_at(env, env.now, priority(3), note("at that time, later"))
+        call_at(env, env.now, URGENT, note("at that time, urgent"))
+        call_at(env, t, NORMAL, note("back at now"))
+
+    def at_t(k: int) -> Callable[[], None]:
+        def step() -> None:
+            seen.append((env.now, f"step {k} at now"))
+            if k == 1:
+                call_at(env, before, NORMAL, earlier)
+                call_at(env, before, priority(1), note("an ulp before now, a transfer"))
+
+        return step
+
+    for k in range(4):
+        call_at(env, t, NORMAL if k < 3 else priority(2), at_t(k))
+    call_at(env, t + 1.0, NORMAL, note("later"))
+    return seen
+
+
+def test_a_step_scheduled_before_now_runs_next_as_on_simpys_heap():
+    simpys, ours, stepped = simpy.Environment(), Environment(), Environment()
+    expected, got, got_stepped = _back_in_time(simpys), _back_in_time(ours), _back_in_time(stepped)
+    simpys.run()
+    _run_loop(ours, None, None)
+    stepped.run()
+    assert got == expected and got_stepped == expected
+    assert [name for _t, name in expected][:6] == [
+        "step 0 at now",
+        "step 1 at now",
+        "an ulp before now",
+        "at that time, urgent",
+        "an ulp before now, a transfer",
+        "at that time, later",
+    ]
+    assert ours.now == simpys.now
