@@ -36,12 +36,13 @@ every level; by instants, an entry at ``NORMAL`` is a deque append and
 popleft, and the run's loop (``kernbench.runtime.api._run_loop``) sets the
 clock and checks the time limit once an instant, not once an entry.
 
-:func:`call_at` and :func:`fire` are the two places that push an entry
-besides SimPy's own ``schedule`` (which :class:`Environment` overrides): an
+What pushes an entry: SimPy's own ``schedule`` (which :class:`Environment`
+overrides), :meth:`Environment.timeout` and :meth:`Environment.process`,
+:func:`call_at` and :func:`fire`; nothing else touches the schedule. An
 :class:`Action` is a bare entry, which ``step`` pops and runs like any event
 (it needs only ``callbacks`` and ``_ok``; the run's loop calls an action's
 function directly). On a plain ``simpy.Environment`` (tests, benchmarks)
-both push onto SimPy's own heap instead, in the same order. SimPy's public
+:func:`call_at` and :func:`fire` push onto SimPy's own heap instead, in the same order. SimPy's public
 ``Environment.schedule`` and ``Timeout`` take a delay, not a time, and
 ``now + (t − now)`` is not always ``t`` in floating point: a step due at a
 time another step computed could land a few ulps off it and out of order.
