@@ -35,7 +35,7 @@ from kernbench.sim.hbm import sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.serve import union
 from kernbench.sim.train import EPS, Train, first_difference
-from kernbench.sim.transfer import TransferEngine
+from kernbench.sim.transfer import TransferEngine, Way
 from kernbench.topology.graph import Route
 
 if TYPE_CHECKING:
@@ -97,20 +97,29 @@ class FastEngine(TransferEngine):
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ) -> None:
-        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, there, back).begin(self)
+        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, self.plan(op, way))
+
+    def plan(self, op: str, way: Way) -> tuple[Path, Path | None]:
+        """A way's paths, made on its first transfer: the data's, and the control flit's
+        (a read's request, a write's acknowledgement; a send has none)."""
+        plan = way.plan
+        if plan is None:
+            there, back = self.path(way.there), self.path(way.back)
+            plan = way.plan = (back, there) if op == "read" else (there, back if op == "write" else None)
+        return plan  # type: ignore[return-value]  # (Way.plan: what this engine put there)
 
 
 class FastTransfer(FastRecord):
     """A transfer as trains through FIFOs; see the module docstring."""
 
-    __slots__ = ("ack_route", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
+    __slots__ = ("ack_route", "ctl_path", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
 
-    def begin(self, engine: FastEngine) -> None:
-        now = self.env.now
+    def begin(self, engine: FastEngine, plan: tuple[Path, Path | None]) -> None:
+        now = self.env._now
         self.engine = engine
+        self.path, ctl_path = plan
         self.data = []
         self.ch = {}
         self.finish_at: Action | None = None
@@ -122,12 +131,14 @@ class FastTransfer(FastRecord):
         if self.op == "read":
             req = self.there
             self.route = self.back
-            self.path = engine.path(self.route)
+            assert ctl_path is not None
+            self.ctl_path = ctl_path
             self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
             return
         self.route = self.there
-        self.path = engine.path(self.route)
         if self.op == "write":
+            assert ctl_path is not None
+            self.ctl_path = ctl_path
             self.ack_route = self.back
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
         if not (self.op == "send" and self.net.deferring and self._defer_data()):
@@ -146,9 +157,9 @@ class FastTransfer(FastRecord):
         del times[h:]
         token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
         tokens.extend([token] * (len(route.hops) - h))
-        path = self.engine.path(route)
+        path = self.ctl_path
         fifos, delay = path.fifos, path.delay
-        seq, now = self.seq, self.env.now
+        seq, now = self.seq, self.env._now
         log = self.net.explain
         for i in range(h, len(fifos)):
             d = fifos[i].pass_control(t, seq, self, i, token, now)
@@ -164,8 +175,7 @@ class FastTransfer(FastRecord):
         tokens = ctl.tokens
         if h >= len(tokens) or tokens[h] != token:
             return  # superseded by a re-plan from an earlier hop
-        hop = ctl.route.hops[h]
-        if abs(self.engine.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
+        if abs(self.ctl_path.fifos[h].finish_before(t, self.seq) - d_old) > EPS:
             self._control_from(h, t)
 
     def _request_arrives(self, t: float) -> None:
@@ -177,7 +187,7 @@ class FastTransfer(FastRecord):
 
     def _mem_read(self, _t: float) -> None:
         """The request is here: queue every burst on its channel; the data train leaves."""
-        now = self.env.now
+        now = self.env._now
         mem, bursts = self.memory_end()
         if self.net.deferring:
             plan = self.engine.idle_reads.plan(self.path, mem, bursts)
@@ -251,7 +261,7 @@ class FastTransfer(FastRecord):
         there (then only trains still arriving are re-planned, in arrival
         order, instead of every train planned ahead).
         """
-        now = self.env.now
+        now = self.env._now
         hops = self.route.hops
         fifos = self.path.fifos
         self.head_at = None
@@ -312,7 +322,7 @@ class FastTransfer(FastRecord):
 
     def _at_memory(self, train: Train) -> None:
         """A write's data reaches the memory: each channel its bursts; then the acknowledgement."""
-        now = self.env.now
+        now = self.env._now
         mem, bursts = self.memory_end()
         self.mem_train = train
         for c, flits in enumerate(bursts.per_channel):

@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from kernbench.sim.network import Network
 
 
+class Way:
+    """What a transfer's ``(op, src, dst)`` fixes, worked out once per network and shared by every
+    transfer that goes that way: the route there (``src`` to ``dst``) and back, the memory end (a read's
+    or a write's; a send has none), and what the timing mode makes of them (``plan``: the fast engine's
+    paths, :meth:`kernbench.sim.fast.FastEngine.plan`)."""
+
+    __slots__ = ("back", "mem", "plan", "there")
+
+    def __init__(self, there: Route, back: Route, mem: ChannelArray | None) -> None:
+        self.there = there
+        self.back = back
+        self.mem = mem
+        self.plan: object = None
+
+
 class TransferEngine(ABC):
     """One way to compute a network's transfers (a timing mode)."""
 
@@ -50,12 +65,10 @@ class TransferEngine(ABC):
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ) -> None:
-        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``there`` the
-        route from ``src`` to ``dst``, ``back`` the one back; ``done`` succeeds (through
-        :meth:`Network.finish`) when it ends."""
+        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``way`` its routes
+        and memory end; ``done`` succeeds (through :meth:`Network.finish`) when it ends."""
 
 
 class Transfer:
@@ -91,12 +104,11 @@ class Transfer:
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ):
         self.net = net
-        self.there = there  # src -> dst
-        self.back = back  # dst -> src
+        self.there = way.there  # src -> dst
+        self.back = way.back  # dst -> src
         self.env = net.env
         self.op = op
         self.kind = kind
@@ -106,14 +118,10 @@ class Transfer:
         self.corr = corr
         self.seq = seq
         self.done = done
-        self.t0 = net.env.now
+        self.t0 = net.env._now
         self.prio = priority(seq)
-        if op == "send":
-            self.mem = None
-            self.bursts = None
-        else:
-            self.mem = net.memory(dst)
-            self.bursts = self.mem.bursts(region)
+        mem = self.mem = way.mem
+        self.bursts = mem.bursts(region) if mem is not None else None
 
     def memory_end(self) -> tuple[ChannelArray, Bursts]:
         """The memory end and how the region's bursts fall on it (reads and writes; a send has none)."""
