@@ -311,7 +311,9 @@ class FastTransfer(FastRecord):
 
     def _finish(self, _t: float) -> None:
         self.net.finish(self)
-        # let go of everything a finished transfer held (FIFOs may still hold its passages)
+
+    def release(self) -> None:
+        """Let go of everything a finished transfer held (FIFOs may still hold its passages)."""
         for p in self.data:
             p.detach()
         for q in self.ch.values():

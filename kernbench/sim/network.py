@@ -28,7 +28,6 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.frozen import quick_init
-from kernbench.sim.clock import fire
 from kernbench.sim.fast import FastEngine
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.hbm import ChannelArray
@@ -237,7 +236,13 @@ class Network:
         return heap[0][1] if heap else self.env.now
 
     def finish(self, tr: Transfer) -> None:
-        """``tr`` ends now (its engine says when): publish it and succeed its event."""
+        """``tr`` ends now (its engine's step at the transfer's ``FINISH`` priority says when): publish
+        it, let it go (:meth:`Transfer.release`) and succeed its event, processed here and now.
+
+        Processed, not scheduled: scheduled, the event would be the next entry SimPy's heap
+        gives (due now, at ``NORMAL`` priority, below any transfer's step, and nothing due now
+        at that priority is left, or it would have come before this step), so its callbacks
+        would run next either way, in the same order; one heap entry less per transfer."""
         self.transfers_done += 1
         now = self.env._now
         parts: tuple[Part, ...] = ()
@@ -249,4 +254,11 @@ class Network:
             self.bus.emit(
                 now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}"
             )
-        fire(self.env, tr.done, TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
+        result = TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts)
+        tr.release()
+        done = tr.done  # (what Environment.step does to a succeeded event)
+        done._ok = True
+        done._value = result
+        callbacks, done.callbacks = done.callbacks, None
+        for callback in callbacks:
+            callback(done)

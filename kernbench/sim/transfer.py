@@ -135,6 +135,9 @@ class Transfer:
             return self.bursts.n
         return -(-self.region.nbytes // self.net.flit_bytes)
 
+    def release(self) -> None:
+        """It has ended (its result taken): drop what it no longer needs, before anyone is told."""
+
     def publish(self) -> None:  # pragma: no cover - both engines define it
         raise TypeError
 
