@@ -72,19 +72,20 @@ class FastEngine(TransferEngine):
         self._paths.clear()
         super().close()
 
-    def edge_fifo(self, index: int) -> Fifo:
+    def edge_fifo(self, index: int, name: str | None = None) -> Fifo:
+        """Edge ``index``'s FIFO (``name``: its id, if the caller has it: a route's ``Hop.edge_id``)."""
         f = self._edges[index]
         if f is None:
             e = self.net.graph.edges[index]
             f = self._edges[index] = Fifo(
-                sys.intern(e.id), self.net.flit_bytes / e.bw_gbps, self.net.explain
+                name or sys.intern(e.id), self.net.flit_bytes / e.bw_gbps, self.net.explain
             )  # (the routes' name for it: Hop.edge_id)
         return f
 
     def path(self, route: Route) -> Path:
         path = self._paths.get(id(route))
         if path is None:
-            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index) for hop in route.hops], route)
+            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index, hop.edge_id) for hop in route.hops], route)
         return path
 
     def start(

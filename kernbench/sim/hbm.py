@@ -64,15 +64,16 @@ class ChannelArray:
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
-        self._names = [self._name(ch) for ch in range(channels)]
+        self._names = self._channel_names()
         self.fifos = [Fifo(self._names[ch], self.burst_ns, history) for ch in range(channels)]
         self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
-    def _name(self, ch: int) -> str:
+    def _channel_names(self) -> list[str]:
         n = NodeId.parse(self.node_id)
         if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
-            return f"{cube_id(n.sip, n.cube)}.hbm.pc{self.pc_base + ch}"
-        return f"{self.node_id}.ch{ch}"
+            cube = cube_id(n.sip, n.cube)
+            return [f"{cube}.hbm.pc{self.pc_base + ch}" for ch in range(self.channels)]
+        return [f"{self.node_id}.ch{ch}" for ch in range(self.channels)]
 
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
