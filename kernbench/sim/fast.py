@@ -48,12 +48,13 @@ class Path:
     """A route as the engine walks it: per hop its FIFO, the FIFO's service per flit,
     and the delay from leaving it to the next FIFO (propagation, the next node)."""
 
-    __slots__ = ("delay", "fifos", "service")
+    __slots__ = ("delay", "fifos", "reads", "service")
 
     def __init__(self, fifos: list[Fifo], route: Route) -> None:
         self.fifos = fifos
         self.service = [f.s for f in fifos]
         self.delay = [hop.prop_ns + hop.next_overhead_ns for hop in route.hops]
+        self.reads: dict[int, deferral.IdleRead] = {}  # a read's data path: its idle plans by kept layout (deferral.IdleReads)
 
 
 class FastEngine(TransferEngine):
@@ -190,7 +191,8 @@ class FastTransfer(FastRecord):
         """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env._now
         mem, bursts = self.memory_end()
-        if self.net.deferring:
+        net = self.net
+        if net.defer and not net.bus.active:  # (Network.deferring)
             plan = self.engine.idle_reads.plan(self.path, mem, bursts)
             queued = deferral.defer_read(self, self.path, plan, now)
             if queued is not None:

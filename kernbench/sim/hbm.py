@@ -83,11 +83,13 @@ class ChannelArray:
 
     def bursts(self, region: Region) -> Bursts:
         """The region's bursts, and which of them (by flit index) each channel serves."""
-        ids = region.bursts(self.burst_bytes)
         c = self.channels
-        if isinstance(ids, range):
-            n = len(ids)
-            key = (ids.start % c, n)
+        if len(region.starts) == 1:  # (Region.bursts' range, worked out here: a contiguous layout is kept)
+            bb = self.burst_bytes
+            a = region.starts[0]
+            first = a // bb
+            n = (a + region.run_bytes - 1) // bb - first + 1
+            key = (first % c, n)
             hit = self._contiguous.get(key)
             if hit is None:
                 b0 = key[0]
@@ -96,6 +98,8 @@ class ChannelArray:
                     per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
                 hit = self._contiguous[key] = Bursts(n, tuple(per), kept=True)
             return hit
+        ids = region.bursts(self.burst_bytes)
+        assert not isinstance(ids, range)  # (several runs)
         ch = ids % c
         per2: list[Flits | None] = [None] * c
         for k in range(c):
