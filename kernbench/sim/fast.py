@@ -101,7 +101,7 @@ class FastEngine(TransferEngine):
         done: simpy.Event,
         way: Way,
     ) -> None:
-        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, self.plan(op, way))
+        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, way.plan or self.plan(op, way))  # type: ignore[arg-type]
 
     def plan(self, op: str, way: Way) -> tuple[Path, Path | None]:
         """A way's paths, made on its first transfer: the data's, and the control flit's

@@ -249,16 +249,15 @@ class Network:
         if self.explain:
             parts = tr.parts(now)
             self._closed.add(tr.seq)
+        nbytes = tr.region.nbytes
         if self.bus.active:
             tr.publish()
-            self.bus.emit(
-                now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}"
-            )
-        result = TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts)
+            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=nbytes, detail=f"{tr.src}=>{tr.dst}")
+        result = TransferResult(tr.corr, tr.kind, tr.src, tr.dst, nbytes, tr.t0, now, parts)
         tr.release()
         done = tr.done  # (what Environment.step does to a succeeded event)
         done._ok = True
         done._value = result
-        callbacks, done.callbacks = done.callbacks, None
+        callbacks, done.callbacks = done.callbacks, None  # type: ignore[assignment]  # (SimPy's mark of a processed event)
         for callback in callbacks:
             callback(done)
