@@ -74,7 +74,7 @@ class IdleReads:
     def plan(self, path: Path, mem: ChannelArray, bursts: Bursts) -> IdleRead:
         plan = path.reads.get(id(bursts)) if bursts.kept else None
         if plan is None:
-            counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
+            counts = list(bursts.used)
             service, delay = path.service, path.delay
             shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
             times = self._times.get(shape)

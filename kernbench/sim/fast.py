@@ -202,24 +202,23 @@ class FastTransfer(FastRecord):
                 return
         b = mem.burst_ns
         progs = []
-        self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
-        for c, flits in enumerate(bursts.per_channel):
-            if flits is None:
-                continue
-            cnt = bursts.count(c)
-            f = mem.fifos[c]
-            start = f.reserve(now, cnt, self.seq, self.corr)
+        crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
+        seq, corr, fifos, active = self.seq, self.corr, mem.fifos, net.bus.active
+        for c, cnt in bursts.used:
+            f = fifos[c]
+            start = f.reserve(now, cnt, seq, corr)
             if start is None:  # the channel is still receiving: merge flit by flit
-                p = Passage(self.seq, self.corr, Train.burst(cnt, now))
+                p = Passage(seq, corr, Train.burst(cnt, now))
                 f.arrive(p, now)
                 self.ch[c] = p
                 start = p.out.first() - b
-            elif self.net.bus.active:
+            elif active:
                 self.ch[c] = ReservedBursts(f, start, cnt)
             progs.append((start, cnt))
-            if start + cnt * b >= self.crit[2]:
-                self.crit = (c, now, start + cnt * b)
-        if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
+            if start + cnt * b >= crit[2]:
+                crit = (c, now, start + cnt * b)
+        self.crit = crit
+        if net.explain:  # several channels send their last bursts at once: no one of them is critical
             self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
         self.data_in = union(progs, b)
         if not (self.net.deferring and self._defer_data()):

@@ -33,18 +33,19 @@ class Bursts:
     the pattern is regular, else an explicit array. ``kept``: the channel
     array keeps this object for as long as it lives (a contiguous layout), so
     its identity names the layout; any other is built per transfer, and its
-    ``id`` may be reused once it is gone.
+    ``id`` may be reused once it is gone. ``used``: ``(channel, bursts)`` of
+    each channel with bursts, in channel order (what a read queues).
     """
 
     n: int
     per_channel: tuple[Flits | None, ...]
+    used: tuple[tuple[int, int], ...]
     kept: bool = False
 
-    def count(self, ch: int) -> int:
-        pc = self.per_channel[ch]
-        if pc is None:
-            return 0
-        return pc[2] if isinstance(pc, tuple) else len(pc)
+    @classmethod
+    def of(cls, n: int, per_channel: tuple[Flits | None, ...], kept: bool = False) -> Bursts:
+        used = tuple((c, pc[2] if isinstance(pc, tuple) else len(pc)) for c, pc in enumerate(per_channel) if pc is not None)
+        return cls(n, per_channel, used, kept)
 
     def last(self, ch: int) -> int:
         """The flit index of channel ``ch``'s last burst (it has at least one)."""
@@ -96,7 +97,7 @@ class ChannelArray:
                 per: list[tuple[int, int, int] | None] = [None] * c
                 for j in range(min(n, c)):
                     per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-                hit = self._contiguous[key] = Bursts(n, tuple(per), kept=True)
+                hit = self._contiguous[key] = Bursts.of(n, tuple(per), kept=True)
             return hit
         ids = region.bursts(self.burst_bytes)
         assert not isinstance(ids, range)  # (several runs)
@@ -114,7 +115,7 @@ class ChannelArray:
                 per2[k] = (int(idx[0]), int(d[0]), len(idx))
             else:
                 per2[k] = idx
-        return Bursts(len(ids), tuple(per2))
+        return Bursts.of(len(ids), tuple(per2))
 
 
 def sub_train(train: Train, flits: Flits) -> Train:
