@@ -212,7 +212,7 @@ class Network:
         transfer: an impossible route fails at the call, not inside the simulation."""
         mem = self.memory(dst) if op != "send" else None
         there = self.graph.route(src, dst)
-        way = self._ways[(op, src, dst)] = Way(there, self.graph.route(dst, src) if op != "send" else there, mem)
+        way = self._ways[(op, src, dst)] = Way(src, dst, there, self.graph.route(dst, src) if op != "send" else there, mem)
         return way
 
     def _start(self, op: str, kind: str, src: str, dst: str, region: Region, corr_id: int | None, way: Way) -> simpy.Event:
@@ -222,7 +222,7 @@ class Network:
         env = self.env
         done = simpy.Event(env)
         if self.bus.active:
-            self.bus.emit(env._now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=f"{src}=>{dst}")
+            self.bus.emit(env._now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
         if self.explain:
             heapq.heappush(self._open, (seq, env._now))
         self.engine.start(op, kind, src, dst, region, corr, seq, done, way)
@@ -252,7 +252,7 @@ class Network:
         nbytes = tr.region.nbytes
         if self.bus.active:
             tr.publish()
-            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=nbytes, detail=f"{tr.src}=>{tr.dst}")
+            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=nbytes, detail=tr.way.detail)
         result = TransferResult(tr.corr, tr.kind, tr.src, tr.dst, nbytes, tr.t0, now, parts)
         tr.release()
         done = tr.done  # (what Environment.step does to a succeeded event)

@@ -14,6 +14,7 @@ The model is ``docs/timing.md``.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
@@ -32,15 +33,17 @@ if TYPE_CHECKING:
 class Way:
     """What a transfer's ``(op, src, dst)`` fixes, worked out once per network and shared by every
     transfer that goes that way: the route there (``src`` to ``dst``) and back, the memory end (a read's
-    or a write's; a send has none), and what the timing mode makes of them (``plan``: the fast engine's
-    paths, :meth:`kernbench.sim.fast.FastEngine.plan`)."""
+    or a write's; a send has none), what its events name it (``detail``, ``src=>dst``: one string for
+    all of them) and what the timing mode makes of them (``plan``: the fast engine's paths,
+    :meth:`kernbench.sim.fast.FastEngine.plan`)."""
 
-    __slots__ = ("back", "mem", "plan", "there")
+    __slots__ = ("back", "detail", "mem", "plan", "there")
 
-    def __init__(self, there: Route, back: Route, mem: ChannelArray | None) -> None:
+    def __init__(self, src: str, dst: str, there: Route, back: Route, mem: ChannelArray | None) -> None:
         self.there = there
         self.back = back
         self.mem = mem
+        self.detail = sys.intern(f"{src}=>{dst}")
         self.plan: object = None
 
 
@@ -91,6 +94,7 @@ class Transfer:
         "src",
         "t0",
         "there",
+        "way",
     )
 
     def __init__(
@@ -107,6 +111,7 @@ class Transfer:
         way: Way,
     ):
         self.net = net
+        self.way = way
         self.there = way.there  # src -> dst
         self.back = way.back  # dst -> src
         self.env = net.env
