@@ -101,16 +101,16 @@ class FastEngine(TransferEngine):
         done: simpy.Event,
         way: Way,
     ) -> None:
-        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, way.plan or self.plan(op, way))  # type: ignore[arg-type]
+        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, way.plan or self.plan(op, way))
 
     def plan(self, op: str, way: Way) -> tuple[Path, Path | None]:
         """A way's paths, made on its first transfer: the data's, and the control flit's
         (a read's request, a write's acknowledgement; a send has none)."""
-        plan = way.plan
+        plan: tuple[Path, Path | None] | None = way.plan
         if plan is None:
             there, back = self.path(way.there), self.path(way.back)
             plan = way.plan = (back, there) if op == "read" else (there, back if op == "write" else None)
-        return plan  # type: ignore[return-value]  # (Way.plan: what this engine put there)
+        return plan
 
 
 class FastTransfer(FastRecord):

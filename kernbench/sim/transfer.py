@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
@@ -44,7 +44,7 @@ class Way:
         self.back = back
         self.mem = mem
         self.detail = sys.intern(f"{src}=>{dst}")
-        self.plan: object = None
+        self.plan: Any = None  # (the timing mode's own: only it reads what it put there)
 
 
 class TransferEngine(ABC):
