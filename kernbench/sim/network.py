@@ -18,7 +18,7 @@ What a transfer costs is ``docs/timing.md``; the words are in
 
 from __future__ import annotations
 
-import heapq
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -93,7 +93,7 @@ class Network:
         self.transfers_done = 0
         # recorded runs say where each transfer's time went (TransferResult.parts)
         self.explain = self.bus.active if explain is None else explain
-        self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
+        self._open: deque[tuple[int, float]] = deque()  # (seq, start) of transfers in start order; finished ones leave lazily
         self._closed: set[int] = set()
         # trains on idle routes are deferred unless events are published or explained:
         # then every passage is planned (each FIFO's busy span, where the time went)
@@ -224,16 +224,16 @@ class Network:
         if self.bus.active:
             self.bus.emit(env._now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
         if self.explain:
-            heapq.heappush(self._open, (seq, env._now))
+            self._open.append((seq, env._now))  # (seqs are numbered in start order: the oldest is first)
         self.engine.start(op, kind, src, dst, region, corr, seq, done, way)
         return done
 
     def horizon(self) -> float:
         """When the oldest transfer still running started (nothing before it can matter to a running one)."""
-        heap = self._open
-        while heap and heap[0][0] in self._closed:
-            self._closed.discard(heapq.heappop(heap)[0])
-        return heap[0][1] if heap else self.env.now
+        running, closed = self._open, self._closed
+        while running and running[0][0] in closed:
+            closed.discard(running.popleft()[0])
+        return running[0][1] if running else self.env.now
 
     def finish(self, tr: Transfer) -> None:
         """``tr`` ends now (its engine's step at the transfer's ``FINISH`` priority says when): publish
