@@ -52,30 +52,29 @@ class IdleRead:
     """A read's data on idle channels and an idle route: what planning it channel by
     channel and FIFO by FIFO would give when nothing is queued anywhere."""
 
-    __slots__ = ("channels", "counts", "finish", "heads", "lasts")
+    __slots__ = ("busy", "counts", "fifos", "finish", "heads", "lasts")
 
     def __init__(self, mem: ChannelArray, counts: list[tuple[int, int]], times: IdleTimes) -> None:
         self.counts = counts  # (channel, bursts)
-        self.channels = [(mem.fifos[c], n, n * mem.fifos[c].s) for c, n in counts]  # (FIFO, bursts, busy time)
+        self.fifos = tuple(mem.fifos[c] for c, _n in counts)  # the channels' FIFOs
+        self.busy = tuple(n * mem.fifos[c].s for c, n in counts)  # how long each is busy with its bursts
         self.lasts, self.heads, self.finish = times
 
 
 class IdleReads:
-    """One network's :class:`IdleRead` plans, kept per route and kept layout (routes and
-    the layouts of contiguous regions live as long as the network: their identity names
+    """One network's :class:`IdleRead` plans, kept per data path and kept layout (``Path.reads``:
+    the layouts of contiguous regions live as long as the network, so their identity names
     them); a strided layout's are worked out per read, from the times kept per shape."""
 
-    __slots__ = ("_plans", "_times")
+    __slots__ = ("_times",)
 
     def __init__(self) -> None:
-        self._plans: dict[tuple[int, int], IdleRead] = {}  # (id(path), id(bursts)) -> plan
         self._times: dict[tuple[object, ...], IdleTimes] = {}  # (bursts per channel, burst time, route's pace) -> times
 
     def plan(self, path: Path, mem: ChannelArray, bursts: Bursts) -> IdleRead:
-        key = (id(path), id(bursts))
-        plan = self._plans.get(key) if bursts.kept else None
+        plan = path.reads.get(id(bursts)) if bursts.kept else None
         if plan is None:
-            counts = [(c, bursts.count(c)) for c, flits in enumerate(bursts.per_channel) if flits is not None]
+            counts = list(bursts.used)
             service, delay = path.service, path.delay
             shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
             times = self._times.get(shape)
@@ -83,15 +82,14 @@ class IdleReads:
                 times = self._times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
             plan = IdleRead(mem, counts, times)
             if bursts.kept:
-                self._plans[key] = plan
+                path.reads[id(bursts)] = plan
         return plan
 
 
-def channels_idle(channels: Sequence[tuple[Fifo, int, float]], now: float) -> bool:
-    """Whether memory channels ``(FIFO, bursts, their busy time)`` are all idle now:
-    nothing arriving or queued, nothing recorded."""
+def channels_idle(fifos: Sequence[Fifo], now: float) -> bool:
+    """Whether memory channels are all idle now: nothing arriving or queued, nothing recorded."""
     arrived = now - EPS  # (every flit arrived before it)
-    for f, _n, _busy in channels:
+    for f in fifos:
         if f.t_last >= arrived or f.v_end > now or f.history is not None:
             return False
     return True
@@ -102,13 +100,13 @@ def defer_read(tr: FastTransfer, path: Path, plan: IdleRead, now: float) -> list
     no work queued there outlasts the head, its bursts start now and its data train is
     deferred with ``plan``'s times; when the work queued on each FIFO was done (``None``:
     not idle, nothing done)."""
-    if not channels_idle(plan.channels, now):
+    if not channels_idle(plan.fifos, now):
         return None
     queued = idle_route(path.fifos, now, plan.heads)
     if queued is None:
         return None
     defer_route(path.fifos, tr, plan.lasts, now)
-    start_channels(plan.channels, now)
+    start_channels(plan.fifos, plan.busy, now)
     return queued
 
 
@@ -116,7 +114,7 @@ def defer_train(tr: FastTransfer, path: Path) -> tuple[list[float], float] | Non
     """``tr``'s data train, from now, deferred if its whole route is idle: when the work
     queued on each FIFO was done, and when its last flit reaches the far end (``None``:
     not idle, nothing done)."""
-    now = tr.env.now
+    now = tr.env._now
     queued = idle_route(path.fifos, now)
     if queued is None:
         return None

@@ -35,7 +35,7 @@ from kernbench.sim.hbm import sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.serve import union
 from kernbench.sim.train import EPS, Train, first_difference
-from kernbench.sim.transfer import TransferEngine
+from kernbench.sim.transfer import TransferEngine, Way
 from kernbench.topology.graph import Route
 
 if TYPE_CHECKING:
@@ -48,12 +48,13 @@ class Path:
     """A route as the engine walks it: per hop its FIFO, the FIFO's service per flit,
     and the delay from leaving it to the next FIFO (propagation, the next node)."""
 
-    __slots__ = ("delay", "fifos", "service")
+    __slots__ = ("delay", "fifos", "reads", "service")
 
     def __init__(self, fifos: list[Fifo], route: Route) -> None:
         self.fifos = fifos
         self.service = [f.s for f in fifos]
         self.delay = [hop.prop_ns + hop.next_overhead_ns for hop in route.hops]
+        self.reads: dict[int, deferral.IdleRead] = {}  # a read's data path: its idle plans by kept layout (deferral.IdleReads)
 
 
 class FastEngine(TransferEngine):
@@ -72,19 +73,20 @@ class FastEngine(TransferEngine):
         self._paths.clear()
         super().close()
 
-    def edge_fifo(self, index: int) -> Fifo:
+    def edge_fifo(self, index: int, name: str | None = None) -> Fifo:
+        """Edge ``index``'s FIFO (``name``: its id, if the caller has it: a route's ``Hop.edge_id``)."""
         f = self._edges[index]
         if f is None:
             e = self.net.graph.edges[index]
             f = self._edges[index] = Fifo(
-                sys.intern(e.id), self.net.flit_bytes / e.bw_gbps, self.net.explain
+                name or sys.intern(e.id), self.net.flit_bytes / e.bw_gbps, self.net.explain
             )  # (the routes' name for it: Hop.edge_id)
         return f
 
     def path(self, route: Route) -> Path:
         path = self._paths.get(id(route))
         if path is None:
-            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index) for hop in route.hops], route)
+            path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index, hop.edge_id) for hop in route.hops], route)
         return path
 
     def start(
@@ -97,20 +99,29 @@ class FastEngine(TransferEngine):
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ) -> None:
-        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, there, back).begin(self)
+        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, way.plan or self.plan(op, way))
+
+    def plan(self, op: str, way: Way) -> tuple[Path, Path | None]:
+        """A way's paths, made on its first transfer: the data's, and the control flit's
+        (a read's request, a write's acknowledgement; a send has none)."""
+        plan: tuple[Path, Path | None] | None = way.plan
+        if plan is None:
+            there, back = self.path(way.there), self.path(way.back)
+            plan = way.plan = (back, there) if op == "read" else (there, back if op == "write" else None)
+        return plan
 
 
 class FastTransfer(FastRecord):
     """A transfer as trains through FIFOs; see the module docstring."""
 
-    __slots__ = ("ack_route", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
+    __slots__ = ("ack_route", "ctl_path", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
 
-    def begin(self, engine: FastEngine) -> None:
-        now = self.env.now
+    def begin(self, engine: FastEngine, plan: tuple[Path, Path | None]) -> None:
+        now = self.env._now
         self.engine = engine
+        self.path, ctl_path = plan
         self.data = []
         self.ch = {}
         self.finish_at: Action | None = None
@@ -122,12 +133,14 @@ class FastTransfer(FastRecord):
         if self.op == "read":
             req = self.there
             self.route = self.back
-            self.path = engine.path(self.route)
+            assert ctl_path is not None
+            self.ctl_path = ctl_path
             self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
             return
         self.route = self.there
-        self.path = engine.path(self.route)
         if self.op == "write":
+            assert ctl_path is not None
+            self.ctl_path = ctl_path
             self.ack_route = self.back
         self.data_in = Train.burst(self.flits, now + self.route.src_overhead_ns)
         if not (self.op == "send" and self.net.deferring and self._defer_data()):
@@ -146,9 +159,9 @@ class FastTransfer(FastRecord):
         del times[h:]
         token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
         tokens.extend([token] * (len(route.hops) - h))
-        path = self.engine.path(route)
+        path = self.ctl_path
         fifos, delay = path.fifos, path.delay
-        seq, now = self.seq, self.env.now
+        seq, now = self.seq, self.env._now
         log = self.net.explain
         for i in range(h, len(fifos)):
             d = fifos[i].pass_control(t, seq, self, i, token, now)
@@ -164,8 +177,7 @@ class FastTransfer(FastRecord):
         tokens = ctl.tokens
         if h >= len(tokens) or tokens[h] != token:
             return  # superseded by a re-plan from an earlier hop
-        hop = ctl.route.hops[h]
-        if abs(self.engine.edge_fifo(hop.edge.index).finish_before(t, self.seq) - d_old) > EPS:
+        if abs(self.ctl_path.fifos[h].finish_before(t, self.seq) - d_old) > EPS:
             self._control_from(h, t)
 
     def _request_arrives(self, t: float) -> None:
@@ -177,9 +189,10 @@ class FastTransfer(FastRecord):
 
     def _mem_read(self, _t: float) -> None:
         """The request is here: queue every burst on its channel; the data train leaves."""
-        now = self.env.now
+        now = self.env._now
         mem, bursts = self.memory_end()
-        if self.net.deferring:
+        net = self.net
+        if net.defer and not net.bus.active:  # (Network.deferring)
             plan = self.engine.idle_reads.plan(self.path, mem, bursts)
             queued = deferral.defer_read(self, self.path, plan, now)
             if queued is not None:
@@ -189,24 +202,23 @@ class FastTransfer(FastRecord):
                 return
         b = mem.burst_ns
         progs = []
-        self.crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
-        for c, flits in enumerate(bursts.per_channel):
-            if flits is None:
-                continue
-            cnt = bursts.count(c)
-            f = mem.fifos[c]
-            start = f.reserve(now, cnt, self.seq, self.corr)
+        crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
+        seq, corr, fifos, active = self.seq, self.corr, mem.fifos, net.bus.active
+        for c, cnt in bursts.used:
+            f = fifos[c]
+            start = f.reserve(now, cnt, seq, corr)
             if start is None:  # the channel is still receiving: merge flit by flit
-                p = Passage(self.seq, self.corr, Train.burst(cnt, now))
+                p = Passage(seq, corr, Train.burst(cnt, now))
                 f.arrive(p, now)
                 self.ch[c] = p
                 start = p.out.first() - b
-            elif self.net.bus.active:
+            elif active:
                 self.ch[c] = ReservedBursts(f, start, cnt)
             progs.append((start, cnt))
-            if start + cnt * b >= self.crit[2]:
-                self.crit = (c, now, start + cnt * b)
-        if self.net.explain:  # several channels send their last bursts at once: no one of them is critical
+            if start + cnt * b >= crit[2]:
+                crit = (c, now, start + cnt * b)
+        self.crit = crit
+        if net.explain:  # several channels send their last bursts at once: no one of them is critical
             self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
         self.data_in = union(progs, b)
         if not (self.net.deferring and self._defer_data()):
@@ -251,7 +263,7 @@ class FastTransfer(FastRecord):
         there (then only trains still arriving are re-planned, in arrival
         order, instead of every train planned ahead).
         """
-        now = self.env.now
+        now = self.env._now
         hops = self.route.hops
         fifos = self.path.fifos
         self.head_at = None
@@ -301,7 +313,9 @@ class FastTransfer(FastRecord):
 
     def _finish(self, _t: float) -> None:
         self.net.finish(self)
-        # let go of everything a finished transfer held (FIFOs may still hold its passages)
+
+    def release(self) -> None:
+        """Let go of everything a finished transfer held (FIFOs may still hold its passages)."""
         for p in self.data:
             p.detach()
         for q in self.ch.values():
@@ -312,7 +326,7 @@ class FastTransfer(FastRecord):
 
     def _at_memory(self, train: Train) -> None:
         """A write's data reaches the memory: each channel its bursts; then the acknowledgement."""
-        now = self.env.now
+        now = self.env._now
         mem, bursts = self.memory_end()
         self.mem_train = train
         for c, flits in enumerate(bursts.per_channel):

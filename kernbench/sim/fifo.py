@@ -409,11 +409,11 @@ def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[fl
         f.deferred_v_end = base + v_end
 
 
-def start_channels(channels: Sequence[tuple[Fifo, int, float]], now: float) -> None:
-    """The bursts on idle channels ``(FIFO, bursts, their busy time)`` start now: what
+def start_channels(fifos: Sequence[Fifo], busy_ns: Sequence[float], now: float) -> None:
+    """Bursts on idle channels start now, each channel busy for its ``busy_ns``: what
     :meth:`Fifo.reserve` does to an idle channel (no watcher crosses a channel), for a
     read's channels at once."""
-    for f, _n, busy in channels:
+    for f, busy in zip(fifos, busy_ns, strict=True):
         if f.members:  # (an idle channel's members have all arrived: none is still served)
             f.members = []
         f.free = f.v_end = now + busy

@@ -33,18 +33,19 @@ class Bursts:
     the pattern is regular, else an explicit array. ``kept``: the channel
     array keeps this object for as long as it lives (a contiguous layout), so
     its identity names the layout; any other is built per transfer, and its
-    ``id`` may be reused once it is gone.
+    ``id`` may be reused once it is gone. ``used``: ``(channel, bursts)`` of
+    each channel with bursts, in channel order (what a read queues).
     """
 
     n: int
     per_channel: tuple[Flits | None, ...]
+    used: tuple[tuple[int, int], ...]
     kept: bool = False
 
-    def count(self, ch: int) -> int:
-        pc = self.per_channel[ch]
-        if pc is None:
-            return 0
-        return pc[2] if isinstance(pc, tuple) else len(pc)
+    @classmethod
+    def of(cls, n: int, per_channel: tuple[Flits | None, ...], kept: bool = False) -> Bursts:
+        used = tuple((c, pc[2] if isinstance(pc, tuple) else len(pc)) for c, pc in enumerate(per_channel) if pc is not None)
+        return cls(n, per_channel, used, kept)
 
     def last(self, ch: int) -> int:
         """The flit index of channel ``ch``'s last burst (it has at least one)."""
@@ -64,15 +65,16 @@ class ChannelArray:
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
-        self._names = [self._name(ch) for ch in range(channels)]
+        self._names = self._channel_names()
         self.fifos = [Fifo(self._names[ch], self.burst_ns, history) for ch in range(channels)]
         self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
 
-    def _name(self, ch: int) -> str:
+    def _channel_names(self) -> list[str]:
         n = NodeId.parse(self.node_id)
         if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
-            return f"{cube_id(n.sip, n.cube)}.hbm.pc{self.pc_base + ch}"
-        return f"{self.node_id}.ch{ch}"
+            cube = cube_id(n.sip, n.cube)
+            return [f"{cube}.hbm.pc{self.pc_base + ch}" for ch in range(self.channels)]
+        return [f"{self.node_id}.ch{ch}" for ch in range(self.channels)]
 
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
@@ -82,19 +84,23 @@ class ChannelArray:
 
     def bursts(self, region: Region) -> Bursts:
         """The region's bursts, and which of them (by flit index) each channel serves."""
-        ids = region.bursts(self.burst_bytes)
         c = self.channels
-        if isinstance(ids, range):
-            n = len(ids)
-            key = (ids.start % c, n)
+        if len(region.starts) == 1:  # (Region.bursts' range, worked out here: a contiguous layout is kept)
+            bb = self.burst_bytes
+            a = region.starts[0]
+            first = a // bb
+            n = (a + region.run_bytes - 1) // bb - first + 1
+            key = (first % c, n)
             hit = self._contiguous.get(key)
             if hit is None:
                 b0 = key[0]
                 per: list[tuple[int, int, int] | None] = [None] * c
                 for j in range(min(n, c)):
                     per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-                hit = self._contiguous[key] = Bursts(n, tuple(per), kept=True)
+                hit = self._contiguous[key] = Bursts.of(n, tuple(per), kept=True)
             return hit
+        ids = region.bursts(self.burst_bytes)
+        assert not isinstance(ids, range)  # (several runs)
         ch = ids % c
         per2: list[Flits | None] = [None] * c
         for k in range(c):
@@ -109,7 +115,7 @@ class ChannelArray:
                 per2[k] = (int(idx[0]), int(d[0]), len(idx))
             else:
                 per2[k] = idx
-        return Bursts(len(ids), tuple(per2))
+        return Bursts.of(len(ids), tuple(per2))
 
 
 def sub_train(train: Train, flits: Flits) -> Train:

@@ -18,7 +18,7 @@ What a transfer costs is ``docs/timing.md``; the words are in
 
 from __future__ import annotations
 
-import heapq
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,13 +28,12 @@ from kernbench.errors import RouteError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.frozen import quick_init
-from kernbench.sim.clock import fire
 from kernbench.sim.fast import FastEngine
 from kernbench.sim.fidelity import check_fidelity
 from kernbench.sim.hbm import ChannelArray
 from kernbench.sim.oracle import OracleEngine
 from kernbench.sim.region import Region
-from kernbench.sim.transfer import Transfer, TransferEngine
+from kernbench.sim.transfer import Transfer, TransferEngine, Way
 from kernbench.sim.transit import Part
 from kernbench.topology.graph import Graph
 
@@ -88,12 +87,13 @@ class Network:
         self.mode = mode
         self.flit_bytes = graph.flit_bytes
         self._memories: dict[str, ChannelArray] = {}
+        self._ways: dict[tuple[str, str, str], Way] = {}  # (op, src, dst) -> its routes and memory end
         self._next_corr = 1
         self._next_seq = 1
         self.transfers_done = 0
         # recorded runs say where each transfer's time went (TransferResult.parts)
         self.explain = self.bus.active if explain is None else explain
-        self._open: list[tuple[int, float]] = []  # (seq, start) of transfers, a heap; finished ones leave lazily
+        self._open: deque[tuple[int, float]] = deque()  # (seq, start) of transfers in start order; finished ones leave lazily
         self._closed: set[int] = set()
         # trains on idle routes are deferred unless events are published or explained:
         # then every passage is planned (each FIFO's busy span, where the time went)
@@ -144,8 +144,11 @@ class Network:
         ``stride_bytes`` (a multiple of the burst) one burst every
         ``stride_bytes``, ``ceil(size / burst)`` of them.
         """
-        reg = self._region(memory, offset, size_bytes, region, stride_bytes)
-        return self._start("read", kind, initiator, memory, reg, corr_id)
+        way = self._ways.get(("read", initiator, memory))
+        if way is None or region is None:
+            region = self._region(memory, offset, size_bytes, region, stride_bytes)
+            way = way or self._way("read", initiator, memory)
+        return self._start("read", kind, initiator, memory, region, corr_id, way)
 
     def write(
         self,
@@ -160,14 +163,18 @@ class Network:
         corr_id: int | None = None,
     ) -> simpy.Event:
         """Write a region of ``memory`` from ``initiator``; done when the acknowledgement is back."""
-        reg = self._region(memory, offset, size_bytes, region, stride_bytes)
-        return self._start("write", kind, initiator, memory, reg, corr_id)
+        way = self._ways.get(("write", initiator, memory))
+        if way is None or region is None:
+            region = self._region(memory, offset, size_bytes, region, stride_bytes)
+            way = way or self._way("write", initiator, memory)
+        return self._start("write", kind, initiator, memory, region, corr_id, way)
 
     def send(self, src: str, dst: str, size_bytes: int, *, kind: str = "ipcq", corr_id: int | None = None) -> simpy.Event:
         """Move ``size_bytes`` from ``src`` to ``dst``; done when the last flit arrives."""
         if size_bytes <= 0:
             raise ValueError(f"transfer size must be positive, got {size_bytes}")
-        return self._start("send", kind, src, dst, Region.contiguous(0, size_bytes), corr_id)
+        way = self._ways.get(("send", src, dst)) or self._way("send", src, dst)
+        return self._start("send", kind, src, dst, Region.contiguous(0, size_bytes), corr_id, way)
 
     def flush(self) -> None:
         """The end of a run: nothing is left to publish (every transfer publishes its busy
@@ -181,6 +188,7 @@ class Network:
             for f in mem.fifos:
                 f.close()
         self._memories.clear()
+        self._ways.clear()
         self._open.clear()
         self._closed.clear()
 
@@ -199,40 +207,57 @@ class Network:
         n = -(-size_bytes // mem.burst_bytes)
         return Region.strided(offset - offset % mem.burst_bytes, mem.burst_bytes, stride_bytes, n)
 
-    def _start(self, op: str, kind: str, src: str, dst: str, region: Region, corr_id: int | None) -> simpy.Event:
-        # both routes now: an impossible one fails at the call, not inside the simulation
+    def _way(self, op: str, src: str, dst: str) -> Way:
+        """The routes and memory end of ``op`` from ``src`` to ``dst``, worked out on its first
+        transfer: an impossible route fails at the call, not inside the simulation."""
+        mem = self.memory(dst) if op != "send" else None
         there = self.graph.route(src, dst)
-        back = self.graph.route(dst, src) if op != "send" else there
+        way = self._ways[(op, src, dst)] = Way(src, dst, there, self.graph.route(dst, src) if op != "send" else there, mem)
+        return way
+
+    def _start(self, op: str, kind: str, src: str, dst: str, region: Region, corr_id: int | None, way: Way) -> simpy.Event:
         corr = corr_id if corr_id is not None else self.new_corr_id()
         seq = self._next_seq
-        self._next_seq += 1
-        done = self.env.event()
-        now = self.env.now
+        self._next_seq = seq + 1
+        env = self.env
+        done = simpy.Event(env)
         if self.bus.active:
-            self.bus.emit(now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=f"{src}=>{dst}")
+            self.bus.emit(env._now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
         if self.explain:
-            heapq.heappush(self._open, (seq, now))
-        self.engine.start(op, kind, src, dst, region, corr, seq, done, there, back)
+            self._open.append((seq, env._now))  # (seqs are numbered in start order: the oldest is first)
+        self.engine.start(op, kind, src, dst, region, corr, seq, done, way)
         return done
 
     def horizon(self) -> float:
         """When the oldest transfer still running started (nothing before it can matter to a running one)."""
-        heap = self._open
-        while heap and heap[0][0] in self._closed:
-            self._closed.discard(heapq.heappop(heap)[0])
-        return heap[0][1] if heap else self.env.now
+        running, closed = self._open, self._closed
+        while running and running[0][0] in closed:
+            closed.discard(running.popleft()[0])
+        return running[0][1] if running else self.env.now
 
     def finish(self, tr: Transfer) -> None:
-        """``tr`` ends now (its engine says when): publish it and succeed its event."""
+        """``tr`` ends now (its engine's step at the transfer's ``FINISH`` priority says when): publish
+        it, let it go (:meth:`Transfer.release`) and succeed its event, processed here and now.
+
+        Processed, not scheduled: scheduled, the event would be the next entry SimPy's heap
+        gives (due now, at ``NORMAL`` priority, below any transfer's step, and nothing due now
+        at that priority is left, or it would have come before this step), so its callbacks
+        would run next either way, in the same order; one heap entry less per transfer."""
         self.transfers_done += 1
-        now = self.env.now
+        now = self.env._now
         parts: tuple[Part, ...] = ()
         if self.explain:
             parts = tr.parts(now)
             self._closed.add(tr.seq)
+        nbytes = tr.region.nbytes
         if self.bus.active:
             tr.publish()
-            self.bus.emit(
-                now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=tr.region.nbytes, detail=f"{tr.src}=>{tr.dst}"
-            )
-        fire(self.env, tr.done, TransferResult(tr.corr, tr.kind, tr.src, tr.dst, tr.region.nbytes, tr.t0, now, parts))
+            self.bus.emit(now, EventKind.TRANSFER_END, tr.src, corr_id=tr.corr, label=tr.kind, value=nbytes, detail=tr.way.detail)
+        result = TransferResult(tr.corr, tr.kind, tr.src, tr.dst, nbytes, tr.t0, now, parts)
+        tr.release()
+        done = tr.done  # (what Environment.step does to a succeeded event)
+        done._ok = True
+        done._value = result
+        callbacks, done.callbacks = done.callbacks, None  # type: ignore[assignment]  # (SimPy's mark of a processed event)
+        for callback in callbacks:
+            callback(done)

@@ -21,7 +21,7 @@ from kernbench.sim.clock import FINISH, call_at, priority
 from kernbench.sim.fidelity import BankedChannels, BankTiming, CreditLinks
 from kernbench.sim.region import Region
 from kernbench.sim.train import EPS
-from kernbench.sim.transfer import Transfer, TransferEngine
+from kernbench.sim.transfer import Transfer, TransferEngine, Way
 from kernbench.sim.transit import FifoLog, Journey, Stop
 from kernbench.topology.graph import Hop, Route
 
@@ -98,10 +98,9 @@ class OracleEngine(TransferEngine):
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ) -> None:
-        OracleTransfer(self.net, op, kind, src, dst, region, corr, seq, done, there, back).begin(self.state)
+        OracleTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self.state)
 
 
 class OracleTransfer(Transfer):

@@ -14,8 +14,9 @@ The model is ``docs/timing.md``.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
@@ -27,6 +28,23 @@ from kernbench.topology.graph import Route
 
 if TYPE_CHECKING:
     from kernbench.sim.network import Network
+
+
+class Way:
+    """What a transfer's ``(op, src, dst)`` fixes, worked out once per network and shared by every
+    transfer that goes that way: the route there (``src`` to ``dst``) and back, the memory end (a read's
+    or a write's; a send has none), what its events name it (``detail``, ``src=>dst``: one string for
+    all of them) and what the timing mode makes of them (``plan``: the fast engine's paths,
+    :meth:`kernbench.sim.fast.FastEngine.plan`)."""
+
+    __slots__ = ("back", "detail", "mem", "plan", "there")
+
+    def __init__(self, src: str, dst: str, there: Route, back: Route, mem: ChannelArray | None) -> None:
+        self.there = there
+        self.back = back
+        self.mem = mem
+        self.detail = sys.intern(f"{src}=>{dst}")
+        self.plan: Any = None  # (the timing mode's own: only it reads what it put there)
 
 
 class TransferEngine(ABC):
@@ -50,12 +68,10 @@ class TransferEngine(ABC):
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ) -> None:
-        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``there`` the
-        route from ``src`` to ``dst``, ``back`` the one back; ``done`` succeeds (through
-        :meth:`Network.finish`) when it ends."""
+        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``way`` its routes
+        and memory end; ``done`` succeeds (through :meth:`Network.finish`) when it ends."""
 
 
 class Transfer:
@@ -78,6 +94,7 @@ class Transfer:
         "src",
         "t0",
         "there",
+        "way",
     )
 
     def __init__(
@@ -91,12 +108,12 @@ class Transfer:
         corr: int,
         seq: int,
         done: simpy.Event,
-        there: Route,
-        back: Route,
+        way: Way,
     ):
         self.net = net
-        self.there = there  # src -> dst
-        self.back = back  # dst -> src
+        self.way = way
+        self.there = way.there  # src -> dst
+        self.back = way.back  # dst -> src
         self.env = net.env
         self.op = op
         self.kind = kind
@@ -106,14 +123,10 @@ class Transfer:
         self.corr = corr
         self.seq = seq
         self.done = done
-        self.t0 = net.env.now
+        self.t0 = net.env._now
         self.prio = priority(seq)
-        if op == "send":
-            self.mem = None
-            self.bursts = None
-        else:
-            self.mem = net.memory(dst)
-            self.bursts = self.mem.bursts(region)
+        mem = self.mem = way.mem
+        self.bursts = mem.bursts(region) if mem is not None else None
 
     def memory_end(self) -> tuple[ChannelArray, Bursts]:
         """The memory end and how the region's bursts fall on it (reads and writes; a send has none)."""
@@ -126,6 +139,9 @@ class Transfer:
         if self.bursts is not None:
             return self.bursts.n
         return -(-self.region.nbytes // self.net.flit_bytes)
+
+    def release(self) -> None:
+        """It has ended (its result taken): drop what it no longer needs, before anyone is told."""
 
     def publish(self) -> None:  # pragma: no cover - both engines define it
         raise TypeError
