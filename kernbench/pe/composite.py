@@ -77,6 +77,18 @@ class StepPlan:
     stages: tuple[Stage, ...]
     store_bytes: int
     stores: bool
+    runs: tuple[tuple[str, tuple[float, ...]], ...]  # the stages as runs of one engine: (engine, service times)
+
+
+def _runs(stages: list[Stage]) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """Consecutive stages on one engine, grouped: (the engine, their service times in order)."""
+    runs: list[tuple[str, list[float]]] = []
+    for st in stages:
+        if runs and runs[-1][0] == st.engine:
+            runs[-1][1].append(st.service_ns)
+        else:
+            runs.append((st.engine, [st.service_ns]))
+    return tuple([(engine, tuple(services)) for engine, services in runs])
 
 
 Read = tuple[int, str, Piece]  # an HBM operand's piece: (op, operand name, piece)
@@ -137,28 +149,37 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
                 stages.append(
                     Stage(k.engine, _gemm_ns(pe, op, work) if k.engine == "gemm" else pe.math_ns(work * k.passes, k.rate), op.kind)
                 )
-        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1))
+        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1, _runs(stages)))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
     return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes), f"fetch {label}", f"store {label}")
 
 
-def _on_engines(pe: ProcessingElement, stages: tuple[Stage, ...], t: float, corr: int, pred: int) -> tuple[float, int]:
+def _on_engines(pe: ProcessingElement, step: StepPlan, t: float, corr: int, pred: int) -> tuple[float, int]:
     """A step's ops one after the other from ``t``, each held on its engine's lane from the end
-    of the one before: :meth:`Lane.reserve` for each — in line when no event is recorded and no
-    work scaled, the same arithmetic without a call per op; (the last one's end, its span)."""
-    reserve = pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None
-    for st in stages:
-        lane = pe.gemm if st.engine == "gemm" else pe.math
-        if reserve:
+    of the one before: :meth:`Lane.reserve` for each when an event is recorded or work scaled;
+    else the same arithmetic in line, a run of ops on one engine at a time (after the run's
+    first op the lane is free when the next one starts: each one's end is the last one's plus
+    its service, added in order, as ``reserve`` adds them); (the last one's end, its span)."""
+    if pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None:
+        for st in step.stages:
+            lane = pe.gemm if st.engine == "gemm" else pe.math
             _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=pred)
-        else:
-            free, service = lane.free_ns, st.service_ns
-            t = (t if t > free else free) + service
-            lane.free_ns = t
-            lane.busy_ns += service
-            lane.count += 1
+            pred = lane.last
+        return t, pred
+    for engine, services in step.runs:
+        lane = pe.gemm if engine == "gemm" else pe.math
+        free = lane.free_ns
+        if free > t:
+            t = free
+        busy = lane.busy_ns
+        for service in services:
+            t += service
+            busy += service
+        lane.free_ns = t
+        lane.busy_ns = busy
+        lane.count += len(services)
         pred = lane.last
     return t, pred
 
@@ -390,7 +411,7 @@ class CompositeRun:
             _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
-            t, lane_seq = _on_engines(pe, step.stages, t, corr, lane_seq)
+            t, lane_seq = _on_engines(pe, step, t, corr, lane_seq)
             self.used.append((t, lane_seq))
             if step.stores:
                 _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, now)
