@@ -238,16 +238,11 @@ class CompositeRun:
         self.arrive = arrive
         # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
         tcm, claimed = cmd.tcm_handles
-        ops = cmd.ops
         plan = _plan(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
-        # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
-        self.reads = (
-            tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
-        )
-        self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
+        self.reads, self.writes_at = _streams(cmd, plan, pe.composite_tile_bytes)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm_ids, claimed_ids = cmd.tcm_ids
@@ -264,8 +259,7 @@ class CompositeRun:
         done = self.done = env.event()
         ready = pe.ready
         self.outs_claimed = claimed
-        for rid in claimed_ids:
-            ready[rid] = done
+        ready.update(dict.fromkeys(claimed_ids, done))
         pe.async_stages += 1
         reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
@@ -478,8 +472,26 @@ class CompositeRun:
         fire(env, mine, env.now)
 
 
+Streams = tuple[tuple[tuple[HandleRef, Piece], ...], ...]  # per step, each HBM tensor's piece
+
+
+def _streams(cmd: CompositeCmd, plan: Plan, tile_bytes: int) -> tuple[Streams, Streams]:
+    """Per step, each HBM tensor's piece it reads and each HBM result's piece it writes (none:
+    one shared tuple of empty steps). They follow from the command and the tile size alone
+    (the plan's pieces, this command's tensors): worked out once per command and tile size and
+    kept on the command, as its cached properties are (a re-timing submits it again)."""
+    kept = cmd.__dict__.get("_streams")
+    if kept is not None and kept[0] == tile_bytes:
+        return kept[1], kept[2]
+    ops, n = cmd.ops, plan.n_tiles
+    reads = tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
+    writes = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
+    cmd.__dict__["_streams"] = (tile_bytes, reads, writes)
+    return reads, writes
+
+
 @functools.cache
-def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
+def _nothing(n: int) -> Streams:
     """``n`` steps that move nothing from or to HBM."""
     return ((),) * n
 
