@@ -122,7 +122,7 @@ class PeCpu:
         :meth:`_catch_up` — before anything another actor orders by time: a
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
-        self.t = self.env.now
+        self.t = self.env._now
         response: Any = None
         while (req := self._next(response)) is not None:
             response = None
@@ -206,7 +206,7 @@ class PeCpu:
         self.commands += 1
         pe.cpu_busy_ns += dur
         self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
+        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env._now):
             yield self.env.timeout(t - now)  # (_catch_up, inlined)
         if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
@@ -219,7 +219,7 @@ class PeCpu:
         while q:
             done = q[0][0]
             if isinstance(done, simpy.Event):  # (ready_time, inlined: this runs once a command)
-                if not done.processed:
+                if done.callbacks is not None:
                     break
                 done = fired_at(done)
             if done > t:
@@ -234,11 +234,11 @@ class PeCpu:
         landed = pe.ready.get(ref.id)  # set by PE_DMA / PE_IPCQ when the data is in TCM
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)
-        if isinstance(landed, simpy.Event) and not landed.processed:
+        if isinstance(landed, simpy.Event) and landed.callbacks is not None:
             self.waiting_on = f"{reason.value}: {ref.name}"
             yield landed
             self.waiting_on = None
-            self.t = self.env.now
+            self.t = self.env._now
             stalls = pe.cpu_stall_ns
             stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
             if pe.bus.active:
@@ -266,10 +266,10 @@ class PeCpu:
                 self.waiting_on = "completion of its last commands"
                 yield c
                 self.waiting_on = None
-            elif t > env.now:
-                yield env.timeout(t - env.now)
+            elif t > env._now:
+                yield env.timeout(t - env._now)
         self._outstanding.clear()
-        self.pe.done_ns = env.now
+        self.pe.done_ns = env._now
         self.finished = True
 
     def _check_limits(self) -> None:
@@ -290,8 +290,8 @@ class PeCpu:
 
     def _catch_up(self) -> ProcessGenerator:
         """Let SimPy's clock reach this CPU's."""
-        if self.t > self.env.now:
-            yield self.env.timeout(self.t - self.env.now)
+        if self.t > self.env._now:
+            yield self.env.timeout(self.t - self.env._now)
 
     def _queue_space(self) -> ProcessGenerator:
         """Stall until the scheduler queue has room (its oldest command completes)."""
@@ -304,7 +304,7 @@ class PeCpu:
             assert isinstance(oldest, simpy.Event)  # (only an event is not ready yet)
             yield from self._catch_up()
             yield oldest
-            self.t = max(self.t, self.env.now)
+            self.t = max(self.t, self.env._now)
         else:
             self.t = max(self.t, t)
         self.waiting_on = None
@@ -325,7 +325,7 @@ class PeCpu:
 
     def _log(self, cmd: PeCommand, cycles: float) -> None:
         entry: OpLogEntry = {
-            "t_ns": self.env.now,
+            "t_ns": self.env._now,
             "op": OP_LOG_KIND[type(cmd)],
             "cmd": cmd.name,
             "logical_bytes": cmd.logical_bytes,

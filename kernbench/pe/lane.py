@@ -25,8 +25,11 @@ from kernbench.sim.transit import Part
 
 
 def fired_at(ev: simpy.Event) -> float:
-    """The time a readiness or completion event fired with (its value: SimPy types values as Optional[Any])."""
-    return cast(float, ev.value)
+    """The time a readiness or completion event fired with (its value, read as SimPy's ``value``
+    does once the event is triggered — every caller asks of a processed event — without the
+    property's check and ``cast``'s call: ~11k reads in a GQA re-timing)."""
+    t: float = ev._value
+    return t
 
 
 def all_fired(env: simpy.Environment, events: list[simpy.Event]) -> simpy.Event:

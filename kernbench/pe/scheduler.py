@@ -70,7 +70,7 @@ def _itemsize(r: HandleRef) -> int:
 def ready_time(r: Ready) -> float | None:
     """The time a handle is ready, or None while its event is still pending."""
     if isinstance(r, simpy.Event):
-        return fired_at(r) if r.processed else None
+        return fired_at(r) if r.callbacks is None else None
     return r
 
 
@@ -147,7 +147,7 @@ class Scheduler:
             if r is None or r.space != "tcm":
                 continue
             v = ready.get(r.id, 0.0)
-            if isinstance(v, simpy.Event) and not v.processed:
+            if isinstance(v, simpy.Event) and v.callbacks is not None:
                 out.append((v, r.id))
         return out
 
@@ -184,12 +184,12 @@ class Scheduler:
             yield all_fired(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            end, seq = body(max(arrive, t_in2, self.env.now), pred)
+            end, seq = body(max(arrive, t_in2, self.env._now), pred)
             pe.async_stages -= 1
             self._produced(outs, seq)  # (their readiness stays the event ``done``)
             self._done(corr, seq)
-            if end > self.env.now:
-                yield self.env.timeout(end - self.env.now)
+            if end > self.env._now:
+                yield self.env.timeout(end - self.env._now)
             fire(self.env, done, end)
 
         self.env.process(wait_then_run())
@@ -208,7 +208,7 @@ class Scheduler:
         self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
     ) -> tuple[float, int]:
         pe = self.pe
-        now = self.env.now
+        now = self.env._now
         _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
         _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
@@ -243,7 +243,7 @@ class Scheduler:
         pe = self.pe
 
         def body(t: float, pred: int) -> tuple[float, int]:
-            now = self.env.now
+            now = self.env._now
             _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
             _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
@@ -300,17 +300,17 @@ class Scheduler:
         def run() -> ProcessGenerator:
             t0 = max(arrive, t_in)
             for ev in pending:
-                if not ev.processed:
+                if ev.callbacks is not None:
                     yield ev
                 t0 = max(t0, fired_at(ev))
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
+            if t0 > env._now:
+                yield env.timeout(t0 - env._now)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            if prev is not None and not prev.processed:
+            if prev is not None and prev.callbacks is not None:
                 yield prev
-            if env.now > t0:  # the channel's previous transfer held it
+            if env._now > t0:  # the channel's previous transfer held it
                 pred = channel.last
-            start = env.now
+            start = env._now
             front: tuple[Part, ...] = ()
             if tcm == "out":
                 go = pe.tcm_leaving(start, size, pred, corr)
@@ -320,7 +320,7 @@ class Scheduler:
             result: TransferResult = yield transfer()
             parts = front + result.parts
             if tcm == "in":
-                landed = env.now
+                landed = env._now
                 begin, end = pe.tcm_write.landing(start, landed, size, landed)
                 if end > landed:
                     parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
@@ -330,11 +330,11 @@ class Scheduler:
                 if end > landed:
                     yield env.timeout(end - landed)
             else:
-                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
+                seq = channel.record(start, env._now, label, corr, size, pred, parts if traced else ())
             self._done(corr, seq)
             if then is not None:
                 then(seq)
-            fire(env, mine, env.now)
+            fire(env, mine, env._now)
 
         env.process(run())
         return mine
