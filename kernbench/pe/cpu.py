@@ -18,6 +18,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
@@ -43,6 +44,7 @@ from kernbench.pe.commands import (
     PeCpuOverheadCmd,
     ScatterCmd,
 )
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import fired_at
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
@@ -73,6 +75,43 @@ OP_LOG_KIND = {
 def _math_log_op(op: str) -> str:
     """A math command's op-log kind: the op named."""
     return f"compute/math.{op}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """What PE_CPU charges for a command and logs of it, from the command and the cost model
+    alone: worked out once per command and model and kept on the command (a re-timing
+    submits the same commands again; a model is one object per set of knobs)."""
+
+    cost: DispatchCostModel
+    cycles: float
+    ns: float  # the cycles at the PE's clock
+    over_cap: bool  # a composite over the descriptor cap (ADR-0064 D7): dispatching it raises
+    op: str  # its op-log kind
+    name: str
+    logical_bytes: int
+    ops: tuple[str, ...] | None  # a composite's op kinds
+
+
+def dispatched(cmd: PeCommand, cost: DispatchCostModel) -> Dispatched:
+    """``cmd``'s :class:`Dispatched` under ``cost`` (kept on the command, as its cached properties are)."""
+    kept: Dispatched | None = cmd.__dict__.get("_dispatched")
+    if kept is not None and kept.cost is cost:
+        return kept
+    cycles = cost.dispatch_cycles(cmd)
+    composite = isinstance(cmd, CompositeCmd)
+    d = Dispatched(
+        cost,
+        cycles,
+        cost.cycles_to_ns(cycles),
+        composite and cmd.logical_bytes > cost.max_composite_logical_bytes,
+        _math_log_op(cmd.op) if isinstance(cmd, MathCmd) else OP_LOG_KIND[type(cmd)],
+        cmd.name,
+        cmd.logical_bytes,
+        tuple([op.kind for op in cmd.ops]) if isinstance(cmd, CompositeCmd) else None,
+    )
+    cmd.__dict__["_dispatched"] = d
+    return d
 
 
 # Commands whose submission another actor orders by time: a receive matches
@@ -164,25 +203,26 @@ class PeCpu:
     def _spend(self, cmd: PeCpuOverheadCmd, src: str = "") -> None:
         """``tl.cycles``: explicit CPU work, no dispatch formula (ADR-0064 D5); ``src``: the line that asked for it."""
         pe = self.pe
-        dur = pe.cost.cycles_to_ns(cmd.cycles) * self.scale.of_cpu_work(src)
+        d = dispatched(cmd, pe.cost)
+        dur = d.ns * self.scale.of_cpu_work(src)
         if pe.bus.active:
             self.last = pe.bus.emit(
                 self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last, src=src
             )
-        self._log(cmd, cmd.cycles)
+        self._log(d)
         pe.cpu_busy_ns += dur
         self.t += dur
 
     def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
         """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
         pe = self.pe
-        cost = pe.cost
-        if isinstance(cmd, CompositeCmd):
-            cost.check_composite(cmd)  # D7 again for replay with other knobs
+        d = dispatched(cmd, pe.cost)
+        if d.over_cap:
+            pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
         if self._queue_full():
             yield from self._queue_space()
-        cycles = cost.dispatch_cycles(cmd)
-        dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
+        cycles = d.cycles
+        dur = d.ns + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
         if self.scaled:
             dur *= self.scale.of_command(corr, src)
@@ -195,13 +235,13 @@ class PeCpu:
                 self.lane,
                 end_ns=t + dur,
                 corr_id=corr,
-                label=cmd.name,
+                label=d.name,
                 value=cycles,
-                detail=str(cmd.logical_bytes),
+                detail=str(d.logical_bytes),
                 pred=self.last,
                 src=src,
             )
-        self._log(cmd, cycles)
+        self._log(d)
         self.dispatch_cycles += cycles
         self.commands += 1
         pe.cpu_busy_ns += dur
@@ -323,18 +363,16 @@ class PeCpu:
                 pred=self.pe.done_seq.get(oldest_corr, -1),
             )
 
-    def _log(self, cmd: PeCommand, cycles: float) -> None:
+    def _log(self, d: Dispatched) -> None:
         entry: OpLogEntry = {
             "t_ns": self.env._now,
-            "op": OP_LOG_KIND[type(cmd)],
-            "cmd": cmd.name,
-            "logical_bytes": cmd.logical_bytes,
-            "dispatch_cycles": cycles,
+            "op": d.op,
+            "cmd": d.name,
+            "logical_bytes": d.logical_bytes,
+            "dispatch_cycles": d.cycles,
         }
-        if isinstance(cmd, MathCmd):
-            entry["op"] = _math_log_op(cmd.op)
-        elif isinstance(cmd, CompositeCmd):
-            entry["ops"] = [op.kind for op in cmd.ops]
+        if d.ops is not None:
+            entry["ops"] = list(d.ops)
         self.op_log.append(entry)
 
     def _kernel_error(self, exc: BaseException) -> KernelError:
