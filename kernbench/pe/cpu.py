@@ -253,8 +253,12 @@ class PeCpu:
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 
     def _queue_full(self) -> bool:
-        """Retire commands done by now; is the scheduler queue still full (stall for its oldest)?"""
+        """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now
+        first — only when it holds ``queue_depth`` of them: a command done by now is done by
+        any later time, so retiring it later retires the same ones before anything reads them."""
         q = self._outstanding
+        if len(q) < self.pe.queue_depth:
+            return False
         t = self.t
         while q:
             done = q[0][0]
