@@ -162,9 +162,15 @@ class PeCpu:
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
         self.t = self.env._now
-        response: Any = None
-        while (req := self._next(response)) is not None:
-            response = None
+        next_request = self.next_request
+        while True:
+            try:
+                req = next_request(None)  # (no response yet: every request's is None)
+            except BaseException as exc:
+                self._request_failed(exc)  # (raises the error it is, with the kernel's line)
+                raise  # (not the kernel's: as it came)
+            if req is None:
+                break
             if self.issued >= self._max_issued or self.t > self._max_t or time.monotonic() > self.deadline or PENDING:
                 self._check_limits()  # (one of them is past: raises, naming which)
             kind = type(req)  # (the three request records are final: their type is the kind)
@@ -183,21 +189,18 @@ class PeCpu:
                 raise TypeError(f"unknown PE_CPU request {req!r}")
         yield from self._finish()
 
-    def _next(self, response: Any) -> Request | None:
-        """The kernel's next request (None when it returned); its errors become ours, with its line."""
-        try:
-            return self.next_request(response)
-        except WallTimeExceeded as exc:
+    def _request_failed(self, exc: BaseException) -> None:
+        """Asking the kernel for its next request raised ``exc``: raise the error that makes
+        (its errors become ours, with its line); returns when ``exc`` is not the kernel's."""
+        if isinstance(exc, WallTimeExceeded):
             # raised through the kernel's frames, or in here when the watchdog left the kernel suspended
             where = self.describe_error(exc) or self.locate()
             raise self._limit_error(
                 f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", lambda _exc: where
             ) from None
-        except CompositeCapError as exc:
+        if isinstance(exc, CompositeCapError):
             raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None
-        except BaseException as exc:  # the kernel's own error (sys.exit() too), with its line
-            if not theirs(exc):
-                raise
+        if theirs(exc):  # the kernel's own error (sys.exit() too), with its line
             raise self._kernel_error(exc) from None
 
     def _spend(self, cmd: PeCpuOverheadCmd, src: str = "") -> None:
