@@ -219,7 +219,9 @@ class PeCpu:
     def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
         """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
         pe = self.pe
-        d = dispatched(cmd, pe.cost)
+        d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, pe.cost)'s common case, in line)
+        if d is None or d.cost is not pe.cost:
+            d = dispatched(cmd, pe.cost)
         if d.over_cap:
             pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
         if self._queue_full():

@@ -17,10 +17,12 @@ from __future__ import annotations
 from typing import cast
 
 import simpy
+from simpy.events import PENDING
 
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.pe.scale import WorkScale
+from kernbench.sim.clock import fire
 from kernbench.sim.transit import Part
 
 
@@ -42,14 +44,14 @@ def all_fired(env: simpy.Environment, events: list[simpy.Event]) -> simpy.Event:
 
     def check(ev: simpy.Event) -> None:
         nonlocal left
-        if done.triggered:
+        if done._value is not PENDING:  # (done.triggered, without the property's call)
             return
         left -= 1
         if not ev._ok:
             ev._defused = True  # (SimPy's own flag: AllOf sets it too)
             done.fail(cast(Exception, ev._value))
         elif left == 0:
-            done.succeed()
+            fire(env, done)  # (done.succeed(): scheduled where it schedules it)
 
     if not events:
         done.succeed()

@@ -120,7 +120,7 @@ class Scheduler:
                     if v not in pending:
                         pending.append(v)
                     continue
-                v = fired_at(v)
+                v = v._value  # (fired_at(v), in line: the time it fired with)
             if v > t:
                 t = v
         return t, pending
