@@ -33,6 +33,8 @@ class KernelHooks(Protocol):
     def recv_site(self, hid: int) -> str: ...  # the kernel line that posted a receive ("" if unknown)
 
 
+_TIMINGS: dict[tuple[object, ...], tuple[object, ...]] = {}  # every engine timing met, once (ProcessingElement.timing)
+
 #: Composite plans by the engine timing they were made for, then by composite shape.
 PlanCaches = dict[tuple[object, ...], dict[int, Plan]]  # (inner key: CompositeCmd.plan_id)
 
@@ -107,6 +109,8 @@ class ProcessingElement:
             self._math_transcendental_lanes,
             self.clock_ghz,
         )
+        # one object per set of engine parameters, in every PE and run: what a command's service time is kept against
+        self.timing = _TIMINGS.setdefault(timing, timing)
         self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0

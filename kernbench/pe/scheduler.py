@@ -161,11 +161,14 @@ class Scheduler:
                 t, seq = v, ready_seq.get(rid, -1)
         return t, seq
 
-    def _after_inputs(self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage) -> Ready:
-        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end."""
+    def _after_inputs(
+        self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage, ids: tuple[int, ...] | None = None
+    ) -> Ready:
+        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end
+        (``ids``: the TCM ones among ``refs`` by id, when the command keeps them)."""
         pe = self.pe
         traced = pe.bus.active
-        t_in, pending = self.inputs(refs)
+        t_in, pending = self.inputs(refs) if ids is None else self.ready_of(ids)
         cause = self.cause(refs, arrive) if traced else (0.0, -1)
         if not pending:
             end, seq = body(arrive if arrive > t_in else t_in, cause[1])
@@ -228,8 +231,7 @@ class Scheduler:
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        k = op_kind(cmd.op)
-        service = pe.math_ns(cmd.work * k.passes, k.rate)
+        service = _math_service(pe, cmd)
         in_bytes = cmd.in_bytes
         return self._after_inputs(
             cmd.inputs,
@@ -237,6 +239,7 @@ class Scheduler:
             corr,
             (cmd.out,),
             lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
+            cmd.tcm_input_ids,
         )
 
     def _copy(self, cmd: CopyCmd, arrive: float, corr: int) -> Ready:
@@ -433,6 +436,19 @@ class Scheduler:
 
     def _composite(self, cmd: CompositeCmd, arrive: float, corr: int) -> Ready:
         return CompositeRun(self, cmd, arrive, corr).done
+
+
+def _math_service(pe: ProcessingElement, cmd: MathCmd) -> float:
+    """PE_MATH's time for a math command: from the command and the PE's engine timing alone, so
+    kept on the command with the timing it was worked out for (one object per set of engine
+    parameters: :attr:`ProcessingElement.timing`); worked out again under another."""
+    kept: tuple[object, float] | None = cmd.__dict__.get("_math_service")
+    if kept is not None and kept[0] is pe.timing:
+        return kept[1]
+    k = op_kind(cmd.op)
+    service = pe.math_ns(cmd.work * k.passes, k.rate)
+    cmd.__dict__["_math_service"] = (pe.timing, service)
+    return service
 
 
 # each handler takes the command type it is keyed by (submit dispatches on type(cmd)); unbound, so that
