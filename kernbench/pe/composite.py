@@ -238,11 +238,11 @@ class CompositeRun:
         self.arrive = arrive
         # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
         tcm, claimed = cmd.tcm_handles
-        plan = _plan(pe, cmd)
+        kept: tuple[object, Plan, Streams, Streams] | None = cmd.__dict__.get("_planned")  # (_planned(pe, cmd)'s common case, in line)
+        plan, self.reads, self.writes_at = kept[1:] if kept is not None and kept[0] is pe.timing else _planned(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
-        self.reads, self.writes_at = _streams(cmd, plan, pe.composite_tile_bytes)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm_ids, claimed_ids = cmd.tcm_ids
@@ -267,7 +267,7 @@ class CompositeRun:
         # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
         self.buffers = pe.composite_buffers
-        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading else []
+        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading and n > self.buffers else []
         # when each step's ops are done with its fetched operands, and the span that ends then:
         # a FETCH waits for the engines to free the buffer `buffers` steps back
         self.used: list[tuple[float, int]] = []
@@ -477,19 +477,19 @@ class CompositeRun:
 Streams = tuple[tuple[tuple[HandleRef, Piece], ...], ...]  # per step, each HBM tensor's piece
 
 
-def _streams(cmd: CompositeCmd, plan: Plan, tile_bytes: int) -> tuple[Streams, Streams]:
-    """Per step, each HBM tensor's piece it reads and each HBM result's piece it writes (none:
-    one shared tuple of empty steps). They follow from the command and the tile size alone
-    (the plan's pieces, this command's tensors): worked out once per command and tile size and
-    kept on the command, as its cached properties are (a re-timing submits it again)."""
-    kept = cmd.__dict__.get("_streams")
-    if kept is not None and kept[0] == tile_bytes:
-        return kept[1], kept[2]
+def _planned(pe: ProcessingElement, cmd: CompositeCmd) -> tuple[Plan, Streams, Streams]:
+    """``cmd``'s plan on ``pe`` and, per step, each HBM tensor's piece it reads and each HBM
+    result's piece it writes (none: one shared tuple of empty steps). They follow from the command
+    and the PE's engine timing alone (the plan's pieces, this command's tensors): worked out once
+    per command and timing (one object per set of engine parameters,
+    :attr:`ProcessingElement.timing`) and kept on the command, as its cached properties are (a
+    re-timing submits it again; under other parameters they are worked out again)."""
+    plan = _plan(pe, cmd)
     ops, n = cmd.ops, plan.n_tiles
     reads = tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
     writes = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
-    cmd.__dict__["_streams"] = (tile_bytes, reads, writes)
-    return reads, writes
+    cmd.__dict__["_planned"] = (pe.timing, plan, reads, writes)
+    return plan, reads, writes
 
 
 @functools.cache
