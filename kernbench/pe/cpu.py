@@ -143,7 +143,7 @@ class PeCpu:
         self._max_issued = math.inf if self.limits.max_commands_per_pe is None else self.limits.max_commands_per_pe
         self._max_t = math.inf if self.limits.max_sim_ns is None else self.limits.max_sim_ns
         self.issued = 0  # every command the kernel issued, tl.cycles included
-        self.op_log: list[OpLogEntry] = []
+        self._dispatched: list[tuple[float, Dispatched]] = []  # (SimPy's time, the record) per command: its op log
         self.dispatch_cycles = 0.0
         self.commands = 0
         self.waiting_on: str | None = None
@@ -212,7 +212,7 @@ class PeCpu:
             self.last = pe.bus.emit(
                 self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last, src=src
             )
-        self._log(d)
+        self._dispatched.append((self.env._now, d))
         pe.cpu_busy_ns += dur
         self.t += dur
 
@@ -246,7 +246,7 @@ class PeCpu:
                 pred=self.last,
                 src=src,
             )
-        self._log(d)
+        self._dispatched.append((self.env._now, d))
         self.dispatch_cycles += cycles
         self.commands += 1
         pe.cpu_busy_ns += dur
@@ -372,17 +372,16 @@ class PeCpu:
                 pred=self.pe.done_seq.get(oldest_corr, -1),
             )
 
-    def _log(self, d: Dispatched) -> None:
-        entry: OpLogEntry = {
-            "t_ns": self.env._now,
-            "op": d.op,
-            "cmd": d.name,
-            "logical_bytes": d.logical_bytes,
-            "dispatch_cycles": d.cycles,
-        }
-        if d.ops is not None:
-            entry["ops"] = list(d.ops)
-        self.op_log.append(entry)
+    @property
+    def op_log(self) -> list[OpLogEntry]:
+        """One entry per command it issued, in order (RunResult.op_logs): built when read, from the
+        dispatch records it kept as it went (a list of tuples, where a dict per command cost a call)."""
+        return [
+            {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles}
+            if d.ops is None
+            else {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles, "ops": list(d.ops)}
+            for t, d in self._dispatched
+        ]
 
     def _kernel_error(self, exc: BaseException) -> KernelError:
         where = self.describe_error(exc)
