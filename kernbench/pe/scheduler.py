@@ -134,9 +134,13 @@ class Scheduler:
         for r in refs:
             if r is None or r.space != "tcm":
                 continue
-            rt = ready_time(ready.get(r.id, 0.0))
-            if rt is not None and rt > t:
-                t, seq = rt, ready_seq.get(r.id, -1)
+            v = ready.get(r.id, 0.0)
+            if isinstance(v, simpy.Event):  # (ready_time(v), in line)
+                if v.callbacks is not None:  # (not ready yet)
+                    continue
+                v = v._value
+            if v > t:
+                t, seq = v, ready_seq.get(r.id, -1)
         return t, seq
 
     def waits(self, refs: Iterable[HandleRef | None]) -> list[tuple[simpy.Event, int]]:
