@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -52,11 +52,9 @@ def extra_bytes(v: Any) -> int:
 class PeCommand:
     """Base of every command PE_CPU sends to PE_SCHEDULER."""
 
-    name: ClassVar[str] = "PeCommand"  # its type's name (a class attribute: read per dispatch, no call)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.name = cls.__name__
+    @property
+    def name(self) -> str:
+        return type(self).__name__
 
     @property
     def logical_bytes(self) -> int:  # pragma: no cover - every subclass defines it

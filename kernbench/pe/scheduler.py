@@ -91,7 +91,7 @@ class Scheduler:
     def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
-        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)
+        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)  # (cmd.name, without its call)
         self.dispatch_seq = dispatch
         return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
