@@ -133,6 +133,11 @@ class MathCmd(PeCommand):
         """Bytes its inputs FETCH from TCM."""
         return sum([r.nbytes for r in self.inputs])
 
+    @cached_property
+    def tcm_input_ids(self) -> tuple[int, ...]:
+        """Its TCM inputs' handle ids (what the readiness table is keyed by)."""
+        return tuple([r.id for r in self.inputs if r.space == "tcm"])
+
 
 @dataclass(frozen=True, eq=False)
 class CopyCmd(_MoveCmd):

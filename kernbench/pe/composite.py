@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import simpy
 from simpy.events import ProcessGenerator
@@ -77,6 +77,18 @@ class StepPlan:
     stages: tuple[Stage, ...]
     store_bytes: int
     stores: bool
+    runs: tuple[tuple[str, tuple[float, ...]], ...]  # the stages as runs of one engine: (engine, service times)
+
+
+def _runs(stages: list[Stage]) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """Consecutive stages on one engine, grouped: (the engine, their service times in order)."""
+    runs: list[tuple[str, list[float]]] = []
+    for st in stages:
+        if runs and runs[-1][0] == st.engine:
+            runs[-1][1].append(st.service_ns)
+        else:
+            runs.append((st.engine, [st.service_ns]))
+    return tuple([(engine, tuple(services)) for engine, services in runs])
 
 
 Read = tuple[int, str, Piece]  # an HBM operand's piece: (op, operand name, piece)
@@ -137,28 +149,37 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
                 stages.append(
                     Stage(k.engine, _gemm_ns(pe, op, work) if k.engine == "gemm" else pe.math_ns(work * k.passes, k.rate), op.kind)
                 )
-        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1))
+        steps.append(StepPlan(fetch, tuple(stages), store, bool(store) or i == n - 1, _runs(stages)))
         reads.append(tuple(step_reads))
         writes.append(tuple(step_writes))
     label = "+".join(op.kind for op in ops) if len(ops) <= 3 else f"{ops[0].kind}+{len(ops) - 1} ops"
     return Plan(n, tuple(steps), tuple(reads), tuple(writes), label, any(reads), any(writes), f"fetch {label}", f"store {label}")
 
 
-def _on_engines(pe: ProcessingElement, stages: tuple[Stage, ...], t: float, corr: int, pred: int) -> tuple[float, int]:
+def _on_engines(pe: ProcessingElement, step: StepPlan, t: float, corr: int, pred: int) -> tuple[float, int]:
     """A step's ops one after the other from ``t``, each held on its engine's lane from the end
-    of the one before: :meth:`Lane.reserve` for each — in line when no event is recorded and no
-    work scaled, the same arithmetic without a call per op; (the last one's end, its span)."""
-    reserve = pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None
-    for st in stages:
-        lane = pe.gemm if st.engine == "gemm" else pe.math
-        if reserve:
+    of the one before: :meth:`Lane.reserve` for each when an event is recorded or work scaled;
+    else the same arithmetic in line, a run of ops on one engine at a time (after the run's
+    first op the lane is free when the next one starts: each one's end is the last one's plus
+    its service, added in order, as ``reserve`` adds them); (the last one's end, its span)."""
+    if pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None:
+        for st in step.stages:
+            lane = pe.gemm if st.engine == "gemm" else pe.math
             _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=pred)
-        else:
-            free, service = lane.free_ns, st.service_ns
-            t = (t if t > free else free) + service
-            lane.free_ns = t
-            lane.busy_ns += service
-            lane.count += 1
+            pred = lane.last
+        return t, pred
+    for engine, services in step.runs:
+        lane = pe.gemm if engine == "gemm" else pe.math
+        free = lane.free_ns
+        if free > t:
+            t = free
+        busy = lane.busy_ns
+        for service in services:
+            t += service
+            busy += service
+        lane.free_ns = t
+        lane.busy_ns = busy
+        lane.count += len(services)
         pred = lane.last
     return t, pred
 
@@ -217,16 +238,11 @@ class CompositeRun:
         self.arrive = arrive
         # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
         tcm, claimed = cmd.tcm_handles
-        ops = cmd.ops
-        plan = _plan(pe, cmd)
+        kept: tuple[object, Plan, Streams, Streams] | None = cmd.__dict__.get("_planned")  # (_planned(pe, cmd)'s common case, in line)
+        plan, self.reads, self.writes_at = kept[1:] if kept is not None and kept[0] is pe.timing else _planned(pe, cmd)
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
-        # per step, each HBM tensor's piece (none: one shared tuple of empty steps)
-        self.reads = (
-            tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
-        )
-        self.writes_at = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm_ids, claimed_ids = cmd.tcm_ids
@@ -243,8 +259,7 @@ class CompositeRun:
         done = self.done = env.event()
         ready = pe.ready
         self.outs_claimed = claimed
-        for rid in claimed_ids:
-            ready[rid] = done
+        ready.update(dict.fromkeys(claimed_ids, done))
         pe.async_stages += 1
         reading = plan.hbm_in
         self.tile_read = [env.event() for _ in range(n)] if reading else []
@@ -252,13 +267,13 @@ class CompositeRun:
         # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
         self.buffers = pe.composite_buffers
-        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading else []
+        self.fetched = [env.event() for _ in range(n - self.buffers)] if reading and n > self.buffers else []
         # when each step's ops are done with its fetched operands, and the span that ends then:
         # a FETCH waits for the engines to free the buffer `buffers` steps back
         self.used: list[tuple[float, int]] = []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
-        call_at(env, env.now, URGENT, self._start)
+        call_at(env, env._now, URGENT, self._start)
 
     def _start(self) -> None:
         """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
@@ -269,7 +284,7 @@ class CompositeRun:
 
     def _start_reading(self) -> None:
         env = self.env
-        if self.arrive > env.now:
+        if self.arrive > env._now:
             call_at(env, self.arrive, NORMAL, self._read_tile, 0)
         else:
             self._read_tile(0)
@@ -279,7 +294,7 @@ class CompositeRun:
             return
         if i >= self.buffers:
             free = self.fetched[i - self.buffers]  # the buffer this step reuses
-            if not free.processed:
+            if free.callbacks is not None:
                 free.callbacks.append(lambda _e: self._buffer_free(i))
                 return
         self._read_operand(i, 0)
@@ -291,11 +306,11 @@ class CompositeRun:
     def _read_operand(self, i: int, j: int) -> None:
         if j == len(self.reads[i]):
             self.tile_seq[i] = self.rd_pred
-            fire(self.env, self.tile_read[i], self.env.now)
+            fire(self.env, self.tile_read[i], self.env._now)
             self._read_tile(i + 1)
             return
         prev, mine = self.pe.rd.claim()
-        if prev is not None and not prev.processed:
+        if prev is not None and prev.callbacks is not None:
             prev.callbacks.append(lambda _e: self._channel_free(i, j, mine))
             return
         self._issue_read(i, j, mine)
@@ -307,13 +322,13 @@ class CompositeRun:
     def _issue_read(self, i: int, j: int, mine: simpy.Event) -> None:
         pe = self.pe
         r, piece = self.reads[i][j]
-        start = self.env.now
+        start = self.env._now
         assert r.region is not None  # a streamed (HBM) operand's
         ev = pe.network.read(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
 
         def landed(e: simpy.Event) -> None:
-            result = cast("TransferResult", e.value)  # (SimPy types event values as Optional[Any])
-            now = self.env.now
+            result: TransferResult = e._value  # (the transfer's result: it has completed)
+            now = self.env._now
             port = pe.tcm_write
             begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
             parts = result.parts
@@ -328,7 +343,7 @@ class CompositeRun:
                 finish()
 
         def finish() -> None:
-            fire(self.env, mine, self.env.now)
+            fire(self.env, mine, self.env._now)
             self._read_operand(i, j + 1)
 
         ev.callbacks.append(landed)
@@ -351,7 +366,7 @@ class CompositeRun:
 
     def _feed_from(self, t0: float) -> None:
         env = self.env
-        now = env.now
+        now = env._now
         self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
         if t0 > now:
@@ -360,7 +375,7 @@ class CompositeRun:
             self._feed_tile(0)
 
     def _set_last_and_feed(self) -> None:
-        self.last = self.env.now
+        self.last = self.env._now
         self._feed_tile(0)
 
     def _tile_in(self, i: int) -> None:
@@ -371,9 +386,9 @@ class CompositeRun:
     def _feed_tile(self, i: int) -> None:
         pe = self.pe
         env = self.env
-        now = env.now  # (the steps it feeds are reserved at once: no time passes in here)
+        now = env._now  # (the steps it feeds are reserved at once: no time passes in here)
         while i < self.n_tiles:
-            if self.tile_read and not self.tile_read[i].processed:
+            if self.tile_read and self.tile_read[i].callbacks is not None:
 
                 def resume(_e: simpy.Event, i: int = i) -> None:
                     self._tile_in(i)
@@ -390,7 +405,7 @@ class CompositeRun:
             _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
-            t, lane_seq = _on_engines(pe, step.stages, t, corr, lane_seq)
+            t, lane_seq = _on_engines(pe, step, t, corr, lane_seq)
             self.used.append((t, lane_seq))
             if step.stores:
                 _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, now)
@@ -416,7 +431,7 @@ class CompositeRun:
     def _await_writes(self, w: int) -> None:
         writes = self.writes
         while w < len(writes):
-            if not writes[w].processed:
+            if writes[w].callbacks is not None:
 
                 def next_write(_e: simpy.Event, w: int = w) -> None:
                     self._await_writes(w + 1)
@@ -431,20 +446,20 @@ class CompositeRun:
                     end, seq = t, s
             self.pe.scheduler._produced(self.outs_claimed, seq)
             self.pe.scheduler._done(self.corr, seq)
-        fire(self.env, self.done, self.env.now)
+        fire(self.env, self.done, self.env._now)
 
     def _write_tile(self, r: HandleRef, piece: Piece, i: int, t_ready: float, stored: int) -> ProcessGenerator:
         pe = self.pe
         env = self.env
-        if t_ready > env.now:
-            yield env.timeout(t_ready - env.now)
+        if t_ready > env._now:
+            yield env.timeout(t_ready - env._now)
         prev, mine = pe.wr.claim()
         pred = stored
-        if prev is not None and not prev.processed:
+        if prev is not None and prev.callbacks is not None:
             yield prev
-            if env.now > t_ready:
+            if env._now > t_ready:
                 pred = pe.wr.last
-        start = env.now
+        start = env._now
         assert r.region is not None  # an HBM output's
         go = pe.tcm_leaving(start, piece.nbytes, pred, self.corr)  # the result leaves TCM through its port
         front: tuple[Part, ...] = ()
@@ -452,13 +467,33 @@ class CompositeRun:
             yield env.timeout(go - start)
             front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
-        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
-        self.write_ends.append((env.now, seq))
-        fire(env, mine, env.now)
+        seq = pe.wr.record(
+            start, env._now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ()
+        )
+        self.write_ends.append((env._now, seq))
+        fire(env, mine, env._now)
+
+
+Streams = tuple[tuple[tuple[HandleRef, Piece], ...], ...]  # per step, each HBM tensor's piece
+
+
+def _planned(pe: ProcessingElement, cmd: CompositeCmd) -> tuple[Plan, Streams, Streams]:
+    """``cmd``'s plan on ``pe`` and, per step, each HBM tensor's piece it reads and each HBM
+    result's piece it writes (none: one shared tuple of empty steps). They follow from the command
+    and the PE's engine timing alone (the plan's pieces, this command's tensors): worked out once
+    per command and timing (one object per set of engine parameters,
+    :attr:`ProcessingElement.timing`) and kept on the command, as its cached properties are (a
+    re-timing submits it again; under other parameters they are worked out again)."""
+    plan = _plan(pe, cmd)
+    ops, n = cmd.ops, plan.n_tiles
+    reads = tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
+    writes = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
+    cmd.__dict__["_planned"] = (pe.timing, plan, reads, writes)
+    return plan, reads, writes
 
 
 @functools.cache
-def _nothing(n: int) -> tuple[tuple[tuple[HandleRef, Piece], ...], ...]:
+def _nothing(n: int) -> Streams:
     """``n`` steps that move nothing from or to HBM."""
     return ((),) * n
 

@@ -26,7 +26,9 @@ class DispatchCostModel:
     def from_attrs(cls, attrs: Mapping[str, Any]) -> DispatchCostModel:
         """From a PE node's attrs: ``clock_freq_ghz`` and the ``pe_cost_model`` block (D4)."""
         knobs = dict(attrs.get("pe_cost_model") or {})
-        return cls(clock_freq_ghz=attrs.get("clock_freq_ghz", 1.0), **knobs)
+        model = cls(clock_freq_ghz=attrs.get("clock_freq_ghz", 1.0), **knobs)
+        # one object per set of knobs, in every PE and run: what a command's dispatch is kept against (PE_CPU)
+        return _MODELS.setdefault(model, model)
 
     def fixed_cycles(self, cmd: PeCommand) -> float:
         """D8: composites pay the control-path FIXED, every single-op command the light one."""
@@ -52,3 +54,6 @@ class DispatchCostModel:
                 f"descriptor cap max_composite_logical_bytes={self.max_composite_logical_bytes}; "
                 "split the recipe into smaller composites (ADR-0064 D7)"
             )
+
+
+_MODELS: dict[DispatchCostModel, DispatchCostModel] = {}

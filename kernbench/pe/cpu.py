@@ -18,6 +18,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
@@ -43,6 +44,7 @@ from kernbench.pe.commands import (
     PeCpuOverheadCmd,
     ScatterCmd,
 )
+from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import fired_at
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
@@ -75,6 +77,43 @@ def _math_log_op(op: str) -> str:
     return f"compute/math.{op}"
 
 
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """What PE_CPU charges for a command and logs of it, from the command and the cost model
+    alone: worked out once per command and model and kept on the command (a re-timing
+    submits the same commands again; a model is one object per set of knobs)."""
+
+    cost: DispatchCostModel
+    cycles: float
+    ns: float  # the cycles at the PE's clock
+    over_cap: bool  # a composite over the descriptor cap (ADR-0064 D7): dispatching it raises
+    op: str  # its op-log kind
+    name: str
+    logical_bytes: int
+    ops: tuple[str, ...] | None  # a composite's op kinds
+
+
+def dispatched(cmd: PeCommand, cost: DispatchCostModel) -> Dispatched:
+    """``cmd``'s :class:`Dispatched` under ``cost`` (kept on the command, as its cached properties are)."""
+    kept: Dispatched | None = cmd.__dict__.get("_dispatched")
+    if kept is not None and kept.cost is cost:
+        return kept
+    cycles = cost.dispatch_cycles(cmd)
+    composite = isinstance(cmd, CompositeCmd)
+    d = Dispatched(
+        cost,
+        cycles,
+        cost.cycles_to_ns(cycles),
+        composite and cmd.logical_bytes > cost.max_composite_logical_bytes,
+        _math_log_op(cmd.op) if isinstance(cmd, MathCmd) else OP_LOG_KIND[type(cmd)],
+        cmd.name,
+        cmd.logical_bytes,
+        tuple([op.kind for op in cmd.ops]) if isinstance(cmd, CompositeCmd) else None,
+    )
+    cmd.__dict__["_dispatched"] = d
+    return d
+
+
 # Commands whose submission another actor orders by time: a receive matches
 # messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
 SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
@@ -104,7 +143,7 @@ class PeCpu:
         self._max_issued = math.inf if self.limits.max_commands_per_pe is None else self.limits.max_commands_per_pe
         self._max_t = math.inf if self.limits.max_sim_ns is None else self.limits.max_sim_ns
         self.issued = 0  # every command the kernel issued, tl.cycles included
-        self.op_log: list[OpLogEntry] = []
+        self._dispatched: list[tuple[float, Dispatched]] = []  # (SimPy's time, the record) per command: its op log
         self.dispatch_cycles = 0.0
         self.commands = 0
         self.waiting_on: str | None = None
@@ -122,10 +161,16 @@ class PeCpu:
         :meth:`_catch_up` — before anything another actor orders by time: a
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
-        self.t = self.env.now
-        response: Any = None
-        while (req := self._next(response)) is not None:
-            response = None
+        self.t = self.env._now
+        next_request = self.next_request
+        while True:
+            try:
+                req = next_request(None)  # (no response yet: every request's is None)
+            except BaseException as exc:
+                self._request_failed(exc)  # (raises the error it is, with the kernel's line)
+                raise  # (not the kernel's: as it came)
+            if req is None:
+                break
             if self.issued >= self._max_issued or self.t > self._max_t or time.monotonic() > self.deadline or PENDING:
                 self._check_limits()  # (one of them is past: raises, naming which)
             kind = type(req)  # (the three request records are final: their type is the kind)
@@ -144,45 +189,45 @@ class PeCpu:
                 raise TypeError(f"unknown PE_CPU request {req!r}")
         yield from self._finish()
 
-    def _next(self, response: Any) -> Request | None:
-        """The kernel's next request (None when it returned); its errors become ours, with its line."""
-        try:
-            return self.next_request(response)
-        except WallTimeExceeded as exc:
+    def _request_failed(self, exc: BaseException) -> None:
+        """Asking the kernel for its next request raised ``exc``: raise the error that makes
+        (its errors become ours, with its line); returns when ``exc`` is not the kernel's."""
+        if isinstance(exc, WallTimeExceeded):
             # raised through the kernel's frames, or in here when the watchdog left the kernel suspended
             where = self.describe_error(exc) or self.locate()
             raise self._limit_error(
                 f"ran past the wall-time limit of {self.limits.max_wall_s:g} s", "--max-wall-s", lambda _exc: where
             ) from None
-        except CompositeCapError as exc:
+        if isinstance(exc, CompositeCapError):
             raise CompositeCapError(f"{self.pe.pe_id}: {exc}{self.describe_error(exc)}") from None
-        except BaseException as exc:  # the kernel's own error (sys.exit() too), with its line
-            if not theirs(exc):
-                raise
+        if theirs(exc):  # the kernel's own error (sys.exit() too), with its line
             raise self._kernel_error(exc) from None
 
     def _spend(self, cmd: PeCpuOverheadCmd, src: str = "") -> None:
         """``tl.cycles``: explicit CPU work, no dispatch formula (ADR-0064 D5); ``src``: the line that asked for it."""
         pe = self.pe
-        dur = pe.cost.cycles_to_ns(cmd.cycles) * self.scale.of_cpu_work(src)
+        d = dispatched(cmd, pe.cost)
+        dur = d.ns * self.scale.of_cpu_work(src)
         if pe.bus.active:
             self.last = pe.bus.emit(
                 self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last, src=src
             )
-        self._log(cmd, cmd.cycles)
+        self._dispatched.append((self.env._now, d))
         pe.cpu_busy_ns += dur
         self.t += dur
 
     def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
         """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
         pe = self.pe
-        cost = pe.cost
-        if isinstance(cmd, CompositeCmd):
-            cost.check_composite(cmd)  # D7 again for replay with other knobs
+        d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, pe.cost)'s common case, in line)
+        if d is None or d.cost is not pe.cost:
+            d = dispatched(cmd, pe.cost)
+        if d.over_cap:
+            pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
         if self._queue_full():
             yield from self._queue_space()
-        cycles = cost.dispatch_cycles(cmd)
-        dur = cost.cycles_to_ns(cycles) + pe.cpu_overhead_ns
+        cycles = d.cycles
+        dur = d.ns + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
         if self.scaled:
             dur *= self.scale.of_command(corr, src)
@@ -195,31 +240,35 @@ class PeCpu:
                 self.lane,
                 end_ns=t + dur,
                 corr_id=corr,
-                label=cmd.name,
+                label=d.name,
                 value=cycles,
-                detail=str(cmd.logical_bytes),
+                detail=str(d.logical_bytes),
                 pred=self.last,
                 src=src,
             )
-        self._log(cmd, cycles)
+        self._dispatched.append((self.env._now, d))
         self.dispatch_cycles += cycles
         self.commands += 1
         pe.cpu_busy_ns += dur
         self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
+        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env._now):
             yield self.env.timeout(t - now)  # (_catch_up, inlined)
         if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
         self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
 
     def _queue_full(self) -> bool:
-        """Retire commands done by now; is the scheduler queue still full (stall for its oldest)?"""
+        """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now
+        first — only when it holds ``queue_depth`` of them: a command done by now is done by
+        any later time, so retiring it later retires the same ones before anything reads them."""
         q = self._outstanding
+        if len(q) < self.pe.queue_depth:
+            return False
         t = self.t
         while q:
             done = q[0][0]
             if isinstance(done, simpy.Event):  # (ready_time, inlined: this runs once a command)
-                if not done.processed:
+                if done.callbacks is not None:
                     break
                 done = fired_at(done)
             if done > t:
@@ -234,11 +283,11 @@ class PeCpu:
         landed = pe.ready.get(ref.id)  # set by PE_DMA / PE_IPCQ when the data is in TCM
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)
-        if isinstance(landed, simpy.Event) and not landed.processed:
+        if isinstance(landed, simpy.Event) and landed.callbacks is not None:
             self.waiting_on = f"{reason.value}: {ref.name}"
             yield landed
             self.waiting_on = None
-            self.t = self.env.now
+            self.t = self.env._now
             stalls = pe.cpu_stall_ns
             stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
             if pe.bus.active:
@@ -266,10 +315,10 @@ class PeCpu:
                 self.waiting_on = "completion of its last commands"
                 yield c
                 self.waiting_on = None
-            elif t > env.now:
-                yield env.timeout(t - env.now)
+            elif t > env._now:
+                yield env.timeout(t - env._now)
         self._outstanding.clear()
-        self.pe.done_ns = env.now
+        self.pe.done_ns = env._now
         self.finished = True
 
     def _check_limits(self) -> None:
@@ -290,8 +339,8 @@ class PeCpu:
 
     def _catch_up(self) -> ProcessGenerator:
         """Let SimPy's clock reach this CPU's."""
-        if self.t > self.env.now:
-            yield self.env.timeout(self.t - self.env.now)
+        if self.t > self.env._now:
+            yield self.env.timeout(self.t - self.env._now)
 
     def _queue_space(self) -> ProcessGenerator:
         """Stall until the scheduler queue has room (its oldest command completes)."""
@@ -304,7 +353,7 @@ class PeCpu:
             assert isinstance(oldest, simpy.Event)  # (only an event is not ready yet)
             yield from self._catch_up()
             yield oldest
-            self.t = max(self.t, self.env.now)
+            self.t = max(self.t, self.env._now)
         else:
             self.t = max(self.t, t)
         self.waiting_on = None
@@ -323,19 +372,16 @@ class PeCpu:
                 pred=self.pe.done_seq.get(oldest_corr, -1),
             )
 
-    def _log(self, cmd: PeCommand, cycles: float) -> None:
-        entry: OpLogEntry = {
-            "t_ns": self.env.now,
-            "op": OP_LOG_KIND[type(cmd)],
-            "cmd": cmd.name,
-            "logical_bytes": cmd.logical_bytes,
-            "dispatch_cycles": cycles,
-        }
-        if isinstance(cmd, MathCmd):
-            entry["op"] = _math_log_op(cmd.op)
-        elif isinstance(cmd, CompositeCmd):
-            entry["ops"] = [op.kind for op in cmd.ops]
-        self.op_log.append(entry)
+    @property
+    def op_log(self) -> list[OpLogEntry]:
+        """One entry per command it issued, in order (RunResult.op_logs): built when read, from the
+        dispatch records it kept as it went (a list of tuples, where a dict per command cost a call)."""
+        return [
+            {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles}
+            if d.ops is None
+            else {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles, "ops": list(d.ops)}
+            for t, d in self._dispatched
+        ]
 
     def _kernel_error(self, exc: BaseException) -> KernelError:
         where = self.describe_error(exc)

@@ -17,16 +17,21 @@ from __future__ import annotations
 from typing import cast
 
 import simpy
+from simpy.events import PENDING
 
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.pe.scale import WorkScale
+from kernbench.sim.clock import fire
 from kernbench.sim.transit import Part
 
 
 def fired_at(ev: simpy.Event) -> float:
-    """The time a readiness or completion event fired with (its value: SimPy types values as Optional[Any])."""
-    return cast(float, ev.value)
+    """The time a readiness or completion event fired with (its value, read as SimPy's ``value``
+    does once the event is triggered — every caller asks of a processed event — without the
+    property's check and ``cast``'s call: ~11k reads in a GQA re-timing)."""
+    t: float = ev._value
+    return t
 
 
 def all_fired(env: simpy.Environment, events: list[simpy.Event]) -> simpy.Event:
@@ -39,14 +44,14 @@ def all_fired(env: simpy.Environment, events: list[simpy.Event]) -> simpy.Event:
 
     def check(ev: simpy.Event) -> None:
         nonlocal left
-        if done.triggered:
+        if done._value is not PENDING:  # (done.triggered, without the property's call)
             return
         left -= 1
         if not ev._ok:
             ev._defused = True  # (SimPy's own flag: AllOf sets it too)
             done.fail(cast(Exception, ev._value))
         elif left == 0:
-            done.succeed()
+            fire(env, done)  # (done.succeed(): scheduled where it schedules it)
 
     if not events:
         done.succeed()

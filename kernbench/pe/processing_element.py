@@ -33,6 +33,8 @@ class KernelHooks(Protocol):
     def recv_site(self, hid: int) -> str: ...  # the kernel line that posted a receive ("" if unknown)
 
 
+_TIMINGS: dict[tuple[object, ...], tuple[object, ...]] = {}  # every engine timing met, once (ProcessingElement.timing)
+
 #: Composite plans by the engine timing they were made for, then by composite shape.
 PlanCaches = dict[tuple[object, ...], dict[int, Plan]]  # (inner key: CompositeCmd.plan_id)
 
@@ -107,6 +109,8 @@ class ProcessingElement:
             self._math_transcendental_lanes,
             self.clock_ghz,
         )
+        # one object per set of engine parameters, in every PE and run: what a command's service time is kept against
+        self.timing = _TIMINGS.setdefault(timing, timing)
         self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
@@ -162,7 +166,7 @@ class ProcessingElement:
             self.ctx.load_landed(ref.id)
         if self.bus.active:
             self.ready_seq[ref.id] = seq
-            self.bus.emit(self.env.now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
+            self.bus.emit(self.env._now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
 
     def receive(self, ref: HandleRef, data: Any) -> None:
         if self.ctx is not None and data is not None:
@@ -231,7 +235,7 @@ class IpcqFabric:
         pe.receive(ref, data)
         if pe.bus.active:
             pe.ready_seq[ref.id] = seq
-        landed.succeed(pe.env.now)
+        landed.succeed(pe.env._now)
 
     def unmatched(self) -> list[str]:
         out = []

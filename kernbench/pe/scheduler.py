@@ -70,7 +70,7 @@ def _itemsize(r: HandleRef) -> int:
 def ready_time(r: Ready) -> float | None:
     """The time a handle is ready, or None while its event is still pending."""
     if isinstance(r, simpy.Event):
-        return fired_at(r) if r.processed else None
+        return fired_at(r) if r.callbacks is None else None
     return r
 
 
@@ -91,7 +91,7 @@ class Scheduler:
     def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
-        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, cmd.name, corr_id, pred=dispatch)
+        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)  # (cmd.name, without its call)
         self.dispatch_seq = dispatch
         return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
@@ -120,7 +120,7 @@ class Scheduler:
                     if v not in pending:
                         pending.append(v)
                     continue
-                v = fired_at(v)
+                v = v._value  # (fired_at(v), in line: the time it fired with)
             if v > t:
                 t = v
         return t, pending
@@ -134,9 +134,13 @@ class Scheduler:
         for r in refs:
             if r is None or r.space != "tcm":
                 continue
-            rt = ready_time(ready.get(r.id, 0.0))
-            if rt is not None and rt > t:
-                t, seq = rt, ready_seq.get(r.id, -1)
+            v = ready.get(r.id, 0.0)
+            if isinstance(v, simpy.Event):  # (ready_time(v), in line)
+                if v.callbacks is not None:  # (not ready yet)
+                    continue
+                v = v._value
+            if v > t:
+                t, seq = v, ready_seq.get(r.id, -1)
         return t, seq
 
     def waits(self, refs: Iterable[HandleRef | None]) -> list[tuple[simpy.Event, int]]:
@@ -147,7 +151,7 @@ class Scheduler:
             if r is None or r.space != "tcm":
                 continue
             v = ready.get(r.id, 0.0)
-            if isinstance(v, simpy.Event) and not v.processed:
+            if isinstance(v, simpy.Event) and v.callbacks is not None:
                 out.append((v, r.id))
         return out
 
@@ -161,11 +165,14 @@ class Scheduler:
                 t, seq = v, ready_seq.get(rid, -1)
         return t, seq
 
-    def _after_inputs(self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage) -> Ready:
-        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end."""
+    def _after_inputs(
+        self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage, ids: tuple[int, ...] | None = None
+    ) -> Ready:
+        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end
+        (``ids``: the TCM ones among ``refs`` by id, when the command keeps them)."""
         pe = self.pe
         traced = pe.bus.active
-        t_in, pending = self.inputs(refs)
+        t_in, pending = self.inputs(refs) if ids is None else self.ready_of(ids)
         cause = self.cause(refs, arrive) if traced else (0.0, -1)
         if not pending:
             end, seq = body(arrive if arrive > t_in else t_in, cause[1])
@@ -184,12 +191,12 @@ class Scheduler:
             yield all_fired(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            end, seq = body(max(arrive, t_in2, self.env.now), pred)
+            end, seq = body(max(arrive, t_in2, self.env._now), pred)
             pe.async_stages -= 1
             self._produced(outs, seq)  # (their readiness stays the event ``done``)
             self._done(corr, seq)
-            if end > self.env.now:
-                yield self.env.timeout(end - self.env.now)
+            if end > self.env._now:
+                yield self.env.timeout(end - self.env._now)
             fire(self.env, done, end)
 
         self.env.process(wait_then_run())
@@ -208,7 +215,7 @@ class Scheduler:
         self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
     ) -> tuple[float, int]:
         pe = self.pe
-        now = self.env.now
+        now = self.env._now
         _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
         _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
@@ -228,8 +235,7 @@ class Scheduler:
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        k = op_kind(cmd.op)
-        service = pe.math_ns(cmd.work * k.passes, k.rate)
+        service = _math_service(pe, cmd)
         in_bytes = cmd.in_bytes
         return self._after_inputs(
             cmd.inputs,
@@ -237,13 +243,14 @@ class Scheduler:
             corr,
             (cmd.out,),
             lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
+            cmd.tcm_input_ids,
         )
 
     def _copy(self, cmd: CopyCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
 
         def body(t: float, pred: int) -> tuple[float, int]:
-            now = self.env.now
+            now = self.env._now
             _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
             _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
@@ -300,17 +307,17 @@ class Scheduler:
         def run() -> ProcessGenerator:
             t0 = max(arrive, t_in)
             for ev in pending:
-                if not ev.processed:
+                if ev.callbacks is not None:
                     yield ev
                 t0 = max(t0, fired_at(ev))
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
+            if t0 > env._now:
+                yield env.timeout(t0 - env._now)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            if prev is not None and not prev.processed:
+            if prev is not None and prev.callbacks is not None:
                 yield prev
-            if env.now > t0:  # the channel's previous transfer held it
+            if env._now > t0:  # the channel's previous transfer held it
                 pred = channel.last
-            start = env.now
+            start = env._now
             front: tuple[Part, ...] = ()
             if tcm == "out":
                 go = pe.tcm_leaving(start, size, pred, corr)
@@ -320,7 +327,7 @@ class Scheduler:
             result: TransferResult = yield transfer()
             parts = front + result.parts
             if tcm == "in":
-                landed = env.now
+                landed = env._now
                 begin, end = pe.tcm_write.landing(start, landed, size, landed)
                 if end > landed:
                     parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
@@ -330,11 +337,11 @@ class Scheduler:
                 if end > landed:
                     yield env.timeout(end - landed)
             else:
-                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
+                seq = channel.record(start, env._now, label, corr, size, pred, parts if traced else ())
             self._done(corr, seq)
             if then is not None:
                 then(seq)
-            fire(env, mine, env.now)
+            fire(env, mine, env._now)
 
         env.process(run())
         return mine
@@ -433,6 +440,19 @@ class Scheduler:
 
     def _composite(self, cmd: CompositeCmd, arrive: float, corr: int) -> Ready:
         return CompositeRun(self, cmd, arrive, corr).done
+
+
+def _math_service(pe: ProcessingElement, cmd: MathCmd) -> float:
+    """PE_MATH's time for a math command: from the command and the PE's engine timing alone, so
+    kept on the command with the timing it was worked out for (one object per set of engine
+    parameters: :attr:`ProcessingElement.timing`); worked out again under another."""
+    kept: tuple[object, float] | None = cmd.__dict__.get("_math_service")
+    if kept is not None and kept[0] is pe.timing:
+        return kept[1]
+    k = op_kind(cmd.op)
+    service = pe.math_ns(cmd.work * k.passes, k.rate)
+    cmd.__dict__["_math_service"] = (pe.timing, service)
+    return service
 
 
 # each handler takes the command type it is keyed by (submit dispatches on type(cmd)); unbound, so that

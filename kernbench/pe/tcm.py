@@ -104,7 +104,15 @@ class TcmPort:
             at, by = self.fit(t, service, now)
             if at > t:  # the port held it up
                 earliest, pred = at, by
-        start, end = lane.reserve(earliest, service, label, corr, pred=pred)
+        if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+            free = lane.free_ns
+            start = earliest if earliest > free else free
+            end = start + service
+            lane.free_ns = end
+            lane.busy_ns += service
+            lane.count += 1
+        else:
+            start, end = lane.reserve(earliest, service, label, corr, pred=pred)
         starts = self._starts
         if end > start and (not starts or start >= starts[-1]):  # hold's common case, inlined
             starts.append(start)

@@ -605,8 +605,8 @@ def _replayed_programs(logs: dict[str, CommandLog], limits: RunLimits) -> list[_
     """Each PE's command log, fed to its PE_CPU request by request; no kernel code runs."""
 
     def start(log: CommandLog, pe: ProcessingElement) -> tuple[PeCpu, None]:
-        it = iter(log.requests)
-        return PeCpu(pe, lambda _response: next(it, None), limits=limits), None
+        # the next request, whatever the response (none in a log): next(requests, None), in C
+        return PeCpu(pe, functools.partial(next, iter(log.requests)), limits=limits), None
 
     return [_Program(pid, log.program_id, log.launch, functools.partial(start, log), log) for pid, log in logs.items()]
 

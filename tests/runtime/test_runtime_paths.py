@@ -168,6 +168,32 @@ def test_replay_with_overrides_on_cube1_equals_a_live_run(cube1):
     assert _accounting(rep) == _accounting(live)
 
 
+def test_replay_under_other_math_lanes_times_the_math_commands_anew(cube1):
+    """A math command's PE_MATH time is kept on the command with the engine timing it was worked
+    out for: a re-timing with other math lanes must time it with those, as a live run there does."""
+    over = ["pe.attrs.math_elems_per_cycle=4"]
+    rt, base = _run(cube1, "gemm_primitive")
+    rep = rt.replay(base, overrides=over, record=True)
+    _, live = _run(Runtime("cube1", overrides=over).graph, "gemm_primitive")
+    assert _accounting(rep) == _accounting(live) and _stream(rep) == _stream(live)
+    assert rep.engine_busy_ns != base.engine_busy_ns
+
+
+def test_replay_under_another_composite_tile_size_streams_the_new_steps(cube1):
+    """A composite's streamed pieces are kept on its command once worked out (a re-timing submits
+    the same commands): a re-timing at another tile size must stream that size's steps, and one
+    back at the first size the first size's."""
+    over = ["pe.attrs.composite_tile_bytes=16384"]  # B is 64 KiB of f16: 2 steps of 32 KiB, 4 of 16
+    rt, base = _run(cube1, "gemm_composite")
+    rep = rt.replay(base, overrides=over, record=True)
+    _, live = _run(Runtime("cube1", overrides=over).graph, "gemm_composite")
+    assert _accounting(rep) == _accounting(live) and _stream(rep) == _stream(live)
+    reads = [e for e in rep.events if e.kind == EventKind.ENGINE_BUSY and e.component.endswith("dma.rd") and e.label.startswith("tile")]
+    assert len(reads) == 4
+    back = rt.replay(base, record=True)
+    assert _accounting(back) == _accounting(base) and _stream(back) == _stream(base)
+
+
 # --- every shipped kernel -------------------------------------------------------------
 
 
