@@ -182,9 +182,16 @@ _STRING_COLUMNS = ("label", "detail", "src")
 
 
 def _first_seen(ids: np.ndarray, n_ids: int) -> tuple[list[int], np.ndarray]:
-    """The ids that occur in ``ids``, in the order first seen, and ``ids`` renumbered in that order."""
-    present, first = np.unique(ids, return_index=True)
-    by_first = present[np.argsort(first, kind="stable")]
+    """The ids that occur in ``ids``, in the order first seen, and ``ids`` renumbered in that order.
+
+    Each id's first row is found by one scatter (``np.minimum.at``), O(rows + ids), rather than by sorting
+    the rows (``np.unique``): a what-if's store numbers ~450k string references this way once the child
+    has answered, in ~5 ms instead of ~20-70."""
+    n = len(ids)
+    first = np.full(max(n_ids, 1), n, dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(n, dtype=np.int64))
+    present = np.flatnonzero(first < n)
+    by_first = present[np.argsort(first[present], kind="stable")]
     rank = np.zeros(max(n_ids, 1), dtype=np.int32)
     rank[by_first] = np.arange(len(by_first), dtype=np.int32)
     return by_first.tolist(), rank[ids]
