@@ -435,7 +435,11 @@ def _serve_retimings(run: Retimer, conn: multiprocessing.connection.Connection) 
     """The child after a re-timable run: answer each ``("retime", changes)`` with its events, in batches
     (``("events", [tuple, …])``, as the re-timing publishes them), then ``("retimed", metadata)`` — or with
     ``("refused", one line)`` — until the parent closes the pipe (or ends). Each message is one pickled
-    ``send_bytes``; after the answer, the child's CPU seconds (re-timing, of which pickling the events)."""
+    ``send_bytes``; after the answer, the child's CPU seconds (re-timing, of which pickling the events).
+    Before the first request, the run may import what re-timing reads (``warm_up()``, if it has one)."""
+    warm_up = getattr(run, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
     while True:
         try:
             tag, changes = conn.recv()

@@ -713,6 +713,11 @@ class RecordedRun:
         self.result = result
         self.metadata = metadata
 
+    def warm_up(self) -> None:
+        """Import what a re-timing reads first (the change parser, ~10 ms once): the process that keeps the
+        run calls this while it waits for the first what-if, so that one does not pay for it."""
+        import kernbench.analysis.whatif  # noqa: F401
+
     def retime(self, changes: Sequence[str]) -> Trace:
         """The run's commands re-timed under ``changes`` (``--what-if`` syntax; a bad one or a kernel that read
         simulated time is a :class:`~kernbench.errors.RetimeError`), events recorded; its metadata says which

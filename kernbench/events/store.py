@@ -148,7 +148,7 @@ class BatchMerger:
         """Every batch added, as the one batch :func:`columnize` makes of all their events."""
         cols = {name: np.concatenate(arrs) if arrs else np.empty(0, dtype=COLUMNS[name]) for name, arrs in self._parts.items()}
         if len(cols["t_ns"]) and not _is_sorted(cols["t_ns"], cols["seq"]):
-            order = np.lexsort((cols["seq"], cols["t_ns"]))
+            order = _time_order(cols["t_ns"], cols["seq"])
             cols = {name: col[order] for name, col in cols.items()}
         # first-seen order of the rows: components by row; strings by (row, label | detail | src)
         comp_order, cols["component"] = _first_seen(cols["component"], len(self._comps))
@@ -182,12 +182,28 @@ _STRING_COLUMNS = ("label", "detail", "src")
 
 
 def _first_seen(ids: np.ndarray, n_ids: int) -> tuple[list[int], np.ndarray]:
-    """The ids that occur in ``ids``, in the order first seen, and ``ids`` renumbered in that order."""
-    present, first = np.unique(ids, return_index=True)
-    by_first = present[np.argsort(first, kind="stable")]
+    """The ids that occur in ``ids``, in the order first seen, and ``ids`` renumbered in that order.
+
+    Each id's first row is found by one scatter (``np.minimum.at``), O(rows + ids), rather than by sorting
+    the rows (``np.unique``): a what-if's store numbers ~450k string references this way once the child
+    has answered, in ~5 ms instead of ~20-70."""
+    n = len(ids)
+    first = np.full(max(n_ids, 1), n, dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(n, dtype=np.int64))
+    present = np.flatnonzero(first < n)
+    by_first = present[np.argsort(first[present], kind="stable")]
     rank = np.zeros(max(n_ids, 1), dtype=np.int32)
     rank[by_first] = np.arange(len(by_first), dtype=np.int32)
     return by_first.tolist(), rank[ids]
+
+
+def _time_order(t: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The rows' ``(t_ns, seq)`` order, as ``np.lexsort((seq, t))`` gives it. Batches of one stream, each in
+    that order and added in publish order, are runs that a stable sort by time alone merges in that very
+    order (ties keep their place, which is seq order) at a fraction of lexsort's cost (the what-if's 149k
+    rows: ~1 ms instead of ~6); when ties would not come out in seq order, lexsort decides."""
+    order = np.argsort(t, kind="stable")
+    return order if _is_sorted(t[order], seq[order]) else np.lexsort((seq, t))
 
 
 def _is_sorted(t: np.ndarray, seq: np.ndarray) -> bool:

@@ -1,11 +1,12 @@
 """Property: however a stream is split into batches, the store is the same; batches columnized apart and merged
 make the very store of the whole stream."""
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernbench.events.bus import Bus, TupleBus
-from kernbench.events.store import BatchMerger, EventStore, StoreRecorder, columnize
+from kernbench.events.store import BatchMerger, EventStore, StoreRecorder, _time_order, columnize
 from kernbench.events.types import SPAN_KINDS, Event, EventKind
 
 KINDS = list(EventKind)
@@ -90,3 +91,21 @@ def test_a_tuple_bus_publishes_the_fields_of_the_events_a_bus_does():
     assert tuples == [tuple(e) for e in events]
     assert all(type(t[1]) is int for t in tuples)  # the kind as a number: no enum to look up when unpickled
     same_store(EventStore.from_events(events), EventStore.from_events([Event(*t) for t in tuples]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), max_size=12), max_size=8), st.randoms(use_true_random=False), st.booleans())
+def test_the_time_order_of_merged_batches_is_lexsorts(runs, rnd, in_publish_order):
+    """Batches each in (t_ns, seq) order, in publish order (the fast path) or not (lexsort decides): the rows'
+    order is ``np.lexsort((seq, t))``'s, ties in time included."""
+    seqs = list(range(sum(len(r) for r in runs)))
+    if not in_publish_order:
+        rnd.shuffle(seqs)
+    t_parts, seq_parts, i = [], [], 0
+    for r in runs:
+        rows = sorted(zip([float(x) for x in r], seqs[i : i + len(r)], strict=True))
+        i += len(r)
+        t_parts += [t for t, _ in rows]
+        seq_parts += [s for _, s in rows]
+    t, seq = np.array(t_parts, dtype=np.float64), np.array(seq_parts, dtype=np.int64)
+    assert _time_order(t, seq).tolist() == np.lexsort((seq, t)).tolist()

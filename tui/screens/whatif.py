@@ -81,9 +81,11 @@ class CollectionsHeld:
 
 
 def _import_parser() -> None:
-    """What reads a change (``kernbench.analysis.whatif`` and the command types it names): imported while
-    the user types, not after Enter."""
+    """What reads a change (``kernbench.analysis.whatif`` and the command types it names) and the screen
+    its answer opens (the compare screen and its header: ~10 ms, once): imported while the user types, not
+    after Enter."""
     import kernbench.analysis.whatif  # noqa: F401
+    import kernbench_tui.screens.compare  # noqa: F401
 
 
 def changes_of(text: str) -> list[str]:
