@@ -116,6 +116,11 @@ class KernbenchApp(App[None]):
         """The run as its user named it (the source's description: ``gqa-decode --variant opt3``, a file's name)."""
         return printable(getattr(self.source, "description", "") or self.metadata.kernel or "the run")
 
+    def prepare_what_if(self) -> None:
+        """The compare screen a what-if's answer opens, imported on a worker thread while the prompt is typed in
+        (:class:`~kernbench_tui.screens.whatif.WhatIfHost`)."""
+        self.run_worker(_import_compare_screen, thread=True, group="what-if-import", name="compare screen import")
+
     def push_what_if(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None:
         """The run and its re-timing side by side, over the main screen (:class:`~kernbench_tui.screens.whatif.WhatIfHost`)."""
         from kernbench_tui.screens.compare import WhatIfScreen
@@ -293,3 +298,7 @@ class KernbenchApp(App[None]):
 
 if TYPE_CHECKING:  # the app offers what its screen reads of it (MainScreen.debugger)
     _offers: type[TimelineApp] = KernbenchApp
+
+
+def _import_compare_screen() -> None:
+    import kernbench_tui.screens.compare  # noqa: F401

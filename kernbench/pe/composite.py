@@ -273,7 +273,7 @@ class CompositeRun:
         self.used: list[tuple[float, int]] = []
         self.writes: list[simpy.Process] = []
         self.last = 0.0
-        call_at(env, env._now, URGENT, self._start)
+        call_at(env, env.now, URGENT, self._start)
 
     def _start(self) -> None:
         """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
@@ -284,7 +284,7 @@ class CompositeRun:
 
     def _start_reading(self) -> None:
         env = self.env
-        if self.arrive > env._now:
+        if self.arrive > env.now:
             call_at(env, self.arrive, NORMAL, self._read_tile, 0)
         else:
             self._read_tile(0)
@@ -306,7 +306,7 @@ class CompositeRun:
     def _read_operand(self, i: int, j: int) -> None:
         if j == len(self.reads[i]):
             self.tile_seq[i] = self.rd_pred
-            fire(self.env, self.tile_read[i], self.env._now)
+            fire(self.env, self.tile_read[i], self.env.now)
             self._read_tile(i + 1)
             return
         prev, mine = self.pe.rd.claim()
@@ -322,13 +322,13 @@ class CompositeRun:
     def _issue_read(self, i: int, j: int, mine: simpy.Event) -> None:
         pe = self.pe
         r, piece = self.reads[i][j]
-        start = self.env._now
+        start = self.env.now
         assert r.region is not None  # a streamed (HBM) operand's
         ev = pe.network.read(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
 
         def landed(e: simpy.Event) -> None:
             result: TransferResult = e._value  # (the transfer's result: it has completed)
-            now = self.env._now
+            now = self.env.now
             port = pe.tcm_write
             begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
             parts = result.parts
@@ -343,7 +343,7 @@ class CompositeRun:
                 finish()
 
         def finish() -> None:
-            fire(self.env, mine, self.env._now)
+            fire(self.env, mine, self.env.now)
             self._read_operand(i, j + 1)
 
         ev.callbacks.append(landed)
@@ -366,7 +366,7 @@ class CompositeRun:
 
     def _feed_from(self, t0: float) -> None:
         env = self.env
-        now = env._now
+        now = env.now
         self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
         if t0 > now:
@@ -375,7 +375,7 @@ class CompositeRun:
             self._feed_tile(0)
 
     def _set_last_and_feed(self) -> None:
-        self.last = self.env._now
+        self.last = self.env.now
         self._feed_tile(0)
 
     def _tile_in(self, i: int) -> None:
@@ -386,7 +386,7 @@ class CompositeRun:
     def _feed_tile(self, i: int) -> None:
         pe = self.pe
         env = self.env
-        now = env._now  # (the steps it feeds are reserved at once: no time passes in here)
+        now = env.now  # (the steps it feeds are reserved at once: no time passes in here)
         while i < self.n_tiles:
             if self.tile_read and self.tile_read[i].callbacks is not None:
 
@@ -446,20 +446,20 @@ class CompositeRun:
                     end, seq = t, s
             self.pe.scheduler._produced(self.outs_claimed, seq)
             self.pe.scheduler._done(self.corr, seq)
-        fire(self.env, self.done, self.env._now)
+        fire(self.env, self.done, self.env.now)
 
     def _write_tile(self, r: HandleRef, piece: Piece, i: int, t_ready: float, stored: int) -> ProcessGenerator:
         pe = self.pe
         env = self.env
-        if t_ready > env._now:
-            yield env.timeout(t_ready - env._now)
+        if t_ready > env.now:
+            yield env.timeout(t_ready - env.now)
         prev, mine = pe.wr.claim()
         pred = stored
         if prev is not None and prev.callbacks is not None:
             yield prev
-            if env._now > t_ready:
+            if env.now > t_ready:
                 pred = pe.wr.last
-        start = env._now
+        start = env.now
         assert r.region is not None  # an HBM output's
         go = pe.tcm_leaving(start, piece.nbytes, pred, self.corr)  # the result leaves TCM through its port
         front: tuple[Part, ...] = ()
@@ -467,11 +467,9 @@ class CompositeRun:
             yield env.timeout(go - start)
             front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
-        seq = pe.wr.record(
-            start, env._now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ()
-        )
-        self.write_ends.append((env._now, seq))
-        fire(env, mine, env._now)
+        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
+        self.write_ends.append((env.now, seq))
+        fire(env, mine, env.now)
 
 
 Streams = tuple[tuple[tuple[HandleRef, Piece], ...], ...]  # per step, each HBM tensor's piece

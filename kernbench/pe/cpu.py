@@ -161,7 +161,7 @@ class PeCpu:
         :meth:`_catch_up` — before anything another actor orders by time: a
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
-        self.t = self.env._now
+        self.t = self.env.now
         next_request = self.next_request
         while True:
             try:
@@ -212,7 +212,7 @@ class PeCpu:
             self.last = pe.bus.emit(
                 self.t, EventKind.CPU_WORK, self.lane, end_ns=self.t + dur, label="tl.cycles", value=cmd.cycles, pred=self.last, src=src
             )
-        self._dispatched.append((self.env._now, d))
+        self._dispatched.append((self.env.now, d))
         pe.cpu_busy_ns += dur
         self.t += dur
 
@@ -246,12 +246,12 @@ class PeCpu:
                 pred=self.last,
                 src=src,
             )
-        self._dispatched.append((self.env._now, d))
+        self._dispatched.append((self.env.now, d))
         self.dispatch_cycles += cycles
         self.commands += 1
         pe.cpu_busy_ns += dur
         self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env._now):
+        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
             yield self.env.timeout(t - now)  # (_catch_up, inlined)
         if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
             bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
@@ -287,7 +287,7 @@ class PeCpu:
             self.waiting_on = f"{reason.value}: {ref.name}"
             yield landed
             self.waiting_on = None
-            self.t = self.env._now
+            self.t = self.env.now
             stalls = pe.cpu_stall_ns
             stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
             if pe.bus.active:
@@ -315,10 +315,10 @@ class PeCpu:
                 self.waiting_on = "completion of its last commands"
                 yield c
                 self.waiting_on = None
-            elif t > env._now:
-                yield env.timeout(t - env._now)
+            elif t > env.now:
+                yield env.timeout(t - env.now)
         self._outstanding.clear()
-        self.pe.done_ns = env._now
+        self.pe.done_ns = env.now
         self.finished = True
 
     def _check_limits(self) -> None:
@@ -339,8 +339,8 @@ class PeCpu:
 
     def _catch_up(self) -> ProcessGenerator:
         """Let SimPy's clock reach this CPU's."""
-        if self.t > self.env._now:
-            yield self.env.timeout(self.t - self.env._now)
+        if self.t > self.env.now:
+            yield self.env.timeout(self.t - self.env.now)
 
     def _queue_space(self) -> ProcessGenerator:
         """Stall until the scheduler queue has room (its oldest command completes)."""
@@ -353,7 +353,7 @@ class PeCpu:
             assert isinstance(oldest, simpy.Event)  # (only an event is not ready yet)
             yield from self._catch_up()
             yield oldest
-            self.t = max(self.t, self.env._now)
+            self.t = max(self.t, self.env.now)
         else:
             self.t = max(self.t, t)
         self.waiting_on = None

@@ -166,7 +166,7 @@ class ProcessingElement:
             self.ctx.load_landed(ref.id)
         if self.bus.active:
             self.ready_seq[ref.id] = seq
-            self.bus.emit(self.env._now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
+            self.bus.emit(self.env.now, EventKind.LOAD_COMPLETE, f"{self.pe_id}.cpu", corr_id=corr, label=ref.name, value=size_bytes)
 
     def receive(self, ref: HandleRef, data: Any) -> None:
         if self.ctx is not None and data is not None:
@@ -235,7 +235,7 @@ class IpcqFabric:
         pe.receive(ref, data)
         if pe.bus.active:
             pe.ready_seq[ref.id] = seq
-        landed.succeed(pe.env._now)
+        landed.succeed(pe.env.now)
 
     def unmatched(self) -> list[str]:
         out = []

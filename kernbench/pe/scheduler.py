@@ -191,12 +191,12 @@ class Scheduler:
             yield all_fired(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            end, seq = body(max(arrive, t_in2, self.env._now), pred)
+            end, seq = body(max(arrive, t_in2, self.env.now), pred)
             pe.async_stages -= 1
             self._produced(outs, seq)  # (their readiness stays the event ``done``)
             self._done(corr, seq)
-            if end > self.env._now:
-                yield self.env.timeout(end - self.env._now)
+            if end > self.env.now:
+                yield self.env.timeout(end - self.env.now)
             fire(self.env, done, end)
 
         self.env.process(wait_then_run())
@@ -215,7 +215,7 @@ class Scheduler:
         self, earliest: float, pred: int, in_bytes: int, lane: Lane, service_ns: float, out_bytes: int, label: str, corr: int
     ) -> tuple[float, int]:
         pe = self.pe
-        now = self.env._now
+        now = self.env.now
         _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
         _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
         _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
@@ -250,7 +250,7 @@ class Scheduler:
         pe = self.pe
 
         def body(t: float, pred: int) -> tuple[float, int]:
-            now = self.env._now
+            now = self.env.now
             _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
             _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
@@ -310,14 +310,14 @@ class Scheduler:
                 if ev.callbacks is not None:
                     yield ev
                 t0 = max(t0, fired_at(ev))
-            if t0 > env._now:
-                yield env.timeout(t0 - env._now)
+            if t0 > env.now:
+                yield env.timeout(t0 - env.now)
             pred = self.after_waits(cause, waits)[1] if traced else -1
             if prev is not None and prev.callbacks is not None:
                 yield prev
-            if env._now > t0:  # the channel's previous transfer held it
+            if env.now > t0:  # the channel's previous transfer held it
                 pred = channel.last
-            start = env._now
+            start = env.now
             front: tuple[Part, ...] = ()
             if tcm == "out":
                 go = pe.tcm_leaving(start, size, pred, corr)
@@ -327,7 +327,7 @@ class Scheduler:
             result: TransferResult = yield transfer()
             parts = front + result.parts
             if tcm == "in":
-                landed = env._now
+                landed = env.now
                 begin, end = pe.tcm_write.landing(start, landed, size, landed)
                 if end > landed:
                     parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
@@ -337,11 +337,11 @@ class Scheduler:
                 if end > landed:
                     yield env.timeout(end - landed)
             else:
-                seq = channel.record(start, env._now, label, corr, size, pred, parts if traced else ())
+                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
             self._done(corr, seq)
             if then is not None:
                 then(seq)
-            fire(env, mine, env._now)
+            fire(env, mine, env.now)
 
         env.process(run())
         return mine

@@ -114,7 +114,7 @@ def defer_train(tr: FastTransfer, path: Path) -> tuple[list[float], float] | Non
     """``tr``'s data train, from now, deferred if its whole route is idle: when the work
     queued on each FIFO was done, and when its last flit reaches the far end (``None``:
     not idle, nothing done)."""
-    now = tr.env._now
+    now = tr.env.now
     queued = idle_route(path.fifos, now)
     if queued is None:
         return None

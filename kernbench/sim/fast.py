@@ -119,7 +119,7 @@ class FastTransfer(FastRecord):
     __slots__ = ("ack_route", "ctl_path", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
 
     def begin(self, engine: FastEngine, plan: tuple[Path, Path | None]) -> None:
-        now = self.env._now
+        now = self.env.now
         self.engine = engine
         self.path, ctl_path = plan
         self.data = []
@@ -161,7 +161,7 @@ class FastTransfer(FastRecord):
         tokens.extend([token] * (len(route.hops) - h))
         path = self.ctl_path
         fifos, delay = path.fifos, path.delay
-        seq, now = self.seq, self.env._now
+        seq, now = self.seq, self.env.now
         log = self.net.explain
         for i in range(h, len(fifos)):
             d = fifos[i].pass_control(t, seq, self, i, token, now)
@@ -189,7 +189,7 @@ class FastTransfer(FastRecord):
 
     def _mem_read(self, _t: float) -> None:
         """The request is here: queue every burst on its channel; the data train leaves."""
-        now = self.env._now
+        now = self.env.now
         mem, bursts = self.memory_end()
         net = self.net
         if net.defer and not net.bus.active:  # (Network.deferring)
@@ -263,7 +263,7 @@ class FastTransfer(FastRecord):
         there (then only trains still arriving are re-planned, in arrival
         order, instead of every train planned ahead).
         """
-        now = self.env._now
+        now = self.env.now
         hops = self.route.hops
         fifos = self.path.fifos
         self.head_at = None
@@ -326,7 +326,7 @@ class FastTransfer(FastRecord):
 
     def _at_memory(self, train: Train) -> None:
         """A write's data reaches the memory: each channel its bursts; then the acknowledgement."""
-        now = self.env._now
+        now = self.env.now
         mem, bursts = self.memory_end()
         self.mem_train = train
         for c, flits in enumerate(bursts.per_channel):

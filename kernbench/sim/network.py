@@ -222,9 +222,9 @@ class Network:
         env = self.env
         done = simpy.Event(env)
         if self.bus.active:
-            self.bus.emit(env._now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
+            self.bus.emit(env.now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
         if self.explain:
-            self._open.append((seq, env._now))  # (seqs are numbered in start order: the oldest is first)
+            self._open.append((seq, env.now))  # (seqs are numbered in start order: the oldest is first)
         self.engine.start(op, kind, src, dst, region, corr, seq, done, way)
         return done
 
@@ -244,7 +244,7 @@ class Network:
         at that priority is left, or it would have come before this step), so its callbacks
         would run next either way, in the same order; one heap entry less per transfer."""
         self.transfers_done += 1
-        now = self.env._now
+        now = self.env.now
         parts: tuple[Part, ...] = ()
         if self.explain:
             parts = tr.parts(now)

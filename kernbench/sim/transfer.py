@@ -123,7 +123,7 @@ class Transfer:
         self.corr = corr
         self.seq = seq
         self.done = done
-        self.t0 = net.env._now
+        self.t0 = net.env.now
         self.prio = priority(seq)
         mem = self.mem = way.mem
         self.bursts = mem.bursts(region) if mem is not None else None

@@ -303,9 +303,12 @@ class MainScreen(Screen[None]):
 
     def action_what_if(self) -> None:
         """``r``: the what-if prompt; its answer opens the run and its re-timing side by side."""
-        from kernbench_tui.screens.whatif import WhatIfPrompt
+        from kernbench_tui.screens.whatif import WhatIfHost, WhatIfPrompt
 
-        self.app.push_screen(WhatIfPrompt(self.debugger.retimer()), self._what_if_answered)
+        retimer = self.debugger.retimer()
+        if not isinstance(retimer, str):
+            cast("WhatIfHost", self.app).prepare_what_if()
+        self.app.push_screen(WhatIfPrompt(retimer), self._what_if_answered)
 
     def _what_if_answered(self, answer: WhatIfAnswer | None) -> None:
         from kernbench_tui.screens.whatif import WhatIfHost, what_if_runs

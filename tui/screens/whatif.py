@@ -81,11 +81,10 @@ class CollectionsHeld:
 
 
 def _import_parser() -> None:
-    """What reads a change (``kernbench.analysis.whatif`` and the command types it names) and the screen
-    its answer opens (the compare screen and its header: ~10 ms, once): imported while the user types, not
-    after Enter."""
+    """What reads a change (``kernbench.analysis.whatif`` and the command types it names): imported while
+    the user types, not after Enter (the screen its answer opens is the host's to import:
+    :meth:`WhatIfHost.prepare_what_if`)."""
     import kernbench.analysis.whatif  # noqa: F401
-    import kernbench_tui.screens.compare  # noqa: F401
 
 
 def changes_of(text: str) -> list[str]:
@@ -226,5 +225,8 @@ def what_if_runs(
 class WhatIfHost(Protocol):
     """The debugger app, which shows a what-if's comparison over its main screen (the screen showing it
     subclasses the compare screen, which subclasses the main screen: the app, not the main screen, imports it)."""
+
+    def prepare_what_if(self) -> None:
+        """Import the comparison's screen off the UI thread while the user types (~10 ms, once)."""
 
     def push_what_if(self, runs: ComparedRuns, retimer: Retimer, changes: Sequence[str]) -> None: ...
