@@ -28,6 +28,7 @@ import simpy
 
 from kernbench.events.bus import Bus
 from kernbench.runtime.api import collector_paused
+from kernbench.sim.clock import Environment
 from kernbench.sim.network import Network
 from kernbench.topology.compile import load_topology
 
@@ -35,7 +36,7 @@ from kernbench.topology.compile import load_topology
 def isolated_wall_us(graph, mode: str, initiator: str, memory: str, size: int, repeats: int) -> float:
     """Median wall time of one transfer on an otherwise idle network (µs): one
     network, each transfer run to its end before the next starts."""
-    env = simpy.Environment()
+    env = Environment()
     net = Network(env, graph, mode=mode)
     env.run(net.read(initiator, memory, 0, size))  # warm: routes, FIFOs
     times = []
@@ -62,7 +63,7 @@ def transfers_per_second(graph, n: int, concurrent: bool, warm: bool = False, as
     """``warm``: the same reads once before, on the same network (routes, FIFOs, channels
     set up); ``as_a_run``: Python's cycle collector set as ``Runtime.run`` sets it."""
     ops = paper_ops(n)
-    env = simpy.Environment()
+    env = Environment()
     net = Network(env, graph)
     if warm:
         for pe, mem, off in ops:
@@ -84,7 +85,7 @@ def contended_mix(graph, mode: str, bus: Bus | None = None) -> tuple[float, list
     """12 streams on cube1 crossing the same routers and slices; (wall s, latencies, events)."""
     rng = random.Random(7)
     c = "sip0.cube0."
-    env = simpy.Environment()
+    env = Environment()
     net = Network(env, graph, bus, mode=mode)
     count = [0]
     if bus is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import math
 import pstats
 import statistics
 import time
@@ -31,6 +32,7 @@ import time
 import numpy as np
 import simpy
 
+import kernbench.runtime.api as api
 import kernbench.tl as tl
 from kernbench.runtime.api import Runtime
 
@@ -74,18 +76,28 @@ class _Counter:
 
 
 def count_events(fn) -> tuple[int, object]:
-    orig = simpy.Environment.schedule
+    """Schedule entries ``fn`` runs: SimPy's ``schedule`` calls on a plain SimPy environment (the bare loop),
+    and on a run's schedule (``kernbench.sim.clock.Environment``, whose ``timeout``, ``call_at`` and ``fire``
+    push without ``schedule``) the entries its loop takes, stepped one at a time in the same order."""
+    orig, orig_loop = simpy.Environment.schedule, api._run_loop
 
     def counting(self, event, priority=1, delay=0):
         _Counter.n += 1
         return orig(self, event, priority, delay)
 
+    def counting_loop(env, _max_sim_ns, _tick) -> None:
+        while env.peek() != math.inf:
+            env.step()
+            _Counter.n += 1
+
     _Counter.n = 0
     simpy.Environment.schedule = counting
+    api._run_loop = counting_loop
     try:
         out = fn()
     finally:
         simpy.Environment.schedule = orig
+        api._run_loop = orig_loop
     return _Counter.n, out
 
 
