@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 
 from kernbench.errors import KernbenchError, StdoutError
-from kernbench.interrupts import interrupts_raise, raise_pending
+from kernbench.interrupts import WRITTEN, interrupts_raise, raise_pending
 from kernbench.printable import printable
 from kernbench.raised import described, theirs
 from kernbench.stdout import checked_stdout
@@ -77,6 +77,8 @@ def interrupted_message(exc: BaseException) -> str:
     t_ns = getattr(exc, "t_ns", None)
     name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
     when = f" at t={t_ns:,.3f} ns" if t_ns is not None else ""
+    if WRITTEN:  # (the outputs were in place before the signal came: say so, they are complete)
+        return f"interrupted ({name}){when}; {' and '.join(WRITTEN)} {'was' if len(WRITTEN) == 1 else 'were'} written before it"
     return f"interrupted ({name}){when}; no output was written"
 
 

@@ -27,6 +27,12 @@ from kernbench.errors import Interrupted
 #: Signals received inside :func:`interrupts_raise` (the first one counts); empty otherwise.
 PENDING: list[int] = []
 
+#: The outputs the last command (inside :func:`interrupts_raise`) put in place.
+WRITTEN: list[str] = []
+
+_held = False  # inside committing(): a signal is remembered, not raised
+_active = False  # inside interrupts_raise()
+
 
 @contextmanager
 def interrupts_raise() -> Iterator[None]:
@@ -39,20 +45,40 @@ def interrupts_raise() -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         PENDING.append(signum)
-        raise Interrupted(signum=signum)
+        if not _held:
+            raise Interrupted(signum=signum)
 
     previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         if sig == signal.SIGINT and signal.getsignal(sig) is signal.SIG_IGN:
             continue
         previous[sig] = signal.signal(sig, handler)
+    global _active
     PENDING.clear()
+    WRITTEN.clear()
+    _active = True
     try:
         yield
     finally:
         for sig, was in previous.items():
             signal.signal(sig, was)
         PENDING.clear()
+        _active = False  # (WRITTEN stays, for the line the command ends with; the next command clears it)
+
+
+@contextmanager
+def committing(paths: list[str]) -> Iterator[None]:
+    """Around the renames that put a command's outputs in place: an interrupt arriving inside waits until
+    they are all done (then :func:`raise_pending` raises it), and ``paths`` join :data:`WRITTEN`."""
+    global _held
+    _held = True
+    try:
+        yield
+    finally:
+        _held = False
+    if _active:
+        WRITTEN.extend(paths)
+    raise_pending()
 
 
 def raise_pending(t_ns: float | None = None) -> None:

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from kernbench.errors import InputPathError, OutputPathError
 from kernbench.inputs import stat_or_none
-from kernbench.interrupts import raise_pending
+from kernbench.interrupts import committing, raise_pending
 
 PART_SUFFIX = ".part"
 
@@ -137,19 +137,21 @@ def _name_max(folder: Path) -> int:
         return 255
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any], *, announce: bool = True) -> None:
     """Call ``write(f)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     On any failure (including KeyboardInterrupt) the temporary file is
     removed and ``path`` is untouched; an OSError becomes an
     :class:`OutputPathError` naming the file.
     """
-    write_all_atomic([(path, write)])
+    write_all_atomic([(path, write)], announce=announce)
 
 
-def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[IO[bytes]], Any]]]) -> None:
+def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[IO[bytes]], Any]]], *, announce: bool = True) -> None:
     """Several outputs of one command, all or none: each is written to its
-    temporary file first; only when every one is complete are they renamed."""
+    temporary file first; only when every one is complete are they renamed
+    (an interrupt waits for the last rename). ``announce``: an interrupt's
+    line names them as written (not for a cache's entries)."""
     _refuse_users_modules(Path(raw) for raw, _ in outputs)  # (one the run imported after the outputs were checked)
     done: list[tuple[Path, Path]] = []
     current: Path | None = None
@@ -163,10 +165,11 @@ def write_all_atomic(outputs: Sequence[tuple[str | os.PathLike[str], Callable[[I
                 f.flush()
                 os.fsync(f.fileno())
         raise_pending()  # (an interrupt Python dropped while they were made: see kernbench.interrupts)
-        for tmp, path in done:
-            current = path
-            os.replace(tmp, path)
-        done.clear()
+        with committing([str(path) for _, path in done] if announce else []):  # (all renamed, or none)
+            for tmp, path in done:
+                current = path
+                os.replace(tmp, path)
+            done.clear()
     except OSError as exc:
         assert current is not None  # set before anything that can raise OSError
         raise OutputPathError(f"cannot write {current}: {exc.strerror or exc}; {_kept(current)}") from None
@@ -196,8 +199,8 @@ def _kept(path: Path) -> str:
     return f"{path} was left as it was" if os.path.exists(path) else f"{path} was not created"
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, announce: bool = True) -> None:
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")), announce=announce)
 
 
 def to_json(obj: Any, **kwargs: Any) -> str:

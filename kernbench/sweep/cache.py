@@ -167,7 +167,7 @@ class ResultCache:
         deps = dict(dependencies or {})
         doc = {"format": FORMAT, "key": key, "metrics": dict(metrics), "dependencies": deps, "sha256": entry_digest(key, metrics, deps)}
         try:
-            write_text_atomic(path, to_json(doc))
+            write_text_atomic(path, to_json(doc), announce=False)
         except (OSError, OutputPathError) as exc:
             self.write_error = self.write_error or str(exc)
 

@@ -101,3 +101,45 @@ def test_outside_a_command_nothing_is_pending_and_the_handlers_are_back():
         assert signal.getsignal(signal.SIGINT) is not before[0]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     assert PENDING == []
+
+
+def test_an_interrupt_during_the_renames_waits_for_the_last_and_the_line_names_what_was_written(monkeypatch, capsys, tmp_path):
+    """The race CI met: a Ctrl-C landing just after ``out.kbtrace`` was renamed into place ended the command with
+    "no output was written" beside a complete file. The renames are one step now, and the line says what is there."""
+    import kernbench.outputs
+
+    first, second = tmp_path / "a.kbtrace", tmp_path / "b.json"
+    renamed: list[str] = []
+    real_replace = os.replace
+
+    def replace_then_signal(src, dst) -> None:
+        real_replace(src, dst)
+        renamed.append(os.path.basename(dst))
+        if len(renamed) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # (its handler runs at the next bytecode: inside the renames)
+
+    monkeypatch.setattr(kernbench.outputs.os, "replace", replace_then_signal)
+
+    def body() -> int:
+        write_all_atomic([(first, lambda f: f.write(b"A")), (second, lambda f: f.write(b"B"))])
+        raise AssertionError("the held interrupt is raised once the renames are done")
+
+    assert guarded(body, "error: ") == 130
+    assert renamed == ["a.kbtrace", "b.json"], "both renamed: all or none"
+    assert (first.read_bytes(), second.read_bytes()) == (b"A", b"B")
+    assert capsys.readouterr().err == f"interrupted (SIGINT); {first} and {second} were written before it\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.kbtrace", "b.json"], "no temporary file left"
+
+
+def test_a_caches_entries_are_not_named_as_the_commands_output(capsys, tmp_path):
+    from kernbench.outputs import write_text_atomic
+
+    def body() -> int:
+        write_text_atomic(tmp_path / "entry.json", "{}", announce=False)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):
+            pass
+        return 0
+
+    assert guarded(body, "error: ") == 130
+    assert capsys.readouterr().err == "interrupted (SIGINT); no output was written\n"
