@@ -68,7 +68,7 @@ def test_failed_points_are_not_cached(capsys, tmp_path, own_cache):
 
 
 def test_an_unwritable_cache_is_a_warning_not_a_failure(capsys, tmp_path, monkeypatch):
-    def refuse(path, text):
+    def refuse(path, text, **_how):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(result_cache, "write_text_atomic", refuse)
