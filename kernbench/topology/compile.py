@@ -15,11 +15,12 @@ Routing is hierarchical and deterministic:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernbench.errors import RouteError, TopologyError
 from kernbench.topology.cube_paths import CubePaths
@@ -101,7 +102,28 @@ def _freeze(obj: Any) -> Any:
     return obj
 
 
+class _Ids(dict[str, str]):
+    """The ids of one CUBE's routers by local name, each made once: the nodes and the edges at them
+    hold one string, so the graph's dicts find them by identity."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, name: str) -> str:
+        self[name] = f"{self.prefix}.{name}"
+        return self[name]
+
+
 class _Builder:
+    """Nodes and edges in the graph's order (edge indices are positions), one CUBE at a time.
+
+    A compile is what every run, the TUI and a re-timing under a changed
+    parameter pay first (the paper machine: 4,675 nodes, 8,616 edges), so the
+    CUBE loops build their attribute tables directly and share the ones equal
+    across nodes (a PE's engines, the pseudo-channels of every CUBE).
+    """
+
     def __init__(self, spec: Mapping[str, Any]) -> None:
         self.spec = spec
         self.nodes: list[Node] = []
@@ -109,14 +131,18 @@ class _Builder:
         self.cube = spec["cube"]
         mesh = spec["sip"]["mesh"]
         self.width, self.height = mesh["width"], mesh["height"]
-        self._cpu_attrs: dict[str, Any] | None = None
+        self._cpu_attrs = {k: _freeze(v) for k, v in spec["pe"]["attrs"].items()}  # frozen once for every pe_cpu
+        self._pc_attrs: dict[tuple[int, int], Mapping[str, Any]] = {}
 
-    def node(self, node_id: str, kind: str, overhead_ns: float = 0.0, **attrs: Any) -> None:
-        self.nodes.append(Node(node_id, kind, overhead_ns, _freeze(attrs)))
+    def node(self, node_id: str, kind: str, overhead_ns: float, attrs: Mapping[str, Any]) -> None:
+        """A node; ``attrs`` frozen already (a MappingProxyType of scalars and frozen tables)."""
+        self.nodes.append(Node(node_id, kind, overhead_ns, attrs))
 
     def link(self, a: str, b: str, link: Mapping[str, Any], kind: str) -> None:
-        for src, dst in ((a, b), (b, a)):
-            self.edges.append(Edge(src, dst, link["bw_gbps"], link["prop_ns"], kind, len(self.edges)))  # indexed as the graph keeps it
+        edges = self.edges
+        i, bw, prop = len(edges), link["bw_gbps"], link["prop_ns"]
+        edges.append(Edge(a, b, bw, prop, kind, i))  # indexed as the graph keeps it
+        edges.append(Edge(b, a, bw, prop, kind, i + 1))
 
     def build(self) -> Graph:
         spec = self.spec
@@ -128,7 +154,7 @@ class _Builder:
             io = spec["sip"]["io_chiplet"]
             if io is not None:
                 chiplet = io_id(s)
-                self.node(chiplet, "io_chiplet", io["overhead_ns"], sip=s)
+                self.node(chiplet, "io_chiplet", io["overhead_ns"], _freeze({"sip": s}))
                 self.link(chiplet, f"{cube_id(s, io['attach_cube'])}.{io['attach']}", io["link"], "io")
         ring = spec["system"]["sip_ring"]
         if n_sips > 1:
@@ -137,85 +163,66 @@ class _Builder:
                 self.link(io_id(a), io_id(b), ring, "pcie")
         host = spec["system"]["host"]
         if host is not None:
-            self.node("host", "host", host["overhead_ns"])
+            self.node("host", "host", host["overhead_ns"], _freeze({}))
             self.link("host", io_id(host["attach_sip"]), host["link"], "pcie")
         frozen = _freeze(dict(spec))
-        router = _Router(frozen, _template_paths(_template_key(self.cube)))
-        return Graph(spec["name"], self.nodes, self.edges, spec["flit_bytes"], frozen, lambda g, a, b: router.route(a, b))
+        return Graph(spec["name"], self.nodes, self.edges, spec["flit_bytes"], frozen, _router(_Routing.of(frozen)))
 
     def _cube(self, prefix: str, s: int, c: int) -> None:
-        cube = self.cube
+        cube, node, link = self.cube, self.node, self.link
         x, y = c % self.width, c // self.width
+        at = _Ids(prefix)
         for name, r in sorted(cube["routers"].items()):
-            self.node(f"{prefix}.{name}", "router", r["overhead_ns"], half=r["half"], x=x, y=y)
-        for link in cube["links"]:
-            self.link(f"{prefix}.{link['a']}", f"{prefix}.{link['b']}", link, "noc")
-        attrs = self.spec["pe"]["attrs"]
-        cpu_attrs = self._pe_attrs()
-        pes = cube["pes"]
+            node(at[name], "router", r["overhead_ns"], MappingProxyType({"half": r["half"], "x": x, "y": y}))
+        for noc in cube["links"]:
+            link(at[noc["a"]], at[noc["b"]], noc, "noc")
+        attrs, pes = self.spec["pe"]["attrs"], cube["pes"]
         overheads = {
             "cpu": attrs["cpu_overhead_ns"],
             "sched": attrs["sched_overhead_ns"],
             "dma": pes["dma_overhead_ns"],
             "ipcq": attrs["ipcq_overhead_ns"],
         }
+        engines = [(f"pe_{e}", overheads.get(e, 0.0)) for e in PE_ENGINES]
+        tcm_link, pe_link = {"bw_gbps": attrs["tcm_bw_gbps"], "prop_ns": 0.0}, pes["link"]
         for p, router in enumerate(pes["attach"]):
-            pe = f"{prefix}.pe{p}"
-            for engine in PE_ENGINES:
-                extra = cpu_attrs if engine == "cpu" else {}
-                self.node(f"{pe}.{engine}", f"pe_{engine}", overheads.get(engine, 0.0), sip=s, cube=c, pe=p, **extra)
-            self.link(f"{pe}.dma", f"{prefix}.{router}", pes["link"], "pe_port")
-            self.link(f"{pe}.ipcq", f"{prefix}.{router}", pes["link"], "pe_port")
-            tcm = {"bw_gbps": attrs["tcm_bw_gbps"], "prop_ns": 0.0}
-            for engine in ("dma", "gemm", "math", "ipcq"):
-                self.link(f"{pe}.{engine}", f"{pe}.tcm", tcm, "pe_internal")
+            ids = [f"{prefix}.pe{p}.{e}" for e in PE_ENGINES]
+            cpu, _sched, dma, _fs, gemm, math, ipcq, tcm = ids
+            where = MappingProxyType({"sip": s, "cube": c, "pe": p})  # every engine's but the CPU's, which adds the PE's
+            cpu_attrs = MappingProxyType({"sip": s, "cube": c, "pe": p, **self._cpu_attrs})
+            for engine, (kind, overhead) in zip(ids, engines, strict=True):
+                node(engine, kind, overhead, cpu_attrs if engine is cpu else where)
+            link(dma, at[router], pe_link, "pe_port")
+            link(ipcq, at[router], pe_link, "pe_port")
+            for engine in (dma, gemm, math, ipcq):
+                link(engine, tcm, tcm_link, "pe_internal")
         hbm = cube["hbm"]
         n_ch = hbm["channels_per_slice"]
+        pc_link = {"bw_gbps": hbm["channel_bw_gbps"], "prop_ns": 0.0}
+        timing = {k: hbm[k] for k in ("banks_per_channel", "row_bytes", "trcd_ns", "trp_ns", "trefi_ns", "trfc_ns")}
         for k, router in enumerate(hbm["attach"]):
             sl = f"{prefix}.hbm.slice{k}"
-            self.node(
-                sl,
-                "hbm_slice",
-                hbm["overhead_ns"],
-                sip=s,
-                cube=c,
-                slice=k,
-                channels=n_ch,
-                channel_bw_gbps=hbm["channel_bw_gbps"],
-                burst_bytes=hbm["burst_bytes"],
-                capacity_bytes=hbm["slice_capacity_bytes"],
-                **{k: hbm[k] for k in ("banks_per_channel", "row_bytes", "trcd_ns", "trp_ns", "trefi_ns", "trfc_ns")},
-            )
-            self.link(sl, f"{prefix}.{router}", hbm["link"], "hbm_port")
+            channels = {"channels": n_ch, "channel_bw_gbps": hbm["channel_bw_gbps"], "burst_bytes": hbm["burst_bytes"]}
+            sl_attrs = {"sip": s, "cube": c, "slice": k, **channels, "capacity_bytes": hbm["slice_capacity_bytes"], **timing}
+            node(sl, "hbm_slice", hbm["overhead_ns"], _freeze(sl_attrs))
+            link(sl, at[router], hbm["link"], "hbm_port")
             for ch in range(n_ch):
                 pc = f"{prefix}.hbm.pc{k * n_ch + ch}"
-                self.node(pc, "hbm_pc", 0.0, slice=k, channel=ch)
-                pc_link = {"bw_gbps": hbm["channel_bw_gbps"], "prop_ns": 0.0}
-                self.link(sl, pc, pc_link, "hbm_channel")
+                pc_attrs = self._pc_attrs.get((k, ch))
+                if pc_attrs is None:  # the same in every CUBE
+                    pc_attrs = self._pc_attrs[(k, ch)] = MappingProxyType({"slice": k, "channel": ch})
+                node(pc, "hbm_pc", 0.0, pc_attrs)
+                link(sl, pc, pc_link, "hbm_channel")
         sram = cube["sram"]
         if sram is not None:
-            self.node(
-                f"{prefix}.sram",
-                "sram",
-                sram["overhead_ns"],
-                sip=s,
-                cube=c,
-                channels=1,
-                channel_bw_gbps=sram["bw_gbps"],
-                burst_bytes=self.spec["flit_bytes"],
-                capacity_bytes=sram["capacity_bytes"],
-            )
-            self.link(f"{prefix}.sram", f"{prefix}.{sram['attach']}", sram["link"], "sram_port")
+            sram_attrs = {"sip": s, "cube": c, "channels": 1, "channel_bw_gbps": sram["bw_gbps"]}
+            sram_attrs |= {"burst_bytes": self.spec["flit_bytes"], "capacity_bytes": sram["capacity_bytes"]}
+            node(f"{prefix}.sram", "sram", sram["overhead_ns"], _freeze(sram_attrs))
+            link(f"{prefix}.sram", at[sram["attach"]], sram["link"], "sram_port")
         m_cpu = cube["m_cpu"]
         if m_cpu is not None:
-            self.node(f"{prefix}.m_cpu", "m_cpu", m_cpu["overhead_ns"], sip=s, cube=c)
-            self.link(f"{prefix}.m_cpu", f"{prefix}.{m_cpu['attach']}", m_cpu["link"], "m_cpu_port")
-
-    def _pe_attrs(self) -> dict[str, Any]:
-        """The PE attributes every ``pe_cpu`` node carries, their nested tables frozen once for all PEs."""
-        if self._cpu_attrs is None:
-            self._cpu_attrs = {k: _freeze(v) for k, v in self.spec["pe"]["attrs"].items()}
-        return self._cpu_attrs
+            node(f"{prefix}.m_cpu", "m_cpu", m_cpu["overhead_ns"], _freeze({"sip": s, "cube": c}))
+            link(f"{prefix}.m_cpu", at[m_cpu["attach"]], m_cpu["link"], "m_cpu_port")
 
     def _mesh(self, s: int) -> None:
         shape = GridShape.of(self.spec)
@@ -227,7 +234,7 @@ class _Builder:
             sides = shape.neighbours(c)
             for d, _ in sides:
                 phy = f"{cube_id(s, c)}.phy.{d}"
-                self.node(phy, "ucie_phy", ucie["phy_overhead_ns"], sip=s, cube=c, side=d)
+                self.node(phy, "ucie_phy", ucie["phy_overhead_ns"], MappingProxyType({"sip": s, "cube": c, "side": d}))
                 self.link(phy, f"{cube_id(s, c)}.{self.cube['ucie_attach']}", inner, "ucie_port")
             # Each link once, from its east / south end (a wrap's is the last column / row).
             for d, nxt in sides:
@@ -257,25 +264,80 @@ def _template_paths(key: _TemplateKey) -> CubePaths:
     return CubePaths(*key)
 
 
+class _Routing(NamedTuple):
+    """Everything a route's node path depends on, and nothing else (no PE, HBM or IO-link timing).
+
+    Two topologies with equal routings route every pair along the same nodes
+    (a re-timing under ``pe.attrs.tcm_bw_gbps`` compiles a new graph with the
+    old routing), so they share one :class:`_Router` and its paths; each graph
+    still builds its routes' hops from its own edges and nodes. The CUBE
+    template is in whole, link bandwidths and propagation included: they decide
+    its least-latency paths.
+    """
+
+    template: _TemplateKey
+    pes_attach: tuple[str, ...]
+    hbm_attach: tuple[str, ...]
+    sram_attach: str | None
+    m_cpu_attach: str | None
+    ucie_attach: str
+    io: tuple[int, str] | None  # the IO chiplet's attach CUBE and router
+    sips: int
+    host_sip: int | None
+    shape: GridShape
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> _Routing:
+        cube, io, host = spec["cube"], spec["sip"]["io_chiplet"], spec["system"]["host"]
+        return cls(
+            _template_key(cube),
+            tuple(cube["pes"]["attach"]),
+            tuple(cube["hbm"]["attach"]),
+            None if cube["sram"] is None else cube["sram"]["attach"],
+            None if cube["m_cpu"] is None else cube["m_cpu"]["attach"],
+            cube["ucie_attach"],
+            None if io is None else (io["attach_cube"], io["attach"]),
+            spec["system"]["sips"],
+            None if host is None else host["attach_sip"],
+            GridShape.of(spec),
+        )
+
+
+@lru_cache(maxsize=8)
+def _router(routing: _Routing) -> _Router:
+    return _Router(routing, _template_paths(routing.template))
+
+
 class _Router:
-    """The routes of one topology, each built from named legs (see the module docstring).
+    """The routes of one routing (see :class:`_Routing`), each built from named legs (see the module docstring).
 
     A route leaves its source's CUBE (through the mesh to the IO chiplet when
     it leaves the SIP), goes round the SIP ring, and enters the destination's
-    CUBE the same way; every leg returns its own nodes and :meth:`route`
-    joins them, dropping a node repeated where two legs meet.
+    CUBE the same way; every leg returns its own nodes and :meth:`_search`
+    joins them, dropping a node repeated where two legs meet. A path is kept
+    once found (up to :data:`PATHS_KEPT`) for the graphs sharing the routing.
     """
 
-    def __init__(self, spec: Mapping[str, Any], template: CubePaths):
-        self.spec = spec
-        self.template = template
-        self.shape = GridShape.of(spec)
-        self.ucie_at = spec["cube"]["ucie_attach"]
-        self.io = spec["sip"]["io_chiplet"]
-        self.sips = spec["system"]["sips"]
+    PATHS_KEPT = 16_384  # a run routes hundreds to thousands of pairs; a path is tens of names at most
 
-    def route(self, src: str, dst: str) -> list[str]:
-        """Node path ``src → … → dst``."""
+    def __init__(self, routing: _Routing, template: CubePaths):
+        self.routing = routing
+        self.template = template
+        self.shape, self.ucie_at, self.io, self.sips = routing.shape, routing.ucie_attach, routing.io, routing.sips
+        self.routers = frozenset(name for name, _ in routing.template[0])
+        self._paths: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def __call__(self, graph: Graph, src: str, dst: str) -> tuple[str, ...]:
+        """Node path ``src → … → dst`` (in any graph of this routing), its names interned (see
+        :class:`~kernbench.topology.graph.Hop`)."""
+        path = self._paths.get((src, dst))
+        if path is None:
+            if len(self._paths) >= self.PATHS_KEPT:
+                self._paths.clear()
+            path = self._paths[(src, dst)] = tuple(map(sys.intern, self._search(src, dst)))
+        return path
+
+    def _search(self, src: str, dst: str) -> list[str]:
         s_here, here = self._end(src, "from")
         s_dst, target = self._end(dst, "to")
         path = [src]
@@ -299,13 +361,29 @@ class _Router:
     def _end(self, node: str, way: str) -> tuple[int, tuple[int, str] | None]:
         """(SIP, (CUBE, attach router)) of a route's end; no CUBE for the host or an IO chiplet."""
         n = NodeId.parse(node)
-        if node == "host":
-            return self.spec["system"]["host"]["attach_sip"], None
+        if node == "host" and self.routing.host_sip is not None:
+            return self.routing.host_sip, None
         if n.sip is not None and n.cube is None and n.local == "io":
             return n.sip, None
         if n.sip is None or n.cube is None:
             raise RouteError(f"cannot route {way} {node!r}")
-        return n.sip, (n.cube, _attach_router(self.spec, n))
+        return n.sip, (n.cube, self._attach_router(n))
+
+    def _attach_router(self, n: NodeId) -> str:
+        """The router a NoC endpoint inside a CUBE hangs off."""
+        local, routing = n.local, self.routing
+        router: str | None = None
+        if n.pe is not None:
+            router = routing.pes_attach[n.pe]
+        elif n.slice is not None:
+            router = routing.hbm_attach[n.slice]
+        elif local in ("sram", "m_cpu"):
+            router = routing.sram_attach if local == "sram" else routing.m_cpu_attach
+        elif local in self.routers:
+            router = local
+        if router is None:
+            raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
+        return router
 
     def _inside(self, s: int, c: int, r_from: str, r_to: str) -> list[str]:
         """Routers from ``r_from`` to ``r_to`` inside one CUBE (the template's least-latency path)."""
@@ -338,22 +416,4 @@ class _Router:
     def _io_place(self, s: int) -> tuple[int, str]:
         if self.io is None:
             raise RouteError(f"sip{s} has no IO chiplet: cannot leave or enter it")
-        return self.io["attach_cube"], self.io["attach"]
-
-
-def _attach_router(spec: Mapping[str, Any], n: NodeId) -> str:
-    """The router a NoC endpoint inside a CUBE hangs off."""
-    cube = spec["cube"]
-    local = n.local
-    router: str
-    if n.pe is not None:
-        router = cube["pes"]["attach"][n.pe]
-    elif n.slice is not None:
-        router = cube["hbm"]["attach"][n.slice]
-    elif local in ("sram", "m_cpu"):
-        router = cube[local]["attach"]
-    elif local in cube["routers"]:
-        router = local
-    else:
-        raise RouteError(f"{local!r} is not a NoC endpoint (use a PE's dma/ipcq, an HBM slice, sram)")
-    return router
+        return self.io

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import MappingProxyType
@@ -102,7 +102,7 @@ class Graph:
         edges: list[Edge],
         flit_bytes: int,
         spec: Mapping[str, Any],
-        router: Callable[[Graph, str, str], list[str]],
+        router: Callable[[Graph, str, str], Sequence[str]],
     ) -> None:
         self.name = name
         self.flit_bytes = flit_bytes
@@ -144,8 +144,10 @@ class Graph:
         cached = self._routes.get(key)
         if cached is not None:
             return cached
-        self.node(src)
-        self.node(dst)
+        nodes = self.nodes
+        if src not in nodes or dst not in nodes:
+            self.node(src)
+            self.node(dst)  # (raise the unknown one's error)
         path = self._router(self, src, dst)
         if len(path) - 1 > MAX_ROUTE_HOPS:
             raise RouteError(
@@ -158,8 +160,8 @@ class Graph:
             e = self._edge_by_pair.get((a, b))
             if e is None:  # the router's path leaves the graph: src or dst is not attached where routes run
                 raise RouteError(f"no route from {src} to {dst}: no edge {a}->{b}")
-            hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, self.nodes[b].overhead_ns, sys.intern(e.id)))
-        route = Route(tuple(sys.intern(n) for n in path), tuple(hops), self.nodes[src].overhead_ns)  # (names interned: see Hop.edge_id)
+            hops.append(Hop(e, self.flit_bytes / e.bw_gbps, e.prop_ns, nodes[b].overhead_ns, sys.intern(e.id)))
+        route = Route(tuple(map(sys.intern, path)), tuple(hops), nodes[src].overhead_ns)  # (names interned: see Hop.edge_id)
         self._routes[key] = route
         return route
 

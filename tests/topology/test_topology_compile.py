@@ -219,3 +219,44 @@ def test_route_header_is_overheads_plus_propagation(paper):
     assert r.nodes == ("sip0.cube5.pe0.dma", "sip0.cube5.r0", "sip0.cube5.r1", "sip0.cube5.hbm.slice2")
     assert r.header_ns == pytest.approx(2 + 7.6 + 2)
     assert r.bottleneck_gbps == 256.0
+
+
+# --- recompiling ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, shared",
+    [
+        ("pe.attrs.tcm_bw_gbps=1024", True),  # what a re-timing recompiles under: the routing is the same
+        ("cube.pes.link.bw_gbps=64", True),
+        ("sip.ucie.prop_ns=3", True),
+        ("cube.links[2].bw_gbps=128", False),  # a CUBE link's bandwidth decides its least-latency paths
+    ],
+)
+def test_a_recompiled_graph_routes_as_a_fresh_compile(change, shared):
+    """A graph compiled again under a changed parameter shares the node paths of the graphs of its routing
+    (kernbench.topology.compile._Routing) and builds the hops from its own edges and nodes: its routes and
+    hops are the ones a compile that shares nothing gives."""
+    from kernbench.topology import compile as compiling
+    from kernbench.topology.compile import load_topology
+
+    base = load_topology("paper")
+    ends = [n.id for n in base.nodes.values() if n.kind in ("pe_dma", "pe_ipcq", "hbm_slice", "sram", "m_cpu", "host")]
+    pairs = [(a, b) for a in ends[::23] for b in ends[::17] if a != b]
+    pairs += [("host", "sip1.cube15.hbm.slice7"), ("sip1.cube9.pe2.dma", "host")]
+    pairs.append(("sip0.cube0.pe0.dma", "sip0.cube0.hbm.slice6"))  # r0 to r3: r1 or r2 at equal latency, ties by name
+    for p in pairs:
+        base.route(*p)
+    recompiled = load_topology("paper", [change])
+    assert (recompiled._router is base._router) is shared
+    compiling._router.cache_clear()
+    compiling._template_paths.cache_clear()
+    fresh = load_topology("paper", [change])
+    assert fresh._router is not recompiled._router
+    for p in pairs:
+        route = recompiled.route(*p)
+        assert route == fresh.route(*p), p
+        assert [h.edge for h in route.hops] == [recompiled.edge(a, b) for a, b in itertools.pairwise(route.nodes)], p
+        assert [h.next_overhead_ns for h in route.hops] == [recompiled.nodes[n].overhead_ns for n in route.nodes[1:]], p
+    via = "r1" if shared else "r2"  # r0-r1 at half the bandwidth: r0 to r3 goes by r2
+    assert f"sip0.cube0.{via}" in recompiled.route(*pairs[-1]).nodes
