@@ -111,10 +111,10 @@ class Graph:
         indexed = [e if e.index == i else Edge(e.src, e.dst, e.bw_gbps, e.prop_ns, e.kind, i) for i, e in enumerate(edges)]
         self.edges: tuple[Edge, ...] = tuple(indexed)
         self._edge_by_pair: dict[tuple[str, str], Edge] = {(e.src, e.dst): e for e in indexed}
-        out: dict[str, list[str]] = {n.id: [] for n in nodes}
+        self._out: dict[str, list[str]] = {n.id: [] for n in nodes}
         for e in indexed:
-            out[e.src].append(e.dst)
-        self.successors: Mapping[str, tuple[str, ...]] = MappingProxyType({k: tuple(sorted(v)) for k, v in out.items()})
+            self._out[e.src].append(e.dst)
+        self._successors: Mapping[str, tuple[str, ...]] | None = None
         self._router = router
         self._routes: dict[tuple[str, str], Route] = {}
 
@@ -124,9 +124,17 @@ class Graph:
         except KeyError:
             raise RouteError(f"no edge {src}->{dst}") from None
 
+    @property
+    def successors(self) -> Mapping[str, tuple[str, ...]]:
+        """Each node's successors, by name; sorted when first asked for (a run asks only :meth:`edges_from`,
+        of a few nodes, and a re-timing compiles its graph again)."""
+        if self._successors is None:
+            self._successors = MappingProxyType({k: tuple(sorted(v)) for k, v in self._out.items()})
+        return self._successors
+
     def edges_from(self, src: str) -> tuple[Edge, ...]:
         """The edges leaving ``src``, by destination."""
-        return tuple(self._edge_by_pair[(src, d)] for d in self.successors.get(src, ()))
+        return tuple(self._edge_by_pair[(src, d)] for d in sorted(self._out.get(src, ())))
 
     def node(self, node_id: str) -> Node:
         try:

@@ -92,6 +92,13 @@ def test_edge_indices_are_positions(paper):
     assert all(e.index == i for i, e in enumerate(paper.edges))
 
 
+def test_successors_and_edges_from_are_by_destination(paper):
+    for n in ("sip0.cube5.r0", "sip0.cube5.hub", "sip0.cube5.pe3.tcm", "sip0.cube5.hbm.slice2", "sip0.io", "host"):
+        assert list(paper.successors[n]) == sorted(e.dst for e in paper.edges if e.src == n)
+        assert paper.edges_from(n) == tuple(paper.edge(n, d) for d in paper.successors[n])
+    assert paper.successors["sip0.cube5.pe3.cpu"] == () and paper.edges_from("nowhere") == ()
+
+
 def test_graph_is_immutable(cube1):
     with pytest.raises(TypeError):
         cube1.nodes["x"] = None  # type: ignore[index]
