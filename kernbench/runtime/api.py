@@ -552,7 +552,8 @@ def _reload(graph: Graph, overrides: Sequence[str]) -> Graph:
     from kernbench.topology.spec import apply_overrides, validate_spec
 
     doc = apply_overrides(_thaw(graph.spec), list(overrides))
-    return compile_spec(validate_spec(doc, "--set"))
+    with collector_paused():  # a graph is ~30k objects and no cycle: they join the oldest generation unscanned, as a run's result does
+        return compile_spec(validate_spec(doc, "--set"))
 
 
 def _thaw(obj: Any) -> Any:
