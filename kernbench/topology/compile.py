@@ -199,12 +199,12 @@ class _Builder:
         hbm = cube["hbm"]
         n_ch = hbm["channels_per_slice"]
         pc_link = {"bw_gbps": hbm["channel_bw_gbps"], "prop_ns": 0.0}
-        timing = {k: hbm[k] for k in ("banks_per_channel", "row_bytes", "trcd_ns", "trp_ns", "trefi_ns", "trfc_ns")}
+        slice_attrs = {"channels": n_ch, "channel_bw_gbps": hbm["channel_bw_gbps"], "burst_bytes": hbm["burst_bytes"]}
+        slice_attrs["capacity_bytes"] = hbm["slice_capacity_bytes"]
+        slice_attrs |= {k: hbm[k] for k in ("banks_per_channel", "row_bytes", "trcd_ns", "trp_ns", "trefi_ns", "trfc_ns")}
         for k, router in enumerate(hbm["attach"]):
             sl = f"{prefix}.hbm.slice{k}"
-            channels = {"channels": n_ch, "channel_bw_gbps": hbm["channel_bw_gbps"], "burst_bytes": hbm["burst_bytes"]}
-            sl_attrs = {"sip": s, "cube": c, "slice": k, **channels, "capacity_bytes": hbm["slice_capacity_bytes"], **timing}
-            node(sl, "hbm_slice", hbm["overhead_ns"], _freeze(sl_attrs))
+            node(sl, "hbm_slice", hbm["overhead_ns"], _freeze({"sip": s, "cube": c, "slice": k, **slice_attrs}))
             link(sl, at[router], hbm["link"], "hbm_port")
             for ch in range(n_ch):
                 pc = f"{prefix}.hbm.pc{k * n_ch + ch}"
