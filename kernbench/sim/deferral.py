@@ -17,7 +17,6 @@ in ``docs/glossary.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kernbench.sim.fifo import Fifo, Passage, defer_route, idle_route, start_channels
@@ -86,22 +85,15 @@ class IdleReads:
         return plan
 
 
-def channels_idle(fifos: Sequence[Fifo], now: float) -> bool:
-    """Whether memory channels are all idle now: nothing arriving or queued, nothing recorded."""
-    arrived = now - EPS  # (every flit arrived before it)
-    for f in fifos:
-        if f.t_last >= arrived or f.v_end > now or f.history is not None:
-            return False
-    return True
-
-
 def defer_read(tr: FastTransfer, path: Path, plan: IdleRead, now: float) -> list[float] | None:
     """A read whose request arrives now: if its channels and its data route are idle and
     no work queued there outlasts the head, its bursts start now and its data train is
     deferred with ``plan``'s times; when the work queued on each FIFO was done (``None``:
     not idle, nothing done)."""
-    if not channels_idle(plan.fifos, now):
-        return None
+    arrived = now - EPS  # (the channels are idle: every flit arrived before now, nothing queued, nothing recorded)
+    for f in plan.fifos:
+        if f.t_last >= arrived or f.v_end > now or f.history is not None:
+            return None
     queued = idle_route(path.fifos, now, plan.heads)
     if queued is None:
         return None

@@ -235,9 +235,10 @@ class Network:
             closed.discard(running.popleft()[0])
         return running[0][1] if running else self.env.now
 
-    def finish(self, tr: Transfer) -> None:
+    def finish(self, tr: Transfer, _at: float = 0.0) -> None:
         """``tr`` ends now (its engine's step at the transfer's ``FINISH`` priority says when): publish
         it, let it go (:meth:`Transfer.release`) and succeed its event, processed here and now.
+        (``_at``: the time the fast engine's step keeps in its arguments, :meth:`FastTransfer.end_at`.)
 
         Processed, not scheduled: scheduled, the event would be the next entry SimPy's heap
         gives (due now, at ``NORMAL`` priority, below any transfer's step, and nothing due now
