@@ -55,8 +55,8 @@ class IdleRead:
 
     def __init__(self, mem: ChannelArray, counts: list[tuple[int, int]], times: IdleTimes) -> None:
         self.counts = counts  # (channel, bursts)
-        self.fifos = tuple(mem.fifos[c] for c, _n in counts)  # the channels' FIFOs
-        self.busy = tuple(n * mem.fifos[c].s for c, n in counts)  # how long each is busy with its bursts
+        self.fifos = tuple([mem.fifos[c] for c, _n in counts])  # the channels' FIFOs
+        self.busy = tuple([n * mem.fifos[c].s for c, n in counts])  # how long each is busy with its bursts
         self.lasts, self.heads, self.finish = times
 
 
@@ -75,7 +75,7 @@ class IdleReads:
         if plan is None:
             counts = list(bursts.used)
             service, delay = path.service, path.delay
-            shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
+            shape = (tuple(sorted([n for _c, n in counts])), mem.burst_ns, tuple(service), tuple(delay))
             times = self._times.get(shape)
             if times is None:
                 times = self._times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
