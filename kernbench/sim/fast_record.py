@@ -41,8 +41,8 @@ class ControlPlan(NamedTuple):
     times: list[tuple[float, float]]
 
 
-#: ``control_plan((route, then, tokens, times))``: a :class:`ControlPlan` with no Python call (one a transfer)
 _PlanFields = tuple[Route, Callable[[float], None], list[int], list[tuple[float, float]]]
+#: ``control_plan((route, then, tokens, times))``: a :class:`ControlPlan` with no Python call (one a read or write)
 control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__new__, ControlPlan)
 
 
