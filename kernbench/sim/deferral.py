@@ -17,7 +17,6 @@ in ``docs/glossary.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kernbench.sim.fifo import Fifo, Passage, defer_route, idle_route, start_channels
@@ -56,8 +55,8 @@ class IdleRead:
 
     def __init__(self, mem: ChannelArray, counts: list[tuple[int, int]], times: IdleTimes) -> None:
         self.counts = counts  # (channel, bursts)
-        self.fifos = tuple(mem.fifos[c] for c, _n in counts)  # the channels' FIFOs
-        self.busy = tuple(n * mem.fifos[c].s for c, n in counts)  # how long each is busy with its bursts
+        self.fifos = tuple([mem.fifos[c] for c, _n in counts])  # the channels' FIFOs
+        self.busy = tuple([n * mem.fifos[c].s for c, n in counts])  # how long each is busy with its bursts
         self.lasts, self.heads, self.finish = times
 
 
@@ -76,7 +75,7 @@ class IdleReads:
         if plan is None:
             counts = list(bursts.used)
             service, delay = path.service, path.delay
-            shape = (tuple(sorted(n for _c, n in counts)), mem.burst_ns, tuple(service), tuple(delay))
+            shape = (tuple(sorted([n for _c, n in counts])), mem.burst_ns, tuple(service), tuple(delay))
             times = self._times.get(shape)
             if times is None:
                 times = self._times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
@@ -86,22 +85,15 @@ class IdleReads:
         return plan
 
 
-def channels_idle(fifos: Sequence[Fifo], now: float) -> bool:
-    """Whether memory channels are all idle now: nothing arriving or queued, nothing recorded."""
-    arrived = now - EPS  # (every flit arrived before it)
-    for f in fifos:
-        if f.t_last >= arrived or f.v_end > now or f.history is not None:
-            return False
-    return True
-
-
 def defer_read(tr: FastTransfer, path: Path, plan: IdleRead, now: float) -> list[float] | None:
     """A read whose request arrives now: if its channels and its data route are idle and
     no work queued there outlasts the head, its bursts start now and its data train is
     deferred with ``plan``'s times; when the work queued on each FIFO was done (``None``:
     not idle, nothing done)."""
-    if not channels_idle(plan.fifos, now):
-        return None
+    arrived = now - EPS  # (the channels are idle: every flit arrived before now, nothing queued, nothing recorded)
+    for f in plan.fifos:
+        if f.t_last >= arrived or f.v_end > now or f.history is not None:
+            return None
     queued = idle_route(path.fifos, now, plan.heads)
     if queued is None:
         return None

@@ -29,7 +29,7 @@ import simpy
 
 from kernbench.sim import deferral
 from kernbench.sim.clock import FINISH, Action, call_at
-from kernbench.sim.fast_record import ControlPlan, FastRecord, ReservedBursts
+from kernbench.sim.fast_record import FastRecord, ReservedBursts, control_plan
 from kernbench.sim.fifo import Fifo, Passage
 from kernbench.sim.hbm import sub_train
 from kernbench.sim.region import Region
@@ -135,7 +135,8 @@ class FastTransfer(FastRecord):
             self.route = self.back
             assert ctl_path is not None
             self.ctl_path = ctl_path
-            self._plan_control(req, now + req.src_overhead_ns, self._request_arrives)
+            self.ctl = control_plan((req, self._request_arrives, [], []))  # (_plan_control, inlined: a call less a read)
+            self._control_from(0, now + req.src_overhead_ns)
             return
         self.route = self.there
         if self.op == "write":
@@ -147,7 +148,7 @@ class FastTransfer(FastRecord):
             self._plan_data()
 
     def _plan_control(self, route: Route, t: float, then: Callable[[float], None]) -> None:
-        self.ctl = ControlPlan(route, then, [], [])
+        self.ctl = control_plan((route, then, [], []))
         self._control_from(0, t)
 
     def _control_from(self, h: int, t: float) -> None:
@@ -190,10 +191,13 @@ class FastTransfer(FastRecord):
     def _mem_read(self, _t: float) -> None:
         """The request is here: queue every burst on its channel; the data train leaves."""
         now = self.env.now
-        mem, bursts = self.memory_end()
+        mem, bursts = self.mem, self.bursts  # (memory_end, inlined)
+        assert mem is not None and bursts is not None
         net = self.net
         if net.defer and not net.bus.active:  # (Network.deferring)
-            plan = self.engine.idle_reads.plan(self.path, mem, bursts)
+            plan = self.path.reads.get(id(bursts)) if bursts.kept else None  # (IdleReads.plan's kept plans, looked up first)
+            if plan is None:
+                plan = self.engine.idle_reads.plan(self.path, mem, bursts)
             queued = deferral.defer_read(self, self.path, plan, now)
             if queued is not None:
                 self.idle = (now, plan)  # the data train, should it materialize
@@ -306,13 +310,10 @@ class FastTransfer(FastRecord):
         """The transfer ends at ``t`` (moved if it was due at another time)."""
         old = self.finish_at
         if old is not None:
-            if old.pending and old.args[0] == t:
+            if old.pending and old.args[1] == t:
                 return
             old.cancel()
-        self.finish_at = call_at(self.env, t, self.prio + FINISH, self._finish, t)
-
-    def _finish(self, _t: float) -> None:
-        self.net.finish(self)
+        self.finish_at = call_at(self.env, t, self.prio + FINISH, self.net.finish, self, t)  # (t: what it is due at)
 
     def release(self) -> None:
         """Let go of everything a finished transfer held (FIFOs may still hold its passages)."""

@@ -41,6 +41,11 @@ class ControlPlan(NamedTuple):
     times: list[tuple[float, float]]
 
 
+_PlanFields = tuple[Route, Callable[[float], None], list[int], list[tuple[float, float]]]
+#: ``control_plan((route, then, tokens, times))``: a :class:`ControlPlan` with no Python call (one a read or write)
+control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__new__, ControlPlan)
+
+
 class EvenDepartures:
     """``n`` bursts leaving one every ``s`` from ``start + s`` on: the first and last times a
     ``Train(n, [(0, start + s, 0.0, 1, s)])`` gives (the same arithmetic), all that is asked of a

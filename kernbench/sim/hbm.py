@@ -44,7 +44,8 @@ class Bursts:
 
     @classmethod
     def of(cls, n: int, per_channel: tuple[Flits | None, ...], kept: bool = False) -> Bursts:
-        used = tuple((c, pc[2] if isinstance(pc, tuple) else len(pc)) for c, pc in enumerate(per_channel) if pc is not None)
+        # (tuples of lists, here and in deferral.IdleRead: a generator is a Python call per item, ~18k a re-timing)
+        used = tuple([(c, pc[2] if isinstance(pc, tuple) else len(pc)) for c, pc in enumerate(per_channel) if pc is not None])
         return cls(n, per_channel, used, kept)
 
     def last(self, ch: int) -> int:

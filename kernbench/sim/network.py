@@ -18,7 +18,9 @@ What a transfer costs is ``docs/timing.md``; the words are in
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -88,7 +90,8 @@ class Network:
         self.flit_bytes = graph.flit_bytes
         self._memories: dict[str, ChannelArray] = {}
         self._ways: dict[tuple[str, str, str], Way] = {}  # (op, src, dst) -> its routes and memory end
-        self._next_corr = 1
+        # new_corr_id(): the next correlation id, from 1 (a C call: the PE takes one a command, ~8.8k a GQA re-timing)
+        self.new_corr_id: Callable[[], int] = itertools.count(1).__next__
         self._next_seq = 1
         self.transfers_done = 0
         # recorded runs say where each transfer's time went (TransferResult.parts)
@@ -99,11 +102,6 @@ class Network:
         # then every passage is planned (each FIFO's busy span, where the time went)
         self.defer = mode == "fast" and not self.explain
         self.engine: TransferEngine = TIMING_ENGINES[mode](self)
-
-    def new_corr_id(self) -> int:
-        c = self._next_corr
-        self._next_corr += 1
-        return c
 
     def memory(self, node_id: str) -> ChannelArray:
         mem = self._memories.get(node_id)
@@ -235,9 +233,10 @@ class Network:
             closed.discard(running.popleft()[0])
         return running[0][1] if running else self.env.now
 
-    def finish(self, tr: Transfer) -> None:
+    def finish(self, tr: Transfer, _at: float = 0.0) -> None:
         """``tr`` ends now (its engine's step at the transfer's ``FINISH`` priority says when): publish
         it, let it go (:meth:`Transfer.release`) and succeed its event, processed here and now.
+        (``_at``: the time the fast engine's step keeps in its arguments, :meth:`FastTransfer.end_at`.)
 
         Processed, not scheduled: scheduled, the event would be the next entry SimPy's heap
         gives (due now, at ``NORMAL`` priority, below any transfer's step, and nothing due now
