@@ -40,6 +40,7 @@ import functools
 import math
 from dataclasses import dataclass
 from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import simpy
@@ -261,7 +262,7 @@ class CompositeRun:
         ready.update(dict.fromkeys(claimed_ids, done))
         pe.async_stages += 1
         reading = plan.hbm_in
-        self.tile_read = [env.event() for _ in range(n)] if reading else []
+        self.tile_read = [*map(simpy.Event, repeat(env, n))] if reading else []  # (env.event() n times, without a comprehension's frame)
         # A step's FETCH frees its buffer for the read `buffers` steps later
         # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
@@ -337,7 +338,8 @@ class CompositeRun:
         if end > now and self.traced:
             parts += (Part(now, end, pe.tcm_node, "tcm port"),)
         # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
-        self.rd_pred = pe.rd.record(start, end, f"tile {i} {r.name}", self.corr, piece.nbytes, self.rd_pred, parts)
+        label = f"tile {i} {r.name}" if pe.bus.active else ""  # (a span's label, formatted only if a span is recorded)
+        self.rd_pred = pe.rd.record(start, end, label, self.corr, piece.nbytes, self.rd_pred, parts)
         port.hold(begin, end, self.rd_pred)
         if end > now:
             call_at(self.env, end, NORMAL, self._read_done, i, j, mine)
@@ -466,7 +468,8 @@ class CompositeRun:
             yield env.timeout(go - start)
             front = (Part(start, go, pe.tcm_node, "tcm port"),)
         result: TransferResult = yield pe.network.write(pe.dma_node, r.memory, region=piece.region(r.region), corr_id=self.corr)
-        seq = pe.wr.record(start, env.now, f"tile {i} {r.name}", self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
+        label = f"tile {i} {r.name}" if pe.bus.active else ""  # (as a read's)
+        seq = pe.wr.record(start, env.now, label, self.corr, piece.nbytes, pred, front + result.parts if self.traced else ())
         self.write_ends.append((env.now, seq))
         fire(env, mine, env.now)
 
