@@ -238,8 +238,10 @@ class CompositeRun:
         self.arrive = arrive
         # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
         tcm, claimed = cmd.tcm_handles
-        kept: tuple[object, Plan, Streams, Streams] | None = cmd.__dict__.get("_planned")  # (_planned(pe, cmd)'s common case, in line)
-        plan, self.reads, self.writes_at = kept[1:] if kept is not None and kept[0] is pe.timing else _planned(pe, cmd)
+        kept: Planned | None = cmd.__dict__.get("_planned")  # (_planned(pe, cmd)'s common case, in line)
+        if kept is None or kept[0] is not pe.timing:
+            kept = _planned(pe, cmd)
+        _, plan, self.reads, self.writes_at = kept
         n = self.n_tiles = plan.n_tiles
         self.steps = plan.steps
         self.fetch_label, self.store_label = plan.fetch_label, plan.store_label
@@ -477,7 +479,10 @@ class CompositeRun:
 Streams = tuple[tuple[tuple[HandleRef, Piece], ...], ...]  # per step, each HBM tensor's piece
 
 
-def _planned(pe: ProcessingElement, cmd: CompositeCmd) -> tuple[Plan, Streams, Streams]:
+Planned = tuple[object, Plan, Streams, Streams]  # (the engine timing, the plan, its reads, its writes)
+
+
+def _planned(pe: ProcessingElement, cmd: CompositeCmd) -> Planned:
     """``cmd``'s plan on ``pe`` and, per step, each HBM tensor's piece it reads and each HBM
     result's piece it writes (none: one shared tuple of empty steps). They follow from the command
     and the PE's engine timing alone (the plan's pieces, this command's tensors): worked out once
@@ -488,8 +493,8 @@ def _planned(pe: ProcessingElement, cmd: CompositeCmd) -> tuple[Plan, Streams, S
     ops, n = cmd.ops, plan.n_tiles
     reads = tuple([_once([(ops[j].operands[name], p) for j, name, p in step]) for step in plan.reads]) if plan.hbm_in else _nothing(n)
     writes = tuple([_once([(ops[j].out, p) for j, p in step]) for step in plan.writes]) if plan.hbm_out else _nothing(n)
-    cmd.__dict__["_planned"] = (pe.timing, plan, reads, writes)
-    return plan, reads, writes
+    kept = cmd.__dict__["_planned"] = (pe.timing, plan, reads, writes)
+    return kept
 
 
 @functools.cache
