@@ -161,8 +161,9 @@ class PeCpu:
         :meth:`_catch_up` — before anything another actor orders by time: a
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
-        self.t = self.env.now
-        next_request = self.next_request
+        env, pe = self.env, self.pe
+        self.t = env.now
+        next_request, outstanding, submit = self.next_request, self._outstanding, pe.scheduler.submit
         while True:
             try:
                 req = next_request(None)  # (no response yet: every request's is None)
@@ -179,8 +180,19 @@ class PeCpu:
                 cmd = req.cmd  # type: ignore[union-attr]
                 if type(cmd) is PeCpuOverheadCmd:
                     self._spend(cmd, req.src)  # type: ignore[union-attr]
-                else:
-                    yield from self._dispatch(cmd, req.src)  # type: ignore[union-attr]
+                    continue
+                # A command: room in the scheduler queue, its dispatch, then the scheduler. Only a full
+                # queue and handing the clock over wait, so this loop yields for them itself: a
+                # generator per command (a yield from) cost its creation and a resume per wait.
+                if len(outstanding) >= pe.queue_depth:  # (the queue may be full: _queue_full's own test first)
+                    yield from self._room(cmd)
+                corr = self._dispatch(cmd, req.src)  # type: ignore[union-attr]
+                t = self.t
+                if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > env.now:
+                    yield env.timeout(t - env.now)  # (_catch_up, inlined)
+                if pe.bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
+                    pe.bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                outstanding.append((submit(cmd, corr, t, self.last), corr))
             elif kind is Wait:
                 yield from self._wait(req.ref, req.reason)  # type: ignore[union-attr]
             elif kind is Sync:
@@ -216,16 +228,24 @@ class PeCpu:
         pe.cpu_busy_ns += dur
         self.t += dur
 
-    def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
-        """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
+    def _room(self, cmd: PeCommand) -> ProcessGenerator:
+        """Before ``cmd``'s dispatch, with the scheduler queue at its depth: stall for room if it is
+        full — after D7's check, which every dispatch makes first."""
+        cost = self.pe.cost
+        if dispatched(cmd, cost).over_cap:
+            cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
+        if self._queue_full():
+            yield from self._queue_space()
+
+    def _dispatch(self, cmd: PeCommand, src: str = "") -> int:
+        """Pay the command's dispatch (there is room in the scheduler queue; ``src``: the line that
+        issued it): PE_CPU's clock moves to its end. Returns its correlation id (run() submits it)."""
         pe = self.pe
         d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, pe.cost)'s common case, in line)
         if d is None or d.cost is not pe.cost:
             d = dispatched(cmd, pe.cost)
         if d.over_cap:
             pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
-        if self._queue_full():
-            yield from self._queue_space()
         cycles = d.cycles
         dur = d.ns + pe.cpu_overhead_ns
         corr = pe.network.new_corr_id()
@@ -250,12 +270,8 @@ class PeCpu:
         self.dispatch_cycles += cycles
         self.commands += 1
         pe.cpu_busy_ns += dur
-        self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
-            yield self.env.timeout(t - now)  # (_catch_up, inlined)
-        if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
-            bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
-        self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
+        self.t = t + dur
+        return corr
 
     def _queue_full(self) -> bool:
         """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now
