@@ -181,13 +181,28 @@ class PeCpu:
                 if type(cmd) is PeCpuOverheadCmd:
                     self._spend(cmd, req.src)  # type: ignore[union-attr]
                     continue
-                # A command: room in the scheduler queue, its dispatch, then the scheduler. Only a full
-                # queue and handing the clock over wait, so this loop yields for them itself: a
-                # generator per command (a yield from) cost its creation and a resume per wait.
+                # A command: room in the scheduler queue, its dispatch, then the scheduler — in line: a
+                # generator of its own cost a call per command and a resume per wait (stalls are rare).
                 if len(outstanding) >= pe.queue_depth:  # (the queue may be full: _queue_full's own test first)
                     yield from self._room(cmd)
-                corr = self._dispatch(cmd, req.src)  # type: ignore[union-attr]
+                src, cost = req.src, pe.cost  # type: ignore[union-attr]
+                d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, cost)'s common case, in line)
+                if d is None or d.cost is not cost:
+                    d = dispatched(cmd, cost)
+                if d.over_cap:
+                    cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
+                dur = d.ns + pe.cpu_overhead_ns
+                corr = pe.network.new_corr_id()
+                if self.scaled:
+                    dur *= self.scale.of_command(corr, src)
                 t = self.t
+                if pe.bus.active:
+                    self._emit_dispatch(d, t, dur, corr, src)
+                self._dispatched.append((env.now, d))
+                self.dispatch_cycles += d.cycles
+                self.commands += 1
+                pe.cpu_busy_ns += dur
+                self.t = t = t + dur
                 if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > env.now:
                     yield env.timeout(t - env.now)  # (_catch_up, inlined)
                 if pe.bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
@@ -229,49 +244,27 @@ class PeCpu:
         self.t += dur
 
     def _room(self, cmd: PeCommand) -> ProcessGenerator:
-        """Before ``cmd``'s dispatch, with the scheduler queue at its depth: stall for room if it is
-        full — after D7's check, which every dispatch makes first."""
+        """With the scheduler queue at its depth, before ``cmd``'s dispatch: D7's check, then room."""
         cost = self.pe.cost
         if dispatched(cmd, cost).over_cap:
             cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
         if self._queue_full():
             yield from self._queue_space()
 
-    def _dispatch(self, cmd: PeCommand, src: str = "") -> int:
-        """Pay the command's dispatch (there is room in the scheduler queue; ``src``: the line that
-        issued it): PE_CPU's clock moves to its end. Returns its correlation id (run() submits it)."""
-        pe = self.pe
-        d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, pe.cost)'s common case, in line)
-        if d is None or d.cost is not pe.cost:
-            d = dispatched(cmd, pe.cost)
-        if d.over_cap:
-            pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
-        cycles = d.cycles
-        dur = d.ns + pe.cpu_overhead_ns
-        corr = pe.network.new_corr_id()
-        if self.scaled:
-            dur *= self.scale.of_command(corr, src)
-        t = self.t
-        bus = pe.bus
-        if bus.active:
-            self.last = bus.emit(
-                t,
-                EventKind.DISPATCH,
-                self.lane,
-                end_ns=t + dur,
-                corr_id=corr,
-                label=d.name,
-                value=cycles,
-                detail=str(d.logical_bytes),
-                pred=self.last,
-                src=src,
-            )
-        self._dispatched.append((self.env.now, d))
-        self.dispatch_cycles += cycles
-        self.commands += 1
-        pe.cpu_busy_ns += dur
-        self.t = t + dur
-        return corr
+    def _emit_dispatch(self, d: Dispatched, t: float, dur: float, corr: int, src: str) -> None:
+        """A command's DISPATCH span, ``dur`` from ``t`` (recorded runs; ``src``: the line that issued it)."""
+        self.last = self.pe.bus.emit(
+            t,
+            EventKind.DISPATCH,
+            self.lane,
+            end_ns=t + dur,
+            corr_id=corr,
+            label=d.name,
+            value=d.cycles,
+            detail=str(d.logical_bytes),
+            pred=self.last,
+            src=src,
+        )
 
     def _queue_full(self) -> bool:
         """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now

@@ -98,8 +98,8 @@ class Scheduler:
             sched.free_ns = arrive
             sched.busy_ns += service
             sched.count += 1
-        else:
-            _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)  # (cmd.name, without its call)
+        else:  # (its label: cmd.name, without its call)
+            _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)
         self.dispatch_seq = dispatch
         return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
