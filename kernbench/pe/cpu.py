@@ -181,8 +181,7 @@ class PeCpu:
                 if type(cmd) is PeCpuOverheadCmd:
                     self._spend(cmd, req.src)  # type: ignore[union-attr]
                     continue
-                # A command: room in the scheduler queue, its dispatch, then the scheduler — in line: a
-                # generator of its own cost a call per command and a resume per wait (stalls are rare).
+                # A command, in line (a generator of its own cost a call each, a resume per wait): room, dispatch, submit.
                 if len(outstanding) >= pe.queue_depth:  # (the queue may be full: _queue_full's own test first)
                     yield from self._room(cmd)
                 src, cost = req.src, pe.cost  # type: ignore[union-attr]
@@ -287,8 +286,9 @@ class PeCpu:
 
     def _wait(self, ref: HandleRef, reason: StallReason) -> ProcessGenerator:
         """Block until ``ref``'s load or receive has landed (ADR-0062 auto-wait, ``wait``, receive)."""
-        pe = self.pe
-        yield from self._catch_up()
+        pe, env = self.pe, self.env
+        if self.t > env.now:
+            yield env.timeout(self.t - env.now)  # (_catch_up, inlined)
         landed = pe.ready.get(ref.id)  # set by PE_DMA / PE_IPCQ when the data is in TCM
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)

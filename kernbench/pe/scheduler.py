@@ -101,6 +101,8 @@ class Scheduler:
         else:  # (its label: cmd.name, without its call)
             _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)
         self.dispatch_seq = dispatch
+        if type(cmd) is CompositeCmd:  # (_composite, in line)
+            return CompositeRun(self, cmd, arrive, corr_id).done
         return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
     def _done(self, corr: int, seq: int) -> None:
