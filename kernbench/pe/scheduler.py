@@ -120,10 +120,10 @@ class Scheduler:
         """When the TCM handles ``ids`` are ready: (latest known time, events still pending, each once)."""
         t = 0.0
         pending: list[simpy.Event] = []
-        ready = self.pe.ready
+        ready, event = self.pe.ready, simpy.Event
         for rid in ids:
             v = ready.get(rid, 0.0)
-            if isinstance(v, simpy.Event):
+            if isinstance(v, event):
                 if v.callbacks is not None:  # (not processed yet: ``processed``, without its call)
                     # each event once: handles produced by one command share its event, and
                     # waiting for it once is the same wait (an AllOf fires at its last copy)
@@ -230,7 +230,8 @@ class Scheduler:
     ) -> tuple[float, int]:
         pe = self.pe
         now = self.env.now
-        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
+        traced = pe.bus.active  # (the FETCH and STORE labels name spans: made only when there are any)
+        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
         if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
             free = lane.free_ns
             t = (t if t > free else free) + service_ns
@@ -239,7 +240,7 @@ class Scheduler:
             lane.count += 1
         else:
             _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
-        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
+        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
         return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
