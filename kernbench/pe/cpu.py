@@ -164,6 +164,7 @@ class PeCpu:
         env, pe = self.env, self.pe
         self.t = env.now
         next_request, outstanding, submit = self.next_request, self._outstanding, pe.scheduler.submit
+        max_issued, max_t, deadline, monotonic = self._max_issued, self._max_t, self.deadline, time.monotonic
         while True:
             try:
                 req = next_request(None)  # (no response yet: every request's is None)
@@ -172,7 +173,7 @@ class PeCpu:
                 raise  # (not the kernel's: as it came)
             if req is None:
                 break
-            if self.issued >= self._max_issued or self.t > self._max_t or time.monotonic() > self.deadline or PENDING:
+            if self.issued >= max_issued or self.t > max_t or monotonic() > deadline or PENDING:
                 self._check_limits()  # (one of them is past: raises, naming which)
             kind = type(req)  # (the three request records are final: their type is the kind)
             if kind is Issue:
@@ -244,9 +245,8 @@ class PeCpu:
 
     def _room(self, cmd: PeCommand) -> ProcessGenerator:
         """With the scheduler queue at its depth, before ``cmd``'s dispatch: D7's check, then room."""
-        cost = self.pe.cost
-        if dispatched(cmd, cost).over_cap:
-            cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
+        if dispatched(cmd, self.pe.cost).over_cap:
+            self.pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
         if self._queue_full():
             yield from self._queue_space()
 
