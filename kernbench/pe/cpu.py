@@ -161,8 +161,10 @@ class PeCpu:
         :meth:`_catch_up` — before anything another actor orders by time: a
         wait, a receive, or a lane an asynchronous stage of this PE may also
         reserve."""
-        self.t = self.env.now
-        next_request = self.next_request
+        env, pe = self.env, self.pe
+        self.t = env.now
+        next_request, outstanding, submit = self.next_request, self._outstanding, pe.scheduler.submit
+        max_issued, max_t, deadline, monotonic = self._max_issued, self._max_t, self.deadline, time.monotonic
         while True:
             try:
                 req = next_request(None)  # (no response yet: every request's is None)
@@ -171,7 +173,7 @@ class PeCpu:
                 raise  # (not the kernel's: as it came)
             if req is None:
                 break
-            if self.issued >= self._max_issued or self.t > self._max_t or time.monotonic() > self.deadline or PENDING:
+            if self.issued >= max_issued or self.t > max_t or monotonic() > deadline or PENDING:
                 self._check_limits()  # (one of them is past: raises, naming which)
             kind = type(req)  # (the three request records are final: their type is the kind)
             if kind is Issue:
@@ -179,8 +181,33 @@ class PeCpu:
                 cmd = req.cmd  # type: ignore[union-attr]
                 if type(cmd) is PeCpuOverheadCmd:
                     self._spend(cmd, req.src)  # type: ignore[union-attr]
-                else:
-                    yield from self._dispatch(cmd, req.src)  # type: ignore[union-attr]
+                    continue
+                # A command, in line (a generator of its own cost a call each, a resume per wait): room, dispatch, submit.
+                if len(outstanding) >= pe.queue_depth:  # (the queue may be full: _queue_full's own test first)
+                    yield from self._room(cmd)
+                src, cost = req.src, pe.cost  # type: ignore[union-attr]
+                d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, cost)'s common case, in line)
+                if d is None or d.cost is not cost:
+                    d = dispatched(cmd, cost)
+                if d.over_cap:
+                    cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
+                dur = d.ns + pe.cpu_overhead_ns
+                corr = pe.network.new_corr_id()
+                if self.scaled:
+                    dur *= self.scale.of_command(corr, src)
+                t = self.t
+                if pe.bus.active:
+                    self._emit_dispatch(d, t, dur, corr, src)
+                self._dispatched.append((env.now, d))
+                self.dispatch_cycles += d.cycles
+                self.commands += 1
+                pe.cpu_busy_ns += dur
+                self.t = t = t + dur
+                if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > env.now:
+                    yield env.timeout(t - env.now)  # (_catch_up, inlined)
+                if pe.bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
+                    pe.bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                outstanding.append((submit(cmd, corr, t, self.last), corr))
             elif kind is Wait:
                 yield from self._wait(req.ref, req.reason)  # type: ignore[union-attr]
             elif kind is Sync:
@@ -216,46 +243,27 @@ class PeCpu:
         pe.cpu_busy_ns += dur
         self.t += dur
 
-    def _dispatch(self, cmd: PeCommand, src: str = "") -> ProcessGenerator:
-        """Pay the command's dispatch (after room in the scheduler queue), then submit it (``src``: the line that issued it)."""
-        pe = self.pe
-        d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, pe.cost)'s common case, in line)
-        if d is None or d.cost is not pe.cost:
-            d = dispatched(cmd, pe.cost)
-        if d.over_cap:
-            pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
+    def _room(self, cmd: PeCommand) -> ProcessGenerator:
+        """With the scheduler queue at its depth, before ``cmd``'s dispatch: D7's check, then room."""
+        if dispatched(cmd, self.pe.cost).over_cap:
+            self.pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
         if self._queue_full():
             yield from self._queue_space()
-        cycles = d.cycles
-        dur = d.ns + pe.cpu_overhead_ns
-        corr = pe.network.new_corr_id()
-        if self.scaled:
-            dur *= self.scale.of_command(corr, src)
-        t = self.t
-        bus = pe.bus
-        if bus.active:
-            self.last = bus.emit(
-                t,
-                EventKind.DISPATCH,
-                self.lane,
-                end_ns=t + dur,
-                corr_id=corr,
-                label=d.name,
-                value=cycles,
-                detail=str(d.logical_bytes),
-                pred=self.last,
-                src=src,
-            )
-        self._dispatched.append((self.env.now, d))
-        self.dispatch_cycles += cycles
-        self.commands += 1
-        pe.cpu_busy_ns += dur
-        self.t = t = t + dur
-        if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > (now := self.env.now):
-            yield self.env.timeout(t - now)  # (_catch_up, inlined)
-        if bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
-            bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
-        self._outstanding.append((pe.scheduler.submit(cmd, corr, t, self.last), corr))
+
+    def _emit_dispatch(self, d: Dispatched, t: float, dur: float, corr: int, src: str) -> None:
+        """A command's DISPATCH span, ``dur`` from ``t`` (recorded runs; ``src``: the line that issued it)."""
+        self.last = self.pe.bus.emit(
+            t,
+            EventKind.DISPATCH,
+            self.lane,
+            end_ns=t + dur,
+            corr_id=corr,
+            label=d.name,
+            value=d.cycles,
+            detail=str(d.logical_bytes),
+            pred=self.last,
+            src=src,
+        )
 
     def _queue_full(self) -> bool:
         """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now
@@ -278,8 +286,9 @@ class PeCpu:
 
     def _wait(self, ref: HandleRef, reason: StallReason) -> ProcessGenerator:
         """Block until ``ref``'s load or receive has landed (ADR-0062 auto-wait, ``wait``, receive)."""
-        pe = self.pe
-        yield from self._catch_up()
+        pe, env = self.pe, self.env
+        if self.t > env.now:
+            yield env.timeout(self.t - env.now)  # (_catch_up, inlined)
         landed = pe.ready.get(ref.id)  # set by PE_DMA / PE_IPCQ when the data is in TCM
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)

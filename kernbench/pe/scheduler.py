@@ -91,8 +91,18 @@ class Scheduler:
     def submit(self, cmd: PeCommand, corr_id: int, t_ns: float, dispatch: int = -1) -> Ready:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
-        _, arrive = pe.sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)  # (cmd.name, without its call)
+        sched = pe.sched
+        if sched.scale is None and not sched.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+            free, service = sched.free_ns, pe.sched_overhead_ns
+            arrive = (t_ns if t_ns > free else free) + service
+            sched.free_ns = arrive
+            sched.busy_ns += service
+            sched.count += 1
+        else:  # (its label: cmd.name, without its call)
+            _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)
         self.dispatch_seq = dispatch
+        if type(cmd) is CompositeCmd:  # (_composite, in line)
+            return CompositeRun(self, cmd, arrive, corr_id).done
         return _HANDLERS[type(cmd)](self, cmd, arrive, corr_id)
 
     def _done(self, corr: int, seq: int) -> None:
@@ -110,10 +120,10 @@ class Scheduler:
         """When the TCM handles ``ids`` are ready: (latest known time, events still pending, each once)."""
         t = 0.0
         pending: list[simpy.Event] = []
-        ready = self.pe.ready
+        ready, event = self.pe.ready, simpy.Event
         for rid in ids:
             v = ready.get(rid, 0.0)
-            if isinstance(v, simpy.Event):
+            if isinstance(v, event):
                 if v.callbacks is not None:  # (not processed yet: ``processed``, without its call)
                     # each event once: handles produced by one command share its event, and
                     # waiting for it once is the same wait (an AllOf fires at its last copy)
@@ -176,10 +186,14 @@ class Scheduler:
         cause = self.cause(refs, arrive) if traced else (0.0, -1)
         if not pending:
             end, seq = body(arrive if arrive > t_in else t_in, cause[1])
+            ready = pe.ready
             for o in outs:
-                pe.ready[o.id] = end
-            self._produced(outs, seq)
-            self._done(corr, seq)
+                ready[o.id] = end
+            if pe.bus.active:  # (_produced and _done, in line)
+                ready_seq = pe.ready_seq
+                for o in outs:
+                    ready_seq[o.id] = seq
+                pe.done_seq[corr] = seq
             return end
         waits = self.waits(refs) if traced else []
         done = self.env.event()
@@ -216,9 +230,17 @@ class Scheduler:
     ) -> tuple[float, int]:
         pe = self.pe
         now = self.env.now
-        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}", corr, pred, now)
-        _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
-        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}", corr, lane.last, now)
+        traced = pe.bus.active  # (the FETCH and STORE labels name spans: made only when there are any)
+        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
+        if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+            free = lane.free_ns
+            t = (t if t > free else free) + service_ns
+            lane.free_ns = t
+            lane.busy_ns += service_ns
+            lane.count += 1
+        else:
+            _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
+        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
         return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
@@ -235,7 +257,8 @@ class Scheduler:
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
-        service = _math_service(pe, cmd)
+        kept: tuple[object, float] | None = cmd.__dict__.get("_math_service")  # (_math_service's common case, in line)
+        service = kept[1] if kept is not None and kept[0] is pe.timing else _math_service(pe, cmd)
         in_bytes = cmd.in_bytes
         return self._after_inputs(
             cmd.inputs,

@@ -105,7 +105,6 @@ class TcmPort:
             if at > t:  # the port held it up
                 earliest, pred = at, by
         if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
-            free = lane.free_ns
             start = earliest if earliest > free else free
             end = start + service
             lane.free_ns = end
