@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -383,14 +383,8 @@ class PeCpu:
 
     @property
     def op_log(self) -> list[OpLogEntry]:
-        """One entry per command it issued, in order (RunResult.op_logs): built when read, from the
-        dispatch records it kept as it went (a list of tuples, where a dict per command cost a call)."""
-        return [
-            {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles}
-            if d.ops is None
-            else {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles, "ops": list(d.ops)}
-            for t, d in self._dispatched
-        ]
+        """One entry per command it issued, in order (RunResult.op_logs)."""
+        return _op_log(self._dispatched)
 
     def _kernel_error(self, exc: BaseException) -> KernelError:
         where = self.describe_error(exc)
@@ -417,3 +411,43 @@ def kernel_location(exc: BaseException, kernel_file: str) -> str:
     f = frames[-1]
     line = (linecache.getline(f.filename, f.lineno) or "").strip() if f.lineno is not None else ""
     return f"\n  at {f.filename}:{f.lineno} in {f.name}\n    {line}"
+
+
+def _op_log(dispatched: list[tuple[float, Dispatched]]) -> list[OpLogEntry]:
+    """An op log from the dispatch records a PE_CPU kept as it went (a list of tuples, where a dict per command cost a call)."""
+    return [
+        {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles}
+        if d.ops is None
+        else {"t_ns": t, "op": d.op, "cmd": d.name, "logical_bytes": d.logical_bytes, "dispatch_cycles": d.cycles, "ops": list(d.ops)}
+        for t, d in dispatched
+    ]
+
+
+class OpLogs(Mapping[str, list[OpLogEntry]]):
+    """``RunResult.op_logs``: each PE's op log, built when first read from its PE_CPU's dispatch records.
+    Most runs, and every re-timing, never read one: building them all took ~3 % of a GQA re-timing.
+    A read-only mapping that compares, prints and pickles as the dict it stands for."""
+
+    __slots__ = ("_built", "_records")
+
+    def __init__(self, cpus: Mapping[str, PeCpu], order: Sequence[str]) -> None:
+        self._records = {p: cpus[p]._dispatched for p in order}  # (the records only: not the PE_CPUs and what they hold)
+        self._built: dict[str, list[OpLogEntry]] = {}
+
+    def __getitem__(self, pe_id: str) -> list[OpLogEntry]:
+        log = self._built.get(pe_id)
+        if log is None:
+            log = self._built[pe_id] = _op_log(self._records[pe_id])
+        return log
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, list[OpLogEntry]]]]:
+        return dict, (dict(self.items()),)

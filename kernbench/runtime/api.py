@@ -41,7 +41,7 @@ from kernbench.events.types import ENGINES, Event
 from kernbench.handles import HbmTensor, Ptr, layout_only
 from kernbench.interrupts import raise_pending
 from kernbench.limits import RunLimits, WallTimeExceeded, alarm_frame, wall_clock_watchdog
-from kernbench.pe.cpu import OpLogEntry, PeCpu, kernel_frame_location, kernel_location
+from kernbench.pe.cpu import OpLogEntry, OpLogs, PeCpu, kernel_frame_location, kernel_location
 from kernbench.pe.processing_element import IpcqFabric, PlanCaches, ProcessingElement
 from kernbench.pe.requests import CommandLog, Request
 from kernbench.pe.scale import WorkScale
@@ -77,7 +77,7 @@ class RunResult:
 
     latency_ns: float
     pes: tuple[str, ...]
-    op_logs: dict[str, list[OpLogEntry]]
+    op_logs: Mapping[str, list[OpLogEntry]]  # (built per PE when read: kernbench.pe.cpu.OpLogs)
     dispatch_cycles: dict[str, float]
     commands: dict[str, int]
     engine_busy_ns: dict[str, dict[str, float]]
@@ -712,7 +712,7 @@ def _result(
     return RunResult(
         latency_ns=latency,
         pes=tuple(order),
-        op_logs={p: cpus[p].op_log for p in order},
+        op_logs=OpLogs(cpus, order),
         dispatch_cycles={p: cpus[p].dispatch_cycles for p in order},
         commands={p: cpus[p].commands for p in order},
         engine_busy_ns={p: pes[p].engine_busy_ns() for p in order},

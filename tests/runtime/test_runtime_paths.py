@@ -261,4 +261,19 @@ def test_run_result_reports_per_pe_accounting(cube1):
     )
     util = r.engine_util_pct()
     assert 0 < util["gemm"] < 100 and 0 < util["ipcq"] < 100
+
+
+def test_op_logs_read_as_the_dict_they_stand_for(cube1):
+    """op_logs is built per PE when read (kernbench.pe.cpu.OpLogs); it equals, prints and pickles as a dict of lists."""
+    import pickle
+
+    _, r = _run(cube1, "multi_pe")
+    assert r.op_logs._built == {}, "nothing built before it is read"
+    plain = {p: r.op_logs[p] for p in r.pes}
+    assert r.op_logs == plain and plain == r.op_logs and repr(r.op_logs) == repr(plain)
+    assert list(r.op_logs) == list(r.pes) and len(r.op_logs) == 4
+    assert r.op_logs["sip0.cube0.pe1"] is r.op_logs["sip0.cube0.pe1"], "built once"
+    assert pickle.loads(pickle.dumps(r.op_logs)) == plain and type(pickle.loads(pickle.dumps(r.op_logs))) is dict
+    with pytest.raises(KeyError):
+        r.op_logs["sip0.cube0.pe9"]
     assert max(e.end_ns for e in r.events if e.kind is EventKind.ENGINE_BUSY) <= r.latency_ns
