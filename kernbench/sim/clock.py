@@ -70,18 +70,33 @@ import simpy
 from simpy.core import EmptySchedule, Infinity
 from simpy.events import NORMAL, URGENT, EventPriority, Initialize, ProcessGenerator
 
-__all__ = ["FINISH", "NORMAL", "REPLAN", "STEP", "URGENT", "Action", "Environment", "Rewind", "call_at", "fire", "priority"]
+__all__ = [
+    "FINISH",
+    "NORMAL",
+    "REPLAN",
+    "SEQ_SHIFT",
+    "STEP",
+    "STEP_BASE",
+    "URGENT",
+    "Action",
+    "Environment",
+    "Rewind",
+    "call_at",
+    "fire",
+    "priority",
+]
 
 Ts = TypeVarTuple("Ts")
 
-_SEQ_SHIFT = 24  # sub-steps of one transfer: up to 2**24 (the oracle numbers them by flit)
+SEQ_SHIFT = 24  # sub-steps of one transfer: up to 2**24 (the oracle numbers them by flit)
+STEP_BASE = 2  # priority(0): after SimPy's own priorities (URGENT, NORMAL)
 STEP = 0  # a transfer's step (the fast mode's only kind)
-FINISH = (1 << _SEQ_SHIFT) - 1  # a transfer's completion: after its other steps at that instant
+FINISH = (1 << SEQ_SHIFT) - 1  # a transfer's completion: after its other steps at that instant
 
 
 def priority(seq: int, sub: int = STEP) -> int:
     """Order of transfer ``seq``'s steps at one instant: by ``seq``, then ``sub`` (< 2**24)."""
-    return 2 + (seq << _SEQ_SHIFT) + sub
+    return STEP_BASE + (seq << SEQ_SHIFT) + sub
 
 
 REPLAN = priority(0)  # before any transfer's step (transfers are numbered from 1)

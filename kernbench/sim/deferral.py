@@ -17,15 +17,24 @@ in ``docs/glossary.md``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from kernbench.sim.fifo import Fifo, Passage, defer_route, idle_route, start_channels
+from kernbench.sim.fifo import Fifo, Passage, defer_route, idle_route
 from kernbench.sim.hbm import Bursts, ChannelArray
 from kernbench.sim.serve import tandem, union
-from kernbench.sim.train import EPS
 
 if TYPE_CHECKING:
     from kernbench.sim.fast import FastTransfer, Path
+
+
+class Deferrer(Protocol):
+    """The owner of a train deferred on FIFOs."""
+
+    corr: int
+
+    def materialize(self) -> None:
+        """Plan the deferred train as passages on every FIFO of its route, as it
+        would have been planned when it started (:meth:`Fifo.adopt`)."""
 
 
 class IdleTimes(NamedTuple):
@@ -83,23 +92,6 @@ class IdleReads:
             if bursts.kept:
                 path.reads[id(bursts)] = plan
         return plan
-
-
-def defer_read(tr: FastTransfer, path: Path, plan: IdleRead, now: float) -> list[float] | None:
-    """A read whose request arrives now: if its channels and its data route are idle and
-    no work queued there outlasts the head, its bursts start now and its data train is
-    deferred with ``plan``'s times; when the work queued on each FIFO was done (``None``:
-    not idle, nothing done)."""
-    arrived = now - EPS  # (the channels are idle: every flit arrived before now, nothing queued, nothing recorded)
-    for f in plan.fifos:
-        if f.t_last >= arrived or f.v_end > now or f.history is not None:
-            return None
-    queued = idle_route(path.fifos, now, plan.heads)
-    if queued is None:
-        return None
-    defer_route(path.fifos, tr, plan.lasts, now)
-    start_channels(plan.fifos, plan.busy, now)
-    return queued
 
 
 def defer_train(tr: FastTransfer, path: Path) -> tuple[list[float], float] | None:

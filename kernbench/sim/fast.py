@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from kernbench.sim import deferral
+from kernbench.sim import deferral, fifo
 from kernbench.sim.clock import FINISH, Action, call_at
 from kernbench.sim.fast_record import FastRecord, ReservedBursts, control_plan
-from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.fifo import Fifo, Passage, idle_route
 from kernbench.sim.hbm import sub_train
 from kernbench.sim.region import Region
 from kernbench.sim.serve import union
@@ -67,9 +67,7 @@ class FastEngine(TransferEngine):
         self.idle_reads = deferral.IdleReads()
 
     def close(self) -> None:
-        for f in self._edges:
-            if f is not None:
-                f.close()
+        fifo.close(self._edges)
         self._paths.clear()
         super().close()
 
@@ -198,11 +196,14 @@ class FastTransfer(FastRecord):
             plan = self.path.reads.get(id(bursts)) if bursts.kept else None  # (IdleReads.plan's kept plans, looked up first)
             if plan is None:
                 plan = self.engine.idle_reads.plan(self.path, mem, bursts)
-            queued = deferral.defer_read(self, self.path, plan, now)
+            # its channels and data route idle, no queued work outlasting the head: its bursts start now and
+            # its data train is deferred with the plan's times (one call: the checks and the deferral)
+            queued = idle_route(self.path.fifos, now, plan, self)
             if queued is not None:
                 self.idle = (now, plan)  # the data train, should it materialize
                 self.deferred = queued
-                self.end_at(now + plan.finish)
+                t = now + plan.finish  # (end_at, inlined: no end was due, the data train leaves only now)
+                self.finish_at = call_at(self.env, t, self.prio + FINISH, net.finish, self, t)
                 return
         b = mem.burst_ns
         progs = []

@@ -14,8 +14,8 @@ flits due to cross are told to look again (:class:`Watcher`). Only this module w
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import simpy
@@ -24,6 +24,9 @@ from kernbench.sim.clock import REPLAN, Action, call_at
 from kernbench.sim.serve import fifo, interleave
 from kernbench.sim.train import EPS, Train, first_difference
 from kernbench.sim.transit import Reserved, train_shares
+
+if TYPE_CHECKING:
+    from kernbench.sim.deferral import Deferrer, IdleRead
 
 ChangeHook = Callable[["Passage", int], None]
 BEFORE_ALL = -1  # a seq lower than any transfer's: "strictly before t"
@@ -57,16 +60,6 @@ class Passage:
     def detach(self) -> None:
         """Its transfer is over: nobody is told of later changes (FIFOs may still hold it)."""
         self.on_change = None
-
-
-class Deferrer(Protocol):
-    """The owner of a train deferred on FIFOs."""
-
-    corr: int
-
-    def materialize(self) -> None:
-        """Plan the deferred train as passages on every FIFO of its route, as it
-        would have been planned when it started (:meth:`Fifo.adopt`)."""
 
 
 class Watcher(Protocol):
@@ -123,10 +116,6 @@ class Fifo:
         self.deferred: Deferrer | None = None
         self.deferred_t_last = 0.0
         self.deferred_v_end = 0.0
-
-    def close(self) -> None:
-        """The run is over: let go of what refers back to it (see ``Network.close``)."""
-        self.members, self._watchers, self._replan_at, self.deferred, self.history = [], [], None, None, None
 
     def finish_before(self, t: float, seq: int = BEFORE_ALL) -> float:
         """When the work that arrived before ``t`` is done (never before ``t``).
@@ -377,29 +366,6 @@ class Fifo:
             p.on_change(p, first)
 
 
-def idle_route(fifos: Sequence[Fifo], now: float, heads: Sequence[float] | None = None) -> list[float] | None:
-    """When the work queued on each FIFO of a route is done, if a train arriving from now
-    on would have every one of them to itself as far as anything planned so far goes —
-    nothing still arriving, no re-plan due, no control flit due to cross from now on —
-    and, given when its head reaches each (``now + heads[h]``), no queued work outlasts
-    the head; else ``None``. (A train deferred here before that has fully arrived counts
-    as its work: :func:`defer_route` takes its place, and a fold would keep nothing more.)"""
-    queued = []
-    for h, f in enumerate(fifos):
-        if f.deferred is not None:
-            if now <= f.deferred_t_last + EPS:
-                return None
-            v = f.deferred_v_end
-        else:
-            if f.t_last >= now - EPS:
-                return None
-            v = f.v_end
-        if f._replan_at is not None or f._watch_until >= now - EPS or (heads is not None and v > now + heads[h]):
-            return None
-        queued.append(v)
-    return queued
-
-
 def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[float, float]], base: float = 0.0) -> None:
     """``owner``'s train passes the :func:`idle_route` ``fifos`` deferred: at FIFO ``h``
     its last flit arrives at ``base + lasts[h][0]`` and leaves at ``base + lasts[h][1]``."""
@@ -409,11 +375,45 @@ def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[fl
         f.deferred_v_end = base + v_end
 
 
-def start_channels(fifos: Sequence[Fifo], busy_ns: Sequence[float], now: float) -> None:
-    """Bursts on idle channels start now, each channel busy for its ``busy_ns``: what
-    :meth:`Fifo.reserve` does to an idle channel (no watcher crosses a channel), for a
-    read's channels at once."""
-    for f, busy in zip(fifos, busy_ns, strict=True):
-        if f.members:  # (an idle channel's members have all arrived: none is still served)
-            f.members = []
-        f.free = f.v_end = now + busy
+def idle_route(fifos: Sequence[Fifo], now: float, read: IdleRead | None = None, owner: Deferrer | None = None) -> list[float] | None:
+    """When the work queued on each FIFO of a route is done, if a train arriving from now on would
+    have every one of them to itself as far as anything planned so far goes — nothing still arriving,
+    no re-plan due, no control flit due to cross from now on; else ``None``. (A train deferred here
+    before that has fully arrived counts as its work: :func:`defer_route` takes its place, and a fold
+    would keep nothing more.) ``read``: the plan of ``owner``, a read whose request arrives now: if its
+    channels are idle too and no queued work outlasts its head, it is deferred and its bursts start."""
+    arrived = now - EPS
+    heads = None
+    if read is not None:
+        heads = read.heads
+        for f in read.fifos:  # (idle channels: every flit arrived before now, nothing queued, nothing recorded)
+            if f.t_last >= arrived or f.v_end > now or f.history is not None:
+                return None
+    queued = []
+    for h, f in enumerate(fifos):
+        if f.deferred is not None:
+            if now <= f.deferred_t_last + EPS:
+                return None
+            v = f.deferred_v_end
+        else:
+            if f.t_last >= arrived:
+                return None
+            v = f.v_end
+        if f._replan_at is not None or f._watch_until >= arrived or (heads is not None and v > now + heads[h]):
+            return None
+        queued.append(v)
+    if read is not None and owner is not None:  # its data train deferred from now; its bursts start (as Fifo.reserve's)
+        defer_route(fifos, owner, read.lasts, now)
+        for f, busy in zip(read.fifos, read.busy, strict=True):
+            if f.members:  # (an idle channel's members have all arrived: none is still served)
+                f.members = []
+            f.free = f.v_end = now + busy
+    return queued
+
+
+def close(fifos: Iterable[Fifo | None]) -> None:
+    """The run is over: each FIFO (``None``: one never made) lets go of what refers back to it
+    (see ``Network.close``). A function over them all, not a method: ~3.6k FIFOs a GQA network."""
+    for f in fifos:
+        if f is not None:
+            f.members, f._watchers, f._replan_at, f.deferred, f.history = [], [], None, None, None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from kernbench.sim.clock import priority
+from kernbench.sim.clock import SEQ_SHIFT, STEP_BASE
 from kernbench.sim.hbm import Bursts, ChannelArray
 from kernbench.sim.region import Region
 from kernbench.sim.transit import Journey, Part
@@ -124,7 +124,7 @@ class Transfer:
         self.seq = seq
         self.done = done
         self.t0 = net.env.now
-        self.prio = priority(seq)
+        self.prio = STEP_BASE + (seq << SEQ_SHIFT)  # (priority(seq), inlined)
         mem = self.mem = way.mem
         self.bursts = mem.bursts(region) if mem is not None else None
 
