@@ -25,14 +25,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import simpy
-
 from kernbench.sim import deferral, fifo
 from kernbench.sim.clock import FINISH, Action, call_at
 from kernbench.sim.fast_record import FastRecord, ReservedBursts, control_plan
 from kernbench.sim.fifo import Fifo, Passage, idle_route
 from kernbench.sim.hbm import sub_train
-from kernbench.sim.region import Region
 from kernbench.sim.serve import union
 from kernbench.sim.train import EPS, Train, first_difference
 from kernbench.sim.transfer import TransferEngine, Way
@@ -87,20 +84,6 @@ class FastEngine(TransferEngine):
             path = self._paths[id(route)] = Path([self.edge_fifo(hop.edge.index, hop.edge_id) for hop in route.hops], route)
         return path
 
-    def start(
-        self,
-        op: str,
-        kind: str,
-        src: str,
-        dst: str,
-        region: Region,
-        corr: int,
-        seq: int,
-        done: simpy.Event,
-        way: Way,
-    ) -> None:
-        FastTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self, way.plan or self.plan(op, way))
-
     def plan(self, op: str, way: Way) -> tuple[Path, Path | None]:
         """A way's paths, made on its first transfer: the data's, and the control flit's
         (a read's request, a write's acknowledgement; a send has none)."""
@@ -116,9 +99,10 @@ class FastTransfer(FastRecord):
 
     __slots__ = ("ack_route", "ctl_path", "data_in", "deferred", "finish_at", "head_at", "idle", "mem_at", "path")
 
-    def begin(self, engine: FastEngine, plan: tuple[Path, Path | None]) -> None:
+    def begin(self, engine: FastEngine) -> None:
         now = self.env.now
         self.engine = engine
+        plan: tuple[Path, Path | None] = self.way.plan or engine.plan(self.op, self.way)
         self.path, ctl_path = plan
         self.data = []
         self.ch = {}
@@ -357,3 +341,6 @@ class FastTransfer(FastRecord):
             k = first_difference(p.inp, sub, 0)
             if k < sub.n:
                 p.fifo.amend(p, sub, min(p.inp.at(k), sub.at(k)), self.env)
+
+
+FastEngine.transfer = FastTransfer  # (the engine's transfers: Network._start makes and begins them)

@@ -376,16 +376,15 @@ def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[fl
 
 
 def idle_route(fifos: Sequence[Fifo], now: float, read: IdleRead | None = None, owner: Deferrer | None = None) -> list[float] | None:
-    """When the work queued on each FIFO of a route is done, if a train arriving from now on would
-    have every one of them to itself as far as anything planned so far goes — nothing still arriving,
-    no re-plan due, no control flit due to cross from now on; else ``None``. (A train deferred here
-    before that has fully arrived counts as its work: :func:`defer_route` takes its place, and a fold
-    would keep nothing more.) ``read``: the plan of ``owner``, a read whose request arrives now: if its
-    channels are idle too and no queued work outlasts its head, it is deferred and its bursts start."""
+    """When the work queued on each FIFO of a route is done, if a train arriving from now on would have
+    every one of them to itself as far as anything planned so far goes — nothing still arriving, no re-plan
+    due, no control flit due to cross from now on; else ``None``. (A train deferred here before that has
+    fully arrived counts as its work: :func:`defer_route` takes its place, a fold would keep nothing more.)
+    ``read``: the plan of ``owner``, a read whose request arrives now: if its channels are idle too and no
+    queued work outlasts its head, it is deferred (:func:`defer_route`, inlined) and its bursts start."""
     arrived = now - EPS
-    heads = None
+    heads = read.heads if read is not None else None
     if read is not None:
-        heads = read.heads
         for f in read.fifos:  # (idle channels: every flit arrived before now, nothing queued, nothing recorded)
             if f.t_last >= arrived or f.v_end > now or f.history is not None:
                 return None
@@ -403,7 +402,8 @@ def idle_route(fifos: Sequence[Fifo], now: float, read: IdleRead | None = None, 
             return None
         queued.append(v)
     if read is not None and owner is not None:  # its data train deferred from now; its bursts start (as Fifo.reserve's)
-        defer_route(fifos, owner, read.lasts, now)
+        for f, (t_last, v_end) in zip(fifos, read.lasts, strict=True):
+            f.deferred, f.deferred_t_last, f.deferred_v_end = owner, now + t_last, now + v_end
         for f, busy in zip(read.fifos, read.busy, strict=True):
             if f.members:  # (an idle channel's members have all arrived: none is still served)
                 f.members = []

@@ -226,7 +226,8 @@ class Network:
             self.bus.emit(env.now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
         if self.explain:
             self._open.append((seq, env.now))  # (seqs are numbered in start order: the oldest is first)
-        self.engine.start(op, kind, src, dst, region, corr, seq, done, way)
+        engine = self.engine
+        engine.transfer(self, op, kind, src, dst, region, corr, seq, done, way).begin(engine)
         return done
 
     def horizon(self) -> float:

@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVarTuple
 
-import simpy
-
 from kernbench.events.types import EventKind
 from kernbench.sim.clock import FINISH, call_at, priority
 from kernbench.sim.fidelity import BankedChannels, BankTiming, CreditLinks
-from kernbench.sim.region import Region
 from kernbench.sim.train import EPS
-from kernbench.sim.transfer import Transfer, TransferEngine, Way
+from kernbench.sim.transfer import Transfer, TransferEngine
 from kernbench.sim.transit import FifoLog, Journey, Stop
 from kernbench.topology.graph import Hop, Route
 
@@ -88,20 +85,6 @@ class OracleEngine(TransferEngine):
         links = CreditLinks(net.env, net.graph) if fidelity in ("credit", "full") else None
         self.state = OracleState(links, banked=fidelity == "full")
 
-    def start(
-        self,
-        op: str,
-        kind: str,
-        src: str,
-        dst: str,
-        region: Region,
-        corr: int,
-        seq: int,
-        done: simpy.Event,
-        way: Way,
-    ) -> None:
-        OracleTransfer(self.net, op, kind, src, dst, region, corr, seq, done, way).begin(self.state)
-
 
 class OracleTransfer(Transfer):
     """A transfer flit by flit: every flit's step through every FIFO is an action."""
@@ -122,7 +105,8 @@ class OracleTransfer(Transfer):
         "served",
     )
 
-    def begin(self, orc: OracleState) -> None:
+    def begin(self, engine: OracleEngine) -> None:
+        orc = engine.state
         now = self.env.now
         self.orc = orc
         orc.corr_of[self.seq] = self.corr
@@ -325,3 +309,6 @@ class OracleTransfer(Transfer):
         for kind, name, start, end in self.served:
             label = mem if kind == EventKind.CHANNEL_BUSY else ""
             bus.emit(start, kind, name, end_ns=end, corr_id=self.corr, label=label, value=1)
+
+
+OracleEngine.transfer = OracleTransfer  # (the engine's transfers: Network._start makes and begins them)

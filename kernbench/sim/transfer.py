@@ -15,7 +15,6 @@ The model is ``docs/timing.md``.
 from __future__ import annotations
 
 import sys
-from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -47,8 +46,12 @@ class Way:
         self.plan: Any = None  # (the timing mode's own: only it reads what it put there)
 
 
-class TransferEngine(ABC):
-    """One way to compute a network's transfers (a timing mode)."""
+class TransferEngine:
+    """One way to compute a network's transfers (a timing mode): its transfers are ``transfer``'s,
+    each started by :meth:`Transfer.begin` with the engine (``Network._start`` makes one and begins
+    it: an engine's ``start`` between them was a Python call a transfer)."""
+
+    transfer: type[Transfer]
 
     def __init__(self, net: Network) -> None:
         self.net = net
@@ -56,22 +59,6 @@ class TransferEngine(ABC):
     def close(self) -> None:
         """The run is over: drop the FIFOs and the network (they refer back to the engine)."""
         del self.net
-
-    @abstractmethod
-    def start(
-        self,
-        op: str,
-        kind: str,
-        src: str,
-        dst: str,
-        region: Region,
-        corr: int,
-        seq: int,
-        done: simpy.Event,
-        way: Way,
-    ) -> None:
-        """Start a transfer now: ``op`` is ``read``, ``write`` or ``send``; ``way`` its routes
-        and memory end; ``done`` succeeds (through :meth:`Network.finish`) when it ends."""
 
 
 class Transfer:
@@ -139,6 +126,11 @@ class Transfer:
         if self.bursts is not None:
             return self.bursts.n
         return -(-self.region.nbytes // self.net.flit_bytes)
+
+    def begin(self, engine: Any) -> None:  # pragma: no cover - both engines define it
+        """Start now, computed by ``engine`` (its own: only its transfers take it, typed as theirs);
+        ``done`` succeeds (through :meth:`Network.finish`) when it ends."""
+        raise TypeError
 
     def release(self) -> None:
         """It has ended (its result taken): drop what it no longer needs, before anyone is told."""
