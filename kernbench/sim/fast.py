@@ -118,7 +118,8 @@ class FastTransfer(FastRecord):
             assert ctl_path is not None
             self.ctl_path = ctl_path
             self.ctl = control_plan((req, self._request_arrives, [], []))  # (_plan_control, inlined: a call less a read)
-            self._control_from(0, now + req.src_overhead_ns)
+            t = self._control_from(0, now + req.src_overhead_ns)  # the request's arrival: _request_arrives, inlined
+            self.mem_at = call_at(self.env, t, self.prio, self._mem_read, t)  # (nothing was due: a call less a read)
             return
         self.route = self.there
         if self.op == "write":
@@ -131,13 +132,13 @@ class FastTransfer(FastRecord):
 
     def _plan_control(self, route: Route, t: float, then: Callable[[float], None]) -> None:
         self.ctl = control_plan((route, then, [], []))
-        self._control_from(0, t)
+        then(self._control_from(0, t))
 
-    def _control_from(self, h: int, t: float) -> None:
+    def _control_from(self, h: int, t: float) -> float:
         """(Re-)plan the control flit from hop ``h``, where it arrives at ``t``: each FIFO's
-        :meth:`~Fifo.pass_control` in turn; then ``then`` with its arrival at the far end."""
+        :meth:`~Fifo.pass_control` in turn. Its arrival at the far end, for the caller to give ``then``."""
         assert self.ctl is not None
-        route, then, tokens, times = self.ctl
+        route, _then, tokens, times = self.ctl
         del tokens[h:]
         del times[h:]
         token = next(_TOKENS)  # this plan's, from hop h on: never one a superseded watch holds
@@ -151,7 +152,7 @@ class FastTransfer(FastRecord):
             if log:
                 times.append((t, d))
             t = d + delay[i]
-        then(t)
+        return t
 
     def recheck(self, h: int, t: float, d_old: float, token: int) -> None:
         ctl = self.ctl
@@ -161,7 +162,7 @@ class FastTransfer(FastRecord):
         if h >= len(tokens) or tokens[h] != token:
             return  # superseded by a re-plan from an earlier hop
         if abs(self.ctl_path.fifos[h].finish_before(t, self.seq) - d_old) > EPS:
-            self._control_from(h, t)
+            ctl.then(self._control_from(h, t))
 
     def _request_arrives(self, t: float) -> None:
         if self.mem_at is not None:
