@@ -12,6 +12,7 @@ every burst at once, writes burst by burst) is ``docs/timing.md``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,6 +56,30 @@ class Bursts:
         return pc[0] + pc[1] * (pc[2] - 1) if isinstance(pc, tuple) else int(pc[-1])
 
 
+#: contiguous layouts by (channels, first channel, bursts), shared by every network's arrays (a network is
+#: made afresh for every run and re-timing: ~512 layouts a GQA network, three Python calls each). An array
+#: keeps those it uses, so clearing this (at a size no ordinary run reaches) never frees one in use.
+_LAYOUTS: dict[tuple[int, int, int], Bursts] = {}
+_LAYOUTS_KEPT = 1 << 14
+
+
+def _contiguous(c: int, b0: int, n: int) -> Bursts:
+    """``n`` consecutive bursts from channel ``b0`` on ``c`` channels."""
+    per: list[tuple[int, int, int] | None] = [None] * c
+    for j in range(min(n, c)):
+        per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
+    return Bursts.of(n, tuple(per), kept=True)
+
+
+@lru_cache(maxsize=4096)  # (per memory, the same in every network made for its topology: ~256 a GQA network)
+def _channel_names(node_id: str, pc_base: int, channels: int) -> tuple[str, ...]:
+    n = NodeId.parse(node_id)
+    if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
+        cube = cube_id(n.sip, n.cube)
+        return tuple([f"{cube}.hbm.pc{pc_base + ch}" for ch in range(channels)])
+    return tuple([f"{node_id}.ch{ch}" for ch in range(channels)])
+
+
 class ChannelArray:
     """The channels behind one HBM slice or SRAM port."""
 
@@ -66,16 +91,9 @@ class ChannelArray:
         self.channels = channels
         self.burst_bytes = burst_bytes
         self.burst_ns = burst_bytes / channel_bw_gbps
-        self._names = self._channel_names()
+        self._names = _channel_names(node_id, pc_base, channels)
         self.fifos = [Fifo(self._names[ch], self.burst_ns, history) for ch in range(channels)]
-        self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout
-
-    def _channel_names(self) -> list[str]:
-        n = NodeId.parse(self.node_id)
-        if n.slice is not None and n.sip is not None and n.cube is not None:  # an HBM slice: its cube's pseudo-channels
-            cube = cube_id(n.sip, n.cube)
-            return [f"{cube}.hbm.pc{self.pc_base + ch}" for ch in range(self.channels)]
-        return [f"{self.node_id}.ch{ch}" for ch in range(self.channels)]
+        self._contiguous: dict[tuple[int, int], Bursts] = {}  # (first channel, bursts) -> layout (kept: see Bursts.kept)
 
     def channel_name(self, ch: int) -> str:
         return self._names[ch]
@@ -93,12 +111,13 @@ class ChannelArray:
             n = (a + region.run_bytes - 1) // bb - first + 1
             key = (first % c, n)
             hit = self._contiguous.get(key)
-            if hit is None:
-                b0 = key[0]
-                per: list[tuple[int, int, int] | None] = [None] * c
-                for j in range(min(n, c)):
-                    per[(b0 + j) % c] = (j, c, (n - j + c - 1) // c)
-                hit = self._contiguous[key] = Bursts.of(n, tuple(per), kept=True)
+            if hit is None:  # (the same layout as every array of c channels: made once, see _LAYOUTS)
+                hit = _LAYOUTS.get((c, *key))
+                if hit is None:
+                    hit = _LAYOUTS[(c, *key)] = _contiguous(c, *key)
+                    if len(_LAYOUTS) > _LAYOUTS_KEPT:
+                        _LAYOUTS.clear()
+                self._contiguous[key] = hit  # (kept as long as this array: its id names it, Bursts.kept)
             return hit
         ids = region.bursts(self.burst_bytes)
         assert not isinstance(ids, range)  # (several runs)
