@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -376,20 +377,19 @@ def defer_route(fifos: Sequence[Fifo], owner: Deferrer, lasts: Sequence[tuple[fl
 
 
 def idle_route(fifos: Sequence[Fifo], now: float, read: IdleRead | None = None, owner: Deferrer | None = None) -> list[float] | None:
-    """When the work queued on each FIFO of a route is done, if a train arriving from now on would have
-    every one of them to itself as far as anything planned so far goes — nothing still arriving, no re-plan
-    due, no control flit due to cross from now on; else ``None``. (A train deferred here before that has
-    fully arrived counts as its work: :func:`defer_route` takes its place, a fold would keep nothing more.)
-    ``read``: the plan of ``owner``, a read whose request arrives now: if its channels are idle too and no
-    queued work outlasts its head, it is deferred (:func:`defer_route`, inlined) and its bursts start."""
+    """When the work queued on each FIFO of a route is done, if a train arriving from now on would have every one of them to itself
+    as far as anything planned so far goes — nothing still arriving, no re-plan due, no control flit due to cross from now on — else
+    ``None`` (a train deferred here that has fully arrived counts as its work: :func:`defer_route` takes its place, a fold would keep
+    nothing more). ``read``: the plan of ``owner``, a read whose request arrives now: if its channels are idle too and no queued work
+    outlasts its head, it is deferred (:func:`defer_route`, inlined) and its bursts start."""
     arrived = now - EPS
-    heads = read.heads if read is not None else None
+    heads = read.heads if read is not None else repeat(float("inf"))  # (a send's: no queued work outlasts them)
     if read is not None:
         for f in read.fifos:  # (idle channels: every flit arrived before now, nothing queued, nothing recorded)
             if f.t_last >= arrived or f.v_end > now or f.history is not None:
                 return None
     queued = []
-    for h, f in enumerate(fifos):
+    for f, head in zip(fifos, heads, strict=False):  # (a send's heads: endless)
         if f.deferred is not None:
             if now <= f.deferred_t_last + EPS:
                 return None
@@ -398,7 +398,7 @@ def idle_route(fifos: Sequence[Fifo], now: float, read: IdleRead | None = None, 
             if f.t_last >= arrived:
                 return None
             v = f.v_end
-        if f._replan_at is not None or f._watch_until >= arrived or (heads is not None and v > now + heads[h]):
+        if f._replan_at is not None or f._watch_until >= arrived or v > now + head:
             return None
         queued.append(v)
     if read is not None and owner is not None:  # its data train deferred from now; its bursts start (as Fifo.reserve's)
