@@ -17,6 +17,7 @@ in ``docs/glossary.md``.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kernbench.sim.fifo import Fifo, Passage, defer_route, idle_route
@@ -25,6 +26,8 @@ from kernbench.sim.serve import tandem, union
 
 if TYPE_CHECKING:
     from kernbench.sim.fast import FastTransfer, Path
+
+_BURSTS = itemgetter(1)  # a (channel, bursts) pair's bursts (no comprehension's frame: a call less a plan)
 
 
 class Deferrer(Protocol):
@@ -84,7 +87,7 @@ class IdleReads:
         if plan is None:
             counts = list(bursts.used)
             service, delay = path.service, path.delay
-            shape = (tuple(sorted([n for _c, n in counts])), mem.burst_ns, tuple(service), tuple(delay))
+            shape = (tuple(sorted(map(_BURSTS, counts))), mem.burst_ns, tuple(service), tuple(delay))
             times = self._times.get(shape)
             if times is None:
                 times = self._times[shape] = IdleTimes.of(shape[0], mem.burst_ns, service, delay)
