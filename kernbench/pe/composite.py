@@ -312,7 +312,9 @@ class CompositeRun:
             if i + 1 < self.n_tiles:  # (_read_tile's own first check, in line: most composites are one step)
                 self._read_tile(i + 1)
             return
-        prev, mine = self.pe.rd.claim()
+        rd = self.pe.rd
+        prev = rd.tail  # (rd.claim(), in line)
+        mine = rd.tail = simpy.Event(self.env)
         if prev is not None and prev.callbacks is not None:
             prev.callbacks.append(partial(self._issue_read, i, j, mine))
             return
@@ -332,17 +334,40 @@ class CompositeRun:
     def _landed(self, i: int, j: int, mine: simpy.Event, start: float, e: simpy.Event) -> None:
         pe = self.pe
         r, piece = self.reads[i][j]
-        result: TransferResult = e._value  # (the transfer's result: it has completed)
         now = self.env.now
         port = pe.tcm_write
-        begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
-        parts = result.parts
-        if end > now and self.traced:
-            parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+        # the tile's turn on TCM's port: port.landing(start, now, nbytes, now), its fit's common case in line
+        nbytes = piece.nbytes
+        service = nbytes / port.bw_gbps
+        t = now - service
+        begin = t if t > start else start
+        ends = port._ends
+        if ends and (begin < ends[-1] or len(ends) > 32):
+            begin, _ = port.fit(begin, service, now)
+        elif service > port.longest_ns:  # (what fit notes first)
+            port.longest_ns = service
+        end = begin + service
         # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
-        label = f"tile {i} {r.name}" if pe.bus.active else ""  # (a span's label, formatted only if a span is recorded)
-        self.rd_pred = pe.rd.record(start, end, label, self.corr, piece.nbytes, self.rd_pred, parts)
-        port.hold(begin, end, self.rd_pred)
+        rd = pe.rd
+        if pe.bus.active:
+            result: TransferResult = e._value  # (the transfer's result: it has completed)
+            parts = result.parts
+            if end > now and self.traced:
+                parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+            seq = rd.record(start, end, f"tile {i} {r.name}", self.corr, nbytes, self.rd_pred, parts)
+        else:  # (rd.record's arithmetic, in line: no span)
+            rd.busy_ns += end - start
+            rd.count += 1
+            seq = -1
+        self.rd_pred = seq
+        starts = port._starts
+        if end > begin and (not starts or begin >= starts[-1]):  # (port.hold's common case, in line)
+            starts.append(begin)
+            ends.append(end)
+            port._seqs.append(seq)
+            port.busy_ns += end - begin
+        else:
+            port.hold(begin, end, seq)
         if end > now:
             call_at(self.env, end, NORMAL, self._read_done, i, j, mine)
         else:
