@@ -284,6 +284,8 @@ class CompositeRun:
             env = self.env
             if self.arrive > env.now:
                 call_at(env, self.arrive, NORMAL, self._read_tile, 0)
+            elif self.buffers > 0:  # (_read_tile(0): its first step needs no free buffer)
+                self._read_operand(0, 0)
             else:
                 self._read_tile(0)
         self._start_feeding()
@@ -370,8 +372,9 @@ class CompositeRun:
             port.hold(begin, end, seq)
         if end > now:
             call_at(self.env, end, NORMAL, self._read_done, i, j, mine)
-        else:
-            self._read_done(i, j, mine)
+        else:  # (_read_done, in line)
+            fire(self.env, mine, now)
+            self._read_operand(i, j + 1)
 
     def _read_done(self, i: int, j: int, mine: simpy.Event) -> None:
         fire(self.env, mine, self.env.now)
