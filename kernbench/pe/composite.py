@@ -280,15 +280,24 @@ class CompositeRun:
     def _start(self) -> None:
         """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
         together, they ran back to back, before anything either of them scheduled)."""
+        env = self.env
         if self.tile_read:
-            env = self.env
-            if self.arrive > env.now:
-                call_at(env, self.arrive, NORMAL, self._read_tile, 0)
-            elif self.buffers > 0:  # (_read_tile(0): its first step needs no free buffer)
-                self._read_operand(0, 0)
+            if self.buffers <= 0:
+                if self.arrive > env.now:
+                    call_at(env, self.arrive, NORMAL, self._read_tile, 0)
+                else:
+                    self._read_tile(0)
+            elif self.arrive > env.now:  # (_read_tile(0) is _read_operand(0, 0): its first step needs no free buffer)
+                call_at(env, self.arrive, NORMAL, self._read_operand, 0, 0)
             else:
-                self._read_tile(0)
-        self._start_feeding()
+                self._read_operand(0, 0)
+        # FETCH's start (once the command's TCM inputs are ready)
+        t0 = self.arrive if self.arrive > self.t_in else self.t_in
+        if self.pending:
+            all_fired(env, self.pending).callbacks.append(partial(self._inputs_ready, t0))
+            return
+        self.feed_pred = self.cause[1]
+        self._feed_from(t0)
 
     def _read_tile(self, i: int) -> None:
         if i == self.n_tiles:
@@ -380,15 +389,6 @@ class CompositeRun:
         fire(self.env, mine, self.env.now)
         self._read_operand(i, j + 1)
 
-    def _start_feeding(self) -> None:
-        env = self.env
-        t0 = self.arrive if self.arrive > self.t_in else self.t_in
-        if self.pending:
-            all_fired(env, self.pending).callbacks.append(partial(self._inputs_ready, t0))
-            return
-        self.feed_pred = self.cause[1]
-        self._feed_from(t0)
-
     def _inputs_ready(self, t0: float, _e: simpy.Event) -> None:
         if self.traced:
             self.feed_pred = self.pe.scheduler.after_waits(self.cause, self.waits)[1]
@@ -404,27 +404,22 @@ class CompositeRun:
         now = env.now
         self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
-        if t0 > now:
-            call_at(env, t0, NORMAL, self._set_last_and_feed)
+        if t0 > now:  # (``last`` is t0 already, the clock's time then)
+            call_at(env, t0, NORMAL, self._feed_tile, 0)
         else:
             self._feed_tile(0)
 
-    def _set_last_and_feed(self) -> None:
-        self.last = self.env.now
-        self._feed_tile(0)
-
-    def _tile_in(self, i: int, _e: simpy.Event) -> None:
-        """Step ``i``'s data landed: FETCH it."""
-        self.feed_pred = self.tile_seq[i]
-        self._feed_tile(i)
-
-    def _feed_tile(self, i: int) -> None:
+    def _feed_tile(self, i: int, landed: simpy.Event | None = None) -> None:
+        """FETCH step ``i`` and each later one whose data is in (``landed``: step ``i``'s read, when
+        it waited for it; in recorded runs that read's span is then what the FETCH waited for)."""
+        if landed is not None:
+            self.feed_pred = self.tile_seq[i]
         pe = self.pe
         env = self.env
         now = env.now  # (the steps it feeds are reserved at once: no time passes in here)
         while i < self.n_tiles:
             if self.tile_read and self.tile_read[i].callbacks is not None:
-                self.tile_read[i].callbacks.append(partial(self._tile_in, i))
+                self.tile_read[i].callbacks.append(partial(self._feed_tile, i))
                 return
             corr = self.corr
             step = self.steps[i]
