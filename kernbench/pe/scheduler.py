@@ -48,11 +48,10 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
+from kernbench.pe.onchannel import ChannelRun
 from kernbench.pe.opkinds import op_kind
 from kernbench.sim.clock import fire
-from kernbench.sim.network import TransferResult
 from kernbench.sim.region import Region
-from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
@@ -329,55 +328,12 @@ class Scheduler:
         (:mod:`kernbench.pe.tcm`). Returns the completion event (its value:
         the time).
         """
-        env = self.env
-        pe = self.pe
-        traced = pe.bus.active
-        prev, mine = channel.claim()
+        traced = self.pe.bus.active
         t_in, pending = self.inputs(inputs)
         cause = self.cause(inputs, arrive) if traced else (0.0, -1)
         waits = self.waits(inputs) if traced else []
-
-        def run() -> ProcessGenerator:
-            t0 = max(arrive, t_in)
-            for ev in pending:
-                if ev.callbacks is not None:
-                    yield ev
-                t0 = max(t0, fired_at(ev))
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
-            pred = self.after_waits(cause, waits)[1] if traced else -1
-            if prev is not None and prev.callbacks is not None:
-                yield prev
-            if env.now > t0:  # the channel's previous transfer held it
-                pred = channel.last
-            start = env.now
-            front: tuple[Part, ...] = ()
-            if tcm == "out":
-                go = pe.tcm_leaving(start, size, pred, corr)
-                if go > start:
-                    yield env.timeout(go - start)
-                    front = (Part(start, go, pe.tcm_node, "tcm port"),)
-            result: TransferResult = yield transfer()
-            parts = front + result.parts
-            if tcm == "in":
-                landed = env.now
-                begin, end = pe.tcm_write.landing(start, landed, size, landed)
-                if end > landed:
-                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
-                # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
-                seq = channel.record(start, end, label, corr, size, pred, parts if traced else ())
-                pe.tcm_write.hold(begin, end, seq)
-                if end > landed:
-                    yield env.timeout(end - landed)
-            else:
-                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
-            self._done(corr, seq)
-            if then is not None:
-                then(seq)
-            fire(env, mine, env.now)
-
-        env.process(run())
-        return mine
+        run = ChannelRun(self, channel, max(arrive, t_in), pending, cause, waits, transfer, label, corr, size, then, tcm)
+        return run.mine
 
     def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
