@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -306,6 +307,8 @@ class Scheduler:
         )
 
     # --- DMA --------------------------------------------------------------
+    # (a transfer and what follows it are partials of the network's and the PE's own methods, not
+    # lambdas: no Python frame of their own, ~2k a GQA re-timing; a command's fields are frozen)
 
     def _on_channel(
         self,
@@ -341,11 +344,11 @@ class Scheduler:
             pe.rd,
             (),
             arrive,
-            lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
+            partial(pe.network.read, pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
             "dma_read",
             corr,
             cmd.size_bytes,
-            then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
+            then=partial(pe.load_landed, cmd.dst, corr, cmd.size_bytes),
             tcm="in",
         )
         pe.ready[cmd.dst.id] = done
@@ -358,7 +361,7 @@ class Scheduler:
             pe.wr,
             (cmd.src,),
             arrive,
-            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
+            partial(pe.network.write, pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
             "dma_write",
             corr,
             cmd.size_bytes,
@@ -409,11 +412,11 @@ class Scheduler:
             pe.ipcq,
             (cmd.src,),
             arrive,
-            lambda: pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
+            partial(pe.network.send, pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
             f"send to {cmd.dst_pe}",
             corr,
             cmd.size_bytes,
-            then=lambda seq: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload, seq),
+            then=partial(pe.fabric.deliver, pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload),
         )
 
     def _ipcq_recv(self, cmd: IpcqRecvCmd, arrive: float, corr: int) -> Ready:
