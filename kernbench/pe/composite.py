@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -389,14 +390,18 @@ class CompositeRun:
             rd.count += 1
             seq = -1
         self.rd_pred = seq
-        starts = port._starts
-        if end > begin and (not starts or begin >= starts[-1]):  # (port.hold's common case, in line)
-            starts.append(begin)
-            ends.append(end)
-            port._seqs.append(seq)
+        if end > begin:  # (port.hold(begin, end, seq), in line: its spans kept in order of start)
+            starts = port._starts
             port.busy_ns += end - begin
-        else:
-            port.hold(begin, end, seq)
+            if not starts or begin >= starts[-1]:
+                starts.append(begin)
+                ends.append(end)
+                port._seqs.append(seq)
+            else:
+                k = bisect_left(starts, begin)
+                starts.insert(k, begin)
+                ends.insert(k, end)
+                port._seqs.insert(k, seq)
         if end > now:
             call_at(self.env, end, NORMAL, self._read_done, i, j, mine)
         else:  # (_read_done, in line; after a step's last read, _read_operand's end too)
