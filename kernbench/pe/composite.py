@@ -274,10 +274,12 @@ class CompositeRun:
         self.write_ends: list[tuple[float, int]] = []
         done = self.done = env.event()
         self.outs_claimed = claimed
-        ready.update(dict.fromkeys(claimed_ids, done))
+        for h in claimed_ids:  # (a loop: cheaper than update(fromkeys) for the one or two a composite claims)
+            ready[h] = done
         pe.async_stages += 1
         reading = plan.hbm_in
-        self.tile_read = [*map(simpy.Event, repeat(env, n))] if reading else []  # (env.event() n times, without a comprehension's frame)
+        # (env.event() n times, without a comprehension's frame; one step, the common case, without map's)
+        self.tile_read = ([simpy.Event(env)] if n == 1 else [*map(simpy.Event, repeat(env, n))]) if reading else []
         # A step's FETCH frees its buffer for the read `buffers` steps later
         # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
