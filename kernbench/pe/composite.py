@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -248,7 +249,20 @@ class CompositeRun:
         # Readiness of everything it touches *before* it claims its outputs:
         # this is how composites sharing a handle (rw_handles) stay in order.
         tcm_ids, claimed_ids = cmd.tcm_ids
-        self.t_in, self.pending = sched.ready_of(tcm_ids)
+        ready = pe.ready
+        t_in = 0.0
+        pending: list[simpy.Event] = []
+        for rid in tcm_ids:  # (sched.ready_of(tcm_ids), in line: ~4k composites a GQA re-timing)
+            v = ready.get(rid, 0.0)
+            if isinstance(v, simpy.Event):
+                if v.callbacks is not None:  # (not fired yet: once each, as ready_of keeps it)
+                    if v not in pending:
+                        pending.append(v)
+                    continue
+                v = v._value
+            if v > t_in:
+                t_in = v
+        self.t_in, self.pending = t_in, pending
         self.traced = pe.bus.active
         self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)
         self.waits = sched.waits(tcm) if self.traced else []
@@ -259,12 +273,13 @@ class CompositeRun:
         self.last_seq = -1  # the span ending at ``last``
         self.write_ends: list[tuple[float, int]] = []
         done = self.done = env.event()
-        ready = pe.ready
         self.outs_claimed = claimed
-        ready.update(dict.fromkeys(claimed_ids, done))
+        for h in claimed_ids:  # (a loop: cheaper than update(fromkeys) for the one or two a composite claims)
+            ready[h] = done
         pe.async_stages += 1
         reading = plan.hbm_in
-        self.tile_read = [*map(simpy.Event, repeat(env, n))] if reading else []  # (env.event() n times, without a comprehension's frame)
+        # (env.event() n times, without a comprehension's frame; one step, the common case, without map's)
+        self.tile_read = ([simpy.Event(env)] if n == 1 else [*map(simpy.Event, repeat(env, n))]) if reading else []
         # A step's FETCH frees its buffer for the read `buffers` steps later
         # (_read_tile): only those reads wait on it, so the last `buffers`
         # steps, and a composite that streams nothing, need no event.
@@ -280,13 +295,30 @@ class CompositeRun:
     def _start(self) -> None:
         """DMA_READ's start, then FETCH's: one action for the two stages (scheduled
         together, they ran back to back, before anything either of them scheduled)."""
+        env = self.env
         if self.tile_read:
-            env = self.env
-            if self.arrive > env.now:
-                call_at(env, self.arrive, NORMAL, self._read_tile, 0)
+            if self.buffers <= 0:
+                if self.arrive > env.now:
+                    call_at(env, self.arrive, NORMAL, self._read_tile, 0)
+                else:
+                    self._read_tile(0)
+            elif self.arrive > env.now:  # (_read_tile(0) is _read_operand(0, 0): its first step needs no free buffer)
+                call_at(env, self.arrive, NORMAL, self._read_operand, 0, 0)
             else:
-                self._read_tile(0)
-        self._start_feeding()
+                self._read_operand(0, 0)
+        # FETCH's start (once the command's TCM inputs are ready)
+        t0 = self.arrive if self.arrive > self.t_in else self.t_in
+        if self.pending:
+            all_fired(env, self.pending).callbacks.append(partial(self._inputs_ready, t0))
+            return
+        self.feed_pred = self.cause[1]
+        now = env.now  # (_feed_from(t0), in line)
+        self.last = t0 if t0 > now else now
+        self.last_seq = self.feed_pred
+        if t0 > now:
+            call_at(env, t0, NORMAL, self._feed_tile, 0)
+        else:
+            self._feed_tile(0)
 
     def _read_tile(self, i: int) -> None:
         if i == self.n_tiles:
@@ -312,7 +344,9 @@ class CompositeRun:
             if i + 1 < self.n_tiles:  # (_read_tile's own first check, in line: most composites are one step)
                 self._read_tile(i + 1)
             return
-        prev, mine = self.pe.rd.claim()
+        rd = self.pe.rd
+        prev = rd.tail  # (rd.claim(), in line)
+        mine = rd.tail = simpy.Event(self.env)
         if prev is not None and prev.callbacks is not None:
             prev.callbacks.append(partial(self._issue_read, i, j, mine))
             return
@@ -332,34 +366,60 @@ class CompositeRun:
     def _landed(self, i: int, j: int, mine: simpy.Event, start: float, e: simpy.Event) -> None:
         pe = self.pe
         r, piece = self.reads[i][j]
-        result: TransferResult = e._value  # (the transfer's result: it has completed)
         now = self.env.now
         port = pe.tcm_write
-        begin, end = port.landing(start, now, piece.nbytes, now)  # the tile's turn on TCM's port
-        parts = result.parts
-        if end > now and self.traced:
-            parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+        # the tile's turn on TCM's port: port.landing(start, now, nbytes, now), its fit's common case in line
+        nbytes = piece.nbytes
+        service = nbytes / port.bw_gbps
+        t = now - service
+        begin = t if t > start else start
+        ends = port._ends
+        if ends and (begin < ends[-1] or len(ends) > 32):
+            begin, _ = port.fit(begin, service, now)
+        elif service > port.longest_ns:  # (what fit notes first)
+            port.longest_ns = service
+        end = begin + service
         # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
-        label = f"tile {i} {r.name}" if pe.bus.active else ""  # (a span's label, formatted only if a span is recorded)
-        self.rd_pred = pe.rd.record(start, end, label, self.corr, piece.nbytes, self.rd_pred, parts)
-        port.hold(begin, end, self.rd_pred)
+        rd = pe.rd
+        if pe.bus.active:
+            result: TransferResult = e._value  # (the transfer's result: it has completed)
+            parts = result.parts
+            if end > now and self.traced:
+                parts += (Part(now, end, pe.tcm_node, "tcm port"),)
+            seq = rd.record(start, end, f"tile {i} {r.name}", self.corr, nbytes, self.rd_pred, parts)
+        else:  # (rd.record's arithmetic, in line: no span)
+            rd.busy_ns += end - start
+            rd.count += 1
+            seq = -1
+        self.rd_pred = seq
+        if end > begin:  # (port.hold(begin, end, seq), in line: its spans kept in order of start)
+            starts = port._starts
+            port.busy_ns += end - begin
+            if not starts or begin >= starts[-1]:
+                starts.append(begin)
+                ends.append(end)
+                port._seqs.append(seq)
+            else:
+                k = bisect_left(starts, begin)
+                starts.insert(k, begin)
+                ends.insert(k, end)
+                port._seqs.insert(k, seq)
         if end > now:
             call_at(self.env, end, NORMAL, self._read_done, i, j, mine)
-        else:
-            self._read_done(i, j, mine)
+        else:  # (_read_done, in line; after a step's last read, _read_operand's end too)
+            env = self.env
+            fire(env, mine, now)
+            if j + 1 < len(self.reads[i]):
+                self._read_operand(i, j + 1)
+                return
+            self.tile_seq[i] = seq
+            fire(env, self.tile_read[i], now)
+            if i + 1 < self.n_tiles:
+                self._read_tile(i + 1)
 
     def _read_done(self, i: int, j: int, mine: simpy.Event) -> None:
         fire(self.env, mine, self.env.now)
         self._read_operand(i, j + 1)
-
-    def _start_feeding(self) -> None:
-        env = self.env
-        t0 = self.arrive if self.arrive > self.t_in else self.t_in
-        if self.pending:
-            all_fired(env, self.pending).callbacks.append(partial(self._inputs_ready, t0))
-            return
-        self.feed_pred = self.cause[1]
-        self._feed_from(t0)
 
     def _inputs_ready(self, t0: float, _e: simpy.Event) -> None:
         if self.traced:
@@ -376,27 +436,22 @@ class CompositeRun:
         now = env.now
         self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
-        if t0 > now:
-            call_at(env, t0, NORMAL, self._set_last_and_feed)
+        if t0 > now:  # (``last`` is t0 already, the clock's time then)
+            call_at(env, t0, NORMAL, self._feed_tile, 0)
         else:
             self._feed_tile(0)
 
-    def _set_last_and_feed(self) -> None:
-        self.last = self.env.now
-        self._feed_tile(0)
-
-    def _tile_in(self, i: int, _e: simpy.Event) -> None:
-        """Step ``i``'s data landed: FETCH it."""
-        self.feed_pred = self.tile_seq[i]
-        self._feed_tile(i)
-
-    def _feed_tile(self, i: int) -> None:
+    def _feed_tile(self, i: int, landed: simpy.Event | None = None) -> None:
+        """FETCH step ``i`` and each later one whose data is in (``landed``: step ``i``'s read, when
+        it waited for it; in recorded runs that read's span is then what the FETCH waited for)."""
+        if landed is not None:
+            self.feed_pred = self.tile_seq[i]
         pe = self.pe
         env = self.env
         now = env.now  # (the steps it feeds are reserved at once: no time passes in here)
         while i < self.n_tiles:
             if self.tile_read and self.tile_read[i].callbacks is not None:
-                self.tile_read[i].callbacks.append(partial(self._tile_in, i))
+                self.tile_read[i].callbacks.append(partial(self._feed_tile, i))
                 return
             corr = self.corr
             step = self.steps[i]

@@ -45,7 +45,6 @@ from kernbench.pe.commands import (
     ScatterCmd,
 )
 from kernbench.pe.cost import DispatchCostModel
-from kernbench.pe.lane import fired_at
 from kernbench.pe.processing_element import ProcessingElement
 from kernbench.pe.requests import Issue, Request, Sync, Wait
 from kernbench.pe.scheduler import Ready, ready_time
@@ -278,7 +277,7 @@ class PeCpu:
             if isinstance(done, simpy.Event):  # (ready_time, inlined: this runs once a command)
                 if done.callbacks is not None:
                     break
-                done = fired_at(done)
+                done = done._value  # (fired_at(done), in line)
             if done > t:
                 break
             q.popleft()
@@ -318,13 +317,15 @@ class PeCpu:
         env = self.env
         yield from self._catch_up()
         for c, _corr in list(self._outstanding):
-            t = ready_time(c)
-            if t is None:
-                assert isinstance(c, simpy.Event)  # (only an event is not ready yet)
-                self.waiting_on = "completion of its last commands"
-                yield c
-                self.waiting_on = None
-            elif t > env.now:
+            t = c
+            if isinstance(t, simpy.Event):  # (ready_time, in line: ~4k a GQA re-timing)
+                if t.callbacks is not None:  # (not ready yet)
+                    self.waiting_on = "completion of its last commands"
+                    yield t
+                    self.waiting_on = None
+                    continue
+                t = t._value  # (fired_at(t): the time it fired with)
+            if t > env.now:
                 yield env.timeout(t - env.now)
         self._outstanding.clear()
         self.pe.done_ns = env.now

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import simpy
@@ -35,6 +36,49 @@ class KernelHooks(Protocol):
 
 _TIMINGS: dict[tuple[object, ...], tuple[object, ...]] = {}  # every engine timing met, once (ProcessingElement.timing)
 
+# the node attributes a PE's engines are made of (besides pe_cost_model): see _engines
+_ENGINE_ATTRS = (
+    "clock_freq_ghz",
+    "composite_tile_bytes",
+    "tcm_bw_gbps",
+    "gemm_array_rows",
+    "gemm_array_cols",
+    "gemm_pipeline_cycles",
+    "gemm_tflops",
+    "gemm_fp8_peak_ratio",
+    "gemm_f32_peak_ratio",
+    "math_pipeline_cycles",
+    "math_elems_per_cycle",
+    "math_transcendental_elems_per_cycle",
+)
+_ENGINES: dict[tuple[object, ...], tuple[DispatchCostModel, GemmArray, tuple[object, ...]]] = {}
+
+
+def _engines(attrs: Mapping[str, Any]) -> tuple[DispatchCostModel, GemmArray, tuple[object, ...]]:
+    """What a PE's node attributes make of its engines: its dispatch cost model, its GEMM array and its
+    engine timing (:attr:`ProcessingElement.timing`). All three are immutable and follow from those
+    attributes' values alone: made once per set of values, and shared by every PE that has them (the
+    256 PEs of a GQA run, and of each re-timing, build one set: ~6 µs a PE)."""
+    knobs = attrs.get("pe_cost_model")
+    key = (tuple(knobs.items()) if knobs else (), *map(attrs.get, _ENGINE_ATTRS))
+    made = _ENGINES.get(key)
+    if made is None:
+        cost = DispatchCostModel.from_attrs(attrs)
+        gemm = GemmArray.from_attrs(attrs)
+        timing = (
+            attrs["composite_tile_bytes"],
+            attrs["tcm_bw_gbps"],
+            gemm,
+            attrs["math_pipeline_cycles"],
+            attrs["math_elems_per_cycle"],
+            attrs["math_transcendental_elems_per_cycle"],
+            attrs["clock_freq_ghz"],
+        )
+        # one timing object per set of engine parameters, in every PE and run: what a command's service time is kept against
+        made = _ENGINES[key] = (cost, gemm, _TIMINGS.setdefault(timing, timing))
+    return made
+
+
 #: Composite plans by the engine timing they were made for, then by composite shape.
 PlanCaches = dict[tuple[object, ...], dict[int, Plan]]  # (inner key: CompositeCmd.plan_id)
 
@@ -63,7 +107,7 @@ class ProcessingElement:
         node = graph.node(f"{pe_id}.cpu")
         attrs = node.attrs
         self.attrs = attrs
-        self.cost = DispatchCostModel.from_attrs(attrs)
+        self.cost, self.gemm_array, self.timing = _engines(attrs)
         # the node's attributes are as the topology file gave them; these are numbers
         self.clock_ghz: float = attrs["clock_freq_ghz"]
         self.cpu_overhead_ns = attrs["cpu_overhead_ns"]
@@ -77,7 +121,6 @@ class ProcessingElement:
         self.scratch_bytes = attrs["scratch_bytes"]
         self.composite_tile_bytes = attrs["composite_tile_bytes"]
         self.composite_buffers: int = attrs.get("composite_buffers", 2)
-        self.gemm_array = GemmArray.from_attrs(attrs)
         self._math_lanes: float = attrs["math_elems_per_cycle"]
         self._math_transcendental_lanes: float = attrs["math_transcendental_elems_per_cycle"]
         self._math_fixed_cycles: float = attrs["math_pipeline_cycles"]
@@ -100,18 +143,7 @@ class ProcessingElement:
         self.async_stages = 0  # scheduler stages still to reserve lanes from SimPy processes
         self.scheduler = Scheduler(self)
         # composite shape -> its per-tile plan (pe/composite.py), shared with every PE whose engines time one alike
-        timing = (
-            self.composite_tile_bytes,
-            self.tcm_bw_gbps,
-            self.gemm_array,
-            self._math_fixed_cycles,
-            self._math_lanes,
-            self._math_transcendental_lanes,
-            self.clock_ghz,
-        )
-        # one object per set of engine parameters, in every PE and run: what a command's service time is kept against
-        self.timing = _TIMINGS.setdefault(timing, timing)
-        self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(timing, {})
+        self.composite_plans: dict[int, Plan] = (plan_caches if plan_caches is not None else {}).setdefault(self.timing, {})
         self.ctx: KernelHooks | None = None  # the live KernelContext (None when replaying)
         self.cpu_busy_ns = 0.0
         self.cpu_stall_ns: dict[str, float] = {}  # PE_CPU's stalls by reason (a StallReason's value), as the STALL events say

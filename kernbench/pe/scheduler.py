@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -48,18 +49,16 @@ from kernbench.pe.commands import (
 )
 from kernbench.pe.composite import CompositeRun
 from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
+from kernbench.pe.onchannel import ChannelRun
 from kernbench.pe.opkinds import op_kind
 from kernbench.sim.clock import fire
-from kernbench.sim.network import TransferResult
 from kernbench.sim.region import Region
-from kernbench.sim.transit import Part
 
 if TYPE_CHECKING:
     from kernbench.pe.processing_element import ProcessingElement
 
 Ready = float | simpy.Event
 Refs = Sequence[HandleRef | None]  # a command's input handles (None: an absent one)
-Stage = Callable[[float, int], tuple[float, int]]  # (earliest start, pred) -> (end, its span)
 
 
 def _itemsize(r: HandleRef) -> int:
@@ -176,16 +175,24 @@ class Scheduler:
         return t, seq
 
     def _after_inputs(
-        self, refs: Refs, arrive: float, corr: int, outs: Sequence[HandleRef], body: Stage, ids: tuple[int, ...] | None = None
+        self,
+        refs: Refs,
+        arrive: float,
+        corr: int,
+        outs: Sequence[HandleRef],
+        body: Callable[..., tuple[float, int]],
+        args: tuple[Any, ...] = (),
+        ids: tuple[int, ...] | None = None,
     ) -> Ready:
-        """Run ``body(earliest, pred) -> (end, span)`` once inputs are ready; mark ``outs`` ready at end
-        (``ids``: the TCM ones among ``refs`` by id, when the command keeps them)."""
+        """Run ``body(earliest, pred, *args) -> (end, span)`` once inputs are ready; mark ``outs`` ready at
+        end (``ids``: the TCM ones among ``refs`` by id, when the command keeps them). ``args`` rather than
+        a closure over them: the stages run without a lambda's call in between (~3k a GQA re-timing)."""
         pe = self.pe
         traced = pe.bus.active
         t_in, pending = self.inputs(refs) if ids is None else self.ready_of(ids)
         cause = self.cause(refs, arrive) if traced else (0.0, -1)
         if not pending:
-            end, seq = body(arrive if arrive > t_in else t_in, cause[1])
+            end, seq = body(arrive if arrive > t_in else t_in, cause[1], *args)
             ready = pe.ready
             for o in outs:
                 ready[o.id] = end
@@ -205,7 +212,7 @@ class Scheduler:
             yield all_fired(self.env, pending)
             t_in2, _ = self.inputs(refs)
             pred = self.after_waits(cause, waits)[1] if traced else -1
-            end, seq = body(max(arrive, t_in2, self.env.now), pred)
+            end, seq = body(max(arrive, t_in2, self.env.now), pred, *args)
             pe.async_stages -= 1
             self._produced(outs, seq)  # (their readiness stays the event ``done``)
             self._done(corr, seq)
@@ -252,7 +259,8 @@ class Scheduler:
             arrive,
             corr,
             (cmd.out,),
-            lambda t, pred: self._stages(t, pred, in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
+            self._stages,
+            (in_bytes, pe.gemm, service, cmd.out.nbytes, "gemm", corr),
         )
 
     def _math(self, cmd: MathCmd, arrive: float, corr: int) -> Ready:
@@ -265,7 +273,8 @@ class Scheduler:
             arrive,
             corr,
             (cmd.out,),
-            lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
+            self._stages,
+            (in_bytes, pe.math, service, cmd.out.nbytes, cmd.op, corr),
             cmd.tcm_input_ids,
         )
 
@@ -293,10 +302,13 @@ class Scheduler:
             arrive,
             corr,
             outs,
-            lambda t, pred: self._stages(t, pred, in_bytes, pe.math, service, out_bytes, cmd.op, corr),
+            self._stages,
+            (in_bytes, pe.math, service, out_bytes, cmd.op, corr),
         )
 
     # --- DMA --------------------------------------------------------------
+    # (a transfer and what follows it are partials of the network's and the PE's own methods, not
+    # lambdas: no Python frame of their own, ~2k a GQA re-timing; a command's fields are frozen)
 
     def _on_channel(
         self,
@@ -319,55 +331,12 @@ class Scheduler:
         (:mod:`kernbench.pe.tcm`). Returns the completion event (its value:
         the time).
         """
-        env = self.env
-        pe = self.pe
-        traced = pe.bus.active
-        prev, mine = channel.claim()
+        traced = self.pe.bus.active
         t_in, pending = self.inputs(inputs)
         cause = self.cause(inputs, arrive) if traced else (0.0, -1)
         waits = self.waits(inputs) if traced else []
-
-        def run() -> ProcessGenerator:
-            t0 = max(arrive, t_in)
-            for ev in pending:
-                if ev.callbacks is not None:
-                    yield ev
-                t0 = max(t0, fired_at(ev))
-            if t0 > env.now:
-                yield env.timeout(t0 - env.now)
-            pred = self.after_waits(cause, waits)[1] if traced else -1
-            if prev is not None and prev.callbacks is not None:
-                yield prev
-            if env.now > t0:  # the channel's previous transfer held it
-                pred = channel.last
-            start = env.now
-            front: tuple[Part, ...] = ()
-            if tcm == "out":
-                go = pe.tcm_leaving(start, size, pred, corr)
-                if go > start:
-                    yield env.timeout(go - start)
-                    front = (Part(start, go, pe.tcm_node, "tcm port"),)
-            result: TransferResult = yield transfer()
-            parts = front + result.parts
-            if tcm == "in":
-                landed = env.now
-                begin, end = pe.tcm_write.landing(start, landed, size, landed)
-                if end > landed:
-                    parts += (Part(landed, end, pe.tcm_node, "tcm port"),)
-                # recorded now, ending when its last byte is in TCM: what a later access the port holds up waits for
-                seq = channel.record(start, end, label, corr, size, pred, parts if traced else ())
-                pe.tcm_write.hold(begin, end, seq)
-                if end > landed:
-                    yield env.timeout(end - landed)
-            else:
-                seq = channel.record(start, env.now, label, corr, size, pred, parts if traced else ())
-            self._done(corr, seq)
-            if then is not None:
-                then(seq)
-            fire(env, mine, env.now)
-
-        env.process(run())
-        return mine
+        run = ChannelRun(self, channel, max(arrive, t_in), pending, cause, waits, transfer, label, corr, size, then, tcm)
+        return run.mine
 
     def _dma_read(self, cmd: DmaReadCmd, arrive: float, corr: int) -> Ready:
         pe = self.pe
@@ -375,11 +344,11 @@ class Scheduler:
             pe.rd,
             (),
             arrive,
-            lambda: pe.network.read(pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
+            partial(pe.network.read, pe.dma_node, cmd.src.memory, region=cmd.src.region, corr_id=corr),
             "dma_read",
             corr,
             cmd.size_bytes,
-            then=lambda seq: pe.load_landed(cmd.dst, corr, cmd.size_bytes, seq),
+            then=partial(pe.load_landed, cmd.dst, corr, cmd.size_bytes),
             tcm="in",
         )
         pe.ready[cmd.dst.id] = done
@@ -392,7 +361,7 @@ class Scheduler:
             pe.wr,
             (cmd.src,),
             arrive,
-            lambda: pe.network.write(pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
+            partial(pe.network.write, pe.dma_node, cmd.dst.memory, region=cmd.dst.region, corr_id=corr),
             "dma_write",
             corr,
             cmd.size_bytes,
@@ -443,11 +412,11 @@ class Scheduler:
             pe.ipcq,
             (cmd.src,),
             arrive,
-            lambda: pe.network.send(pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
+            partial(pe.network.send, pe.ipcq_node, dst.ipcq_node, cmd.size_bytes, corr_id=corr),
             f"send to {cmd.dst_pe}",
             corr,
             cmd.size_bytes,
-            then=lambda seq: pe.fabric.deliver(pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload, seq),
+            then=partial(pe.fabric.deliver, pe.launch_id, pe.program_id, cmd.dst_pe, cmd.payload),
         )
 
     def _ipcq_recv(self, cmd: IpcqRecvCmd, arrive: float, corr: int) -> Ready:

@@ -709,6 +709,8 @@ def _result(
     """The result of a finished run; ``what``: the topology's name, the timing mode, the kernel's name."""
     latency = max([pe.done_ns or 0.0 for pe in pes.values()] + [env.now])
     order = sorted(pes, key=pe_key)
+    # each program's PE is its own (_place): its command log is keyed in the same order, sorted once
+    program_of = {prog.pe_id: prog for prog in programs}
     return RunResult(
         latency_ns=latency,
         pes=tuple(order),
@@ -719,7 +721,7 @@ def _result(
         stall_ns={p: sum(pes[p].cpu_stall_ns.values()) for p in order},
         scratch_peak_bytes={p: contexts[p].scratch_peak for p in order} if contexts else {},
         events=recorder.events() if recorder is not None else None,
-        command_logs={prog.pe_id: _command_log(prog, contexts) for prog in sorted(programs, key=lambda prog: pe_key(prog.pe_id))},
+        command_logs={p: _command_log(program_of[p], contexts) for p in order},
         stall_ns_by_reason=_by_reason([pes[p].cpu_stall_ns for p in order]),
         topology=what[0],
         timing=what[1],

@@ -234,3 +234,19 @@ def test_the_composite_tile_size_comes_from_the_topology():
         rt = Runtime("cube1", overrides=[f"pe.attrs.composite_tile_bytes={tile}"])
         r = run1(rt, _tiles_kernel, rt.deploy(A), rt.deploy(B), rt.empty((64, 1024), np.float32))
         assert len(busy(r, "gemm")) == n
+
+
+def test_pes_with_equal_engine_attributes_share_their_cost_model_gemm_array_and_timing(rt):
+    from kernbench.pe.cost import DispatchCostModel
+    from kernbench.pe.processing_element import _engines
+    from kernbench.pe.work import GemmArray
+
+    attrs = dict(rt.graph.node(f"{PE0}.cpu").attrs)
+    made = _engines(attrs)
+    assert made[0] == DispatchCostModel.from_attrs(attrs) and made[1] == GemmArray.from_attrs(attrs)
+    same = _engines(dict(attrs, pe=attrs["pe"] + 1))  # another PE: its place is no engine parameter
+    assert all(x is y for x, y in zip(made, same, strict=True))
+    faster = _engines(dict(attrs, gemm_tflops=attrs["gemm_tflops"] * 2))
+    assert faster[0] is made[0] and faster[1] != made[1] and faster[2] != made[2]
+    dearer = _engines(dict(attrs, pe_cost_model=dict(attrs["pe_cost_model"], fixed_per_cmd_cycles=99.0)))
+    assert dearer[0].fixed_per_cmd_cycles == 99.0 and dearer[1] == made[1] and dearer[2] is made[2]  # (one timing object)
