@@ -181,15 +181,15 @@ class PeCpu:
                 if type(cmd) is PeCpuOverheadCmd:
                     self._spend(cmd, req.src)  # type: ignore[union-attr]
                     continue
-                # A command, in line (a generator of its own cost a call each, a resume per wait): room, dispatch, submit.
-                if len(outstanding) >= pe.queue_depth:  # (the queue may be full: _queue_full's own test first)
-                    yield from self._room(cmd)
+                # A command, in line (a generator of its own cost a call each, a resume per wait): D7, room, dispatch, submit.
                 src, cost = req.src, pe.cost  # type: ignore[union-attr]
                 d: Dispatched | None = cmd.__dict__.get("_dispatched")  # (dispatched(cmd, cost)'s common case, in line)
                 if d is None or d.cost is not cost:
                     d = dispatched(cmd, cost)
                 if d.over_cap:
                     cost.check_composite(cmd)  # type: ignore[arg-type]  # (D7 again for replay with other knobs: raises)
+                if len(outstanding) >= pe.queue_depth and self._queue_full():  # (_queue_full's own first test, in line)
+                    yield from self._queue_space()
                 dur = d.ns + pe.cpu_overhead_ns
                 corr = pe.network.new_corr_id()
                 if self.scaled:
@@ -241,13 +241,6 @@ class PeCpu:
         self._dispatched.append((self.env.now, d))
         pe.cpu_busy_ns += dur
         self.t += dur
-
-    def _room(self, cmd: PeCommand) -> ProcessGenerator:
-        """With the scheduler queue at its depth, before ``cmd``'s dispatch: D7's check, then room."""
-        if dispatched(cmd, self.pe.cost).over_cap:
-            self.pe.cost.check_composite(cmd)  # type: ignore[arg-type]  # (raises)
-        if self._queue_full():
-            yield from self._queue_space()
 
     def _emit_dispatch(self, d: Dispatched, t: float, dur: float, corr: int, src: str) -> None:
         """A command's DISPATCH span, ``dur`` from ``t`` (recorded runs; ``src``: the line that issued it)."""
