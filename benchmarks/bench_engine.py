@@ -27,7 +27,7 @@ import time
 import simpy
 
 from kernbench.events.bus import Bus
-from kernbench.runtime.api import collector_paused
+from kernbench.runtime.loop import collector_paused
 from kernbench.sim.clock import Environment
 from kernbench.sim.network import Network
 from kernbench.topology.compile import load_topology

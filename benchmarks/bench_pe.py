@@ -32,7 +32,7 @@ import time
 import numpy as np
 import simpy
 
-import kernbench.runtime.api as api
+import kernbench.runtime.loop as loop
 import kernbench.tl as tl
 from kernbench.runtime.api import Runtime
 
@@ -79,7 +79,7 @@ def count_events(fn) -> tuple[int, object]:
     """Schedule entries ``fn`` runs: SimPy's ``schedule`` calls on a plain SimPy environment (the bare loop),
     and on a run's schedule (``kernbench.sim.clock.Environment``, whose ``timeout``, ``call_at`` and ``fire``
     push without ``schedule``) the entries its loop takes, stepped one at a time in the same order."""
-    orig, orig_loop = simpy.Environment.schedule, api._run_loop
+    orig, orig_loop = simpy.Environment.schedule, loop.run_loop
 
     def counting(self, event, priority=1, delay=0):
         _Counter.n += 1
@@ -92,12 +92,12 @@ def count_events(fn) -> tuple[int, object]:
 
     _Counter.n = 0
     simpy.Environment.schedule = counting
-    api._run_loop = counting_loop
+    loop.run_loop = counting_loop
     try:
         out = fn()
     finally:
         simpy.Environment.schedule = orig
-        api._run_loop = orig_loop
+        loop.run_loop = orig_loop
     return _Counter.n, out
 
 

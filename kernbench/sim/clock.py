@@ -33,7 +33,7 @@ entry for entry (tests/sim/test_clock.py checks it against SimPy's heap on
 random mixes). Why: a GQA default re-timing pops 53,888 entries at only 132
 distinct times, a ~900-entry heap whose tuple comparisons tie on the time at
 every level; by instants, an entry at ``NORMAL`` is a deque append and
-popleft, and the run's loop (``kernbench.runtime.api._run_loop``) sets the
+popleft, and the run's loop (``kernbench.runtime.loop.run_loop``) sets the
 clock and checks the time limit once an instant, not once an entry.
 
 What pushes an entry: SimPy's own ``schedule`` (which :class:`Environment`
@@ -158,7 +158,7 @@ class Environment(simpy.Environment):
     :data:`Instant`; SimPy's own heap is gone (an entry pushed there would never run).
     The clock ``now`` is a plain attribute (SimPy's is a property: a Python call for each of
     the ~100k reads of a GQA default re-timing), written where the clock moves
-    (:meth:`step`, ``kernbench.runtime.api._run_loop``); ``_now`` is its alias.
+    (:meth:`step`, ``kernbench.runtime.loop.run_loop``); ``_now`` is its alias.
     """
 
     now: float = 0  # (a class attribute: it hides SimPy's property, the instance's own value is read)

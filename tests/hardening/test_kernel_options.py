@@ -28,7 +28,7 @@ def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("simulated although an option was out of range")
 
-    monkeypatch.setattr(api, "_simulate", refuse)
+    monkeypatch.setattr(api, "simulate", refuse)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,6 +1,6 @@
 """A finished run leaves no cycles for the collector: its machine (PEs, scheduler, network, FIFOs,
 transfers) is freed by reference counting as the run returns (``_dismantle``), so the cycle
-collection after it has only the result to look at (kernbench.runtime.api.collector_paused)."""
+collection after it has only the result to look at (kernbench.runtime.loop.collector_paused)."""
 
 from __future__ import annotations
 

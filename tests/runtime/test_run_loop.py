@@ -1,5 +1,5 @@
 """The run's own loop steps its schedule (kernbench.sim.clock.Environment) in the order SimPy's
-heap and ``Environment.step`` would (kernbench/runtime/api.py ``_run_loop``), and a stage's wait on several inputs fires where ``simpy.AllOf`` would
+heap and ``Environment.step`` would (kernbench/runtime/loop.py ``run_loop``), and a stage's wait on several inputs fires where ``simpy.AllOf`` would
 (kernbench/pe/lane.py ``all_fired``): both keep every step in its place in the schedule."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import simpy
 
 from kernbench.pe.lane import all_fired
-from kernbench.runtime.api import _run_loop
+from kernbench.runtime.loop import run_loop
 from kernbench.sim.clock import NORMAL, REPLAN, URGENT, Environment, call_at, priority
 
 
@@ -57,7 +57,7 @@ def test_the_run_loop_runs_every_step_in_simpys_order(seed):
     simpys, ours, stepped = simpy.Environment(), Environment(), Environment()
     expected, got, got_stepped = _mix(simpys, seed), _mix(ours, seed), _mix(stepped, seed)
     simpys.run()
-    _run_loop(ours, None, None)
+    run_loop(ours, None, None)
     stepped.run()  # (Environment.step, SimPy's run)
     assert got == expected and got_stepped == expected and len(got) > 60
     assert ours.now == simpys.now == stepped.now
@@ -68,7 +68,7 @@ def test_the_run_loop_crashes_on_a_failed_event_no_one_waited_for_as_simpy_does(
     env = Environment()
     env.event().fail(ValueError("lost"))
     with pytest.raises(ValueError, match="lost"):
-        _run_loop(env, None, None)
+        run_loop(env, None, None)
 
 
 def _wait_order(wait: Callable[[simpy.Environment, list[simpy.Event]], simpy.Event]) -> list[tuple[float, str]]:
@@ -160,7 +160,7 @@ def test_a_step_scheduled_before_now_runs_next_as_on_simpys_heap():
     simpys, ours, stepped = simpy.Environment(), Environment(), Environment()
     expected, got, got_stepped = _back_in_time(simpys), _back_in_time(ours), _back_in_time(stepped)
     simpys.run()
-    _run_loop(ours, None, None)
+    run_loop(ours, None, None)
     stepped.run()
     assert got == expected and got_stepped == expected
     assert [name for _t, name in expected][:6] == [

@@ -14,7 +14,7 @@ from sweep_harness import GEMM
 
 from kernbench import cli, progress
 from kernbench.kernels import registry
-from kernbench.runtime import api
+from kernbench.runtime import loop
 from kernbench.runtime.api import Runtime
 
 
@@ -27,7 +27,7 @@ def gqa_runtime():
 
 def test_the_hook_reports_growing_time_and_commands_and_changes_nothing(monkeypatch):
     plain = gqa_runtime().run()
-    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(loop, "PROGRESS_EVERY_S", 0.0)
     calls = []
     ticked = gqa_runtime().run(progress=lambda t_ns, commands: calls.append((t_ns, commands)))
     assert ticked.latency_ns == plain.latency_ns and ticked.commands == plain.commands
@@ -41,7 +41,7 @@ def test_the_hook_is_called_at_most_every_fifth_of_a_second():
     rt = gqa_runtime()
     t0 = time.monotonic()
     rt.run(progress=lambda t_ns, commands: calls.append(t_ns))
-    assert len(calls) <= (time.monotonic() - t0) / api.PROGRESS_EVERY_S
+    assert len(calls) <= (time.monotonic() - t0) / loop.PROGRESS_EVERY_S
 
 
 class Terminal(io.StringIO):
@@ -50,7 +50,7 @@ class Terminal(io.StringIO):
 
 
 def test_a_long_run_on_a_terminal_shows_time_and_commands_then_clears(monkeypatch, capsys):
-    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(loop, "PROGRESS_EVERY_S", 0.0)
     monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -66,7 +66,7 @@ def test_json_output_and_short_runs_show_nothing(monkeypatch, capsys):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     cli.main(["run", "gemm-primitive", "--m", "64", "--n", "64"])  # far under a second
-    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(loop, "PROGRESS_EVERY_S", 0.0)
     monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
     cli.main(["run", "gemm-primitive", "--m", "64", "--n", "64", "--json"])
     assert terminal.getvalue() == ""
@@ -102,7 +102,7 @@ def test_compare_on_a_terminal_says_how_far_each_side_has_got_then_clears(monkey
     from kernbench.sweep import executors
 
     monkeypatch.setattr(executors, "usable_cpus", lambda: 1)  # both sides here, one after the other
-    monkeypatch.setattr(api, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(loop, "PROGRESS_EVERY_S", 0.0)
     monkeypatch.setattr(progress, "SHOW_RUN_AFTER_S", 0.0)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
