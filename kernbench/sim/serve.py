@@ -50,10 +50,9 @@ def fifo(train: Train, s: float, d_prev: float, k_from: int = 0) -> Train:
                         kj = parts[j + 1][0] if j + 1 < len(parts) else k1
                         last = _serve(out, part, kj, s, d)
                         d = _end(out, kj) if last is None else last
-            if len(out) == 1:  # (joined keeps one segment as it is unless it is whole groups back to back)
-                _, _, g, p, T = out[0]
-                if p == 1 or abs(p * g - T) > EPS:
-                    return Train(n, out)
+            if len(out) == 1:  # (joined, written out for one segment: whole groups back to back are evenly spaced)
+                k0, a, g, p, T = out[0]
+                return Train(n, [(k0, a, 0.0, 1, g)] if p > 1 and abs(p * g - T) <= EPS else out)
             return Train(n, joined(out))
         except _NeedArray:
             pass
