@@ -191,24 +191,24 @@ class Served(Protocol):
 
 class Reserved(NamedTuple):
     """Flits served through :meth:`~kernbench.sim.fifo.Fifo.reserve`, in its history (recorded runs): whose, and when they
-    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
+    left — ``n`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
     reserve. Their departures (:attr:`out`) are made only if asked: most never are. A named tuple, built by one C call
     (:data:`reserved`): a recorded GQA default re-timing makes ~35k of them."""
 
     seq: int
     corr: int
     start: float
-    count: int
+    n: int  # (not ``count``: a tuple's method)
     s: float
-    last: float  # its last departure: ``(start + s) + (count - 1) * s``, as ``out.last()`` works it out
+    last: float  # its last departure: ``(start + s) + (n - 1) * s``, as ``out.last()`` works it out
 
     @property
     def out(self) -> Train:
         s = self.s
-        return Train(self.count, [(0, self.start + s, 0.0, 1, s)])
+        return Train(self.n, [(0, self.start + s, 0.0, 1, s)])
 
 
-#: ``reserved((seq, corr, start, count, s, last))``: a :class:`Reserved` from all its fields, with no Python call
+#: ``reserved((seq, corr, start, n, s, last))``: a :class:`Reserved` from all its fields, with no Python call
 reserved: Callable[[tuple[int, int, float, int, float, float]], Reserved] = functools.partial(tuple.__new__, Reserved)
 
 
