@@ -213,9 +213,10 @@ class Fifo:
             start = self.v_end if self.v_end > now else now
             if self.members:  # (all arrived: none is still served)
                 self.members = []
-        self.free = self.v_end = start + count * self.s
-        if self.history is not None:  # (recorded runs: what it served, for shares; its last departure as its train's)
-            self.history.append(reserved((seq, corr, start, count, self.s, (start + self.s) + (count - 1) * self.s)))
+        s, hist = self.s, self.history
+        self.free = self.v_end = start + count * s
+        if hist is not None:  # (recorded runs: what it served, for shares; its last departure as its train's)
+            hist.append(reserved((seq, corr, start, count, s, (start + s) + (count - 1) * s)))
         if self._watchers:
             self._notify(now)
         return start
