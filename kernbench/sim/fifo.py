@@ -24,7 +24,7 @@ import simpy
 from kernbench.sim.clock import REPLAN, Action, call_at
 from kernbench.sim.serve import fifo, interleave
 from kernbench.sim.train import EPS, Train, first_difference
-from kernbench.sim.transit import Reserved, train_shares
+from kernbench.sim.transit import Reserved, reserved, train_shares
 
 if TYPE_CHECKING:
     from kernbench.sim.deferral import Deferrer, IdleRead
@@ -197,7 +197,7 @@ class Fifo:
                 break
         else:  # (what is left is its own flits: the common case, a wait behind its own earlier flits)
             return ()
-        return train_shares([p for p in hist if p.out is not NOT_PLANNED], self.s, x, y, own_seq)
+        return train_shares([p for p in hist if type(p) is Reserved or p.out is not NOT_PLANNED], self.s, x, y, own_seq)
 
     def reserve(self, now: float, count: int, seq: int, corr: int = -1) -> float | None:
         """``count`` flits arriving together now, if nothing else is still to arrive:
@@ -211,10 +211,12 @@ class Fifo:
             start = self.finish_before(now, seq)
         else:
             start = self.v_end if self.v_end > now else now
-            self.members = []
-        self.free = self.v_end = start + count * self.s
-        if self.history is not None:  # (recorded runs: what it served, for shares)
-            self.history.append(Reserved(seq, corr, start, count, self.s))
+            if self.members:  # (all arrived: none is still served)
+                self.members = []
+        s, hist = self.s, self.history
+        self.free = self.v_end = start + count * s
+        if hist is not None:  # (recorded runs: what it served, for shares; its last departure as its train's)
+            hist.append(reserved((seq, corr, start, count, s, (start + s) + (count - 1) * s)))
         if self._watchers:
             self._notify(now)
         return start
@@ -225,12 +227,14 @@ class Fifo:
             self._settle(now)
         if self.history is not None:
             self.history.append(p)
-        if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone
-            v = self.v_end
-            self._plan_alone(p, v)
-            self._place_alone(p, v)
+        if self.t_last < now - EPS:  # nothing still arriving: the closed form, alone, behind the work queued (as adopt's)
+            inp, v = p.inp, self.v_end
+            head = inp.first()
+            p.fifo = self
+            p.out = out = fifo(inp, self.s, v if v > head else head)
+            self.free, self.members, self.t_last, self.v_end = v, [p], inp.last(), out.last()
             if self._watchers:
-                self._notify(p.inp.first())
+                self._notify(head)
             return
         p.fifo = self
         self._retire(now)
@@ -242,23 +246,12 @@ class Fifo:
         alone behind the work done at ``v`` (what was queued when it was deferred). It
         becomes the one member if the train is still deferred here; a FIFO it has fully
         passed keeps its folded numbers."""
-        self._plan_alone(p, v)
-        if self.deferred is owner:
-            self.deferred = None
-            self._place_alone(p, v)
-
-    def _plan_alone(self, p: Passage, v: float) -> None:
-        """``p``'s departures with the FIFO to itself behind the work done at ``v``."""
-        p.fifo = self
+        p.fifo = self  # (its departures with the FIFO to itself behind v)
         head = p.inp.first()
         p.out = fifo(p.inp, self.s, v if v > head else head)
-
-    def _place_alone(self, p: Passage, v: float) -> None:
-        """``p``, planned alone behind the work done at ``v``, becomes the one member."""
-        self.free = v  # the work before it (queries before its head see only that)
-        self.members = [p]
-        self.t_last = p.inp.last()
-        self.v_end = p.out.last()
+        if self.deferred is owner:  # (free: the work before it; queries before its head see only that)
+            self.deferred = None
+            self.free, self.members, self.t_last, self.v_end = v, [p], p.inp.last(), p.out.last()
 
     def amend(self, p: Passage, inp: Train, t: float, env: simpy.Environment) -> None:
         """``p``'s flits arrive as in ``inp`` from ``t`` on (no sooner than now, nor

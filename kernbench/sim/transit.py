@@ -27,6 +27,7 @@ import bisect
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import NamedTuple, Protocol
 
 from kernbench.frozen import quick_init
@@ -54,6 +55,7 @@ class Part(NamedTuple):
 
 #: ``_part((start, end, component, cause, behind))``: a :class:`Part` from all its fields, with no Python call
 _part: Callable[[tuple[float, float, str, str, int]], Part] = functools.partial(tuple.__new__, Part)
+_ns = itemgetter(1)  # a share's ns
 
 
 @quick_init
@@ -101,17 +103,24 @@ class Journey:
     def fifo(self, name: str, stop: StopLike, own: str, served_on: str | None = None) -> None:
         """Through a FIFO: its wait (others' flits: queueing; its own: ``own``), then its service
         (named ``served_on`` if given: a memory whose channels tie for the last burst)."""
-        begin = self.t
-        wait = stop.d - stop.s - begin
+        wait = stop.d - stop.s - self.t
         if wait > 0.0:
             shares = stop.shares  # (read once, and only here: see StopLike)
-            foreign = sum(ns for _, ns in shares)
-            scale = wait / foreign if foreign > wait else 1.0
-            t = begin
-            for corr, ns in shares:
-                t += ns * scale
-                self.to(min(t, stop.d - stop.s), name, "queueing", corr)
-        self.to(stop.d, served_on or name, own)
+            if shares:  # (mostly none: it waited behind its own flits)
+                self._behind(name, stop, shares, wait)
+        d = stop.d  # (to(), written out)
+        if d > self.t:
+            self.parts.append(_part((self.t, d, served_on or name, own, -1)))
+            self.t = d
+
+    def _behind(self, name: str, stop: StopLike, shares: tuple[tuple[int, float], ...], wait: float) -> None:
+        """The ``wait`` at a FIFO from now, split by whose flits it served meanwhile (``stop.shares``): queueing."""
+        foreign = sum(map(_ns, shares))
+        scale = wait / foreign if foreign > wait else 1.0
+        t = self.t
+        for corr, ns in shares:
+            t += ns * scale
+            self.to(min(t, stop.d - stop.s), name, "queueing", corr)
 
     def leg(self, route: Route, stops: Sequence[StopLike], arrive: float, data: bool) -> None:
         """Along ``route`` through ``stops`` (one per hop), arriving at its last node at ``arrive``."""
@@ -126,11 +135,12 @@ class Journey:
             if a > t:
                 parts.append(_part((t, a, nodes[h], "overhead", -1)))
                 t = a
-            if d - stop.s - t > 0.0:  # it waited: others' flits or its own
+            wait = d - stop.s - t
+            if wait > 0.0 and (shares := stop.shares):  # it waited behind others' flits (fifo()'s, inlined)
                 self.t = t
-                self.fifo(edge, stop, own)
+                self._behind(edge, stop, shares, wait)
                 t = self.t
-            elif d > t:
+            if d > t:  # its service (and any wait behind its own flits)
                 parts.append(_part((t, d, edge, own, -1)))
                 t = d
             e = d + hop.prop_ns
@@ -171,36 +181,35 @@ class FifoLog:
 class Served(Protocol):
     """Flits a FIFO served for one transfer, as the fast mode keeps them: whose, and when they left."""
 
-    seq: int
-    corr: int
-
+    @property
+    def seq(self) -> int: ...
+    @property
+    def corr(self) -> int: ...
     @property
     def out(self) -> Train: ...
 
 
-class Reserved:
+class Reserved(NamedTuple):
     """Flits served through :meth:`~kernbench.sim.fifo.Fifo.reserve`, in its history (recorded runs): whose, and when they
-    left — ``count`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
-    reserve. Their departures (:attr:`out`) are made only if asked: most never are."""
+    left — ``n`` flits, one every ``s`` from ``start``; lighter than a :class:`~kernbench.sim.fifo.Passage`, as most reads
+    reserve. Their departures (:attr:`out`) are made only if asked: most never are. A named tuple, built by one C call
+    (:data:`reserved`): a recorded GQA default re-timing makes ~35k of them."""
 
-    __slots__ = ("_out", "corr", "count", "last", "s", "seq", "start")
-
-    def __init__(self, seq: int, corr: int, start: float, count: int, s: float) -> None:
-        self.seq = seq
-        self.corr = corr
-        self.start = start
-        self.count = count
-        self.s = s
-        self.last = (start + s) + (count - 1) * s  # (its last departure, as out.last() works it out)
-        self._out: Train | None = None
+    seq: int
+    corr: int
+    start: float
+    n: int  # (not ``count``: a tuple's method)
+    s: float
+    last: float  # its last departure: ``(start + s) + (n - 1) * s``, as ``out.last()`` works it out
 
     @property
     def out(self) -> Train:
-        out = self._out
-        if out is None:
-            s = self.s
-            out = self._out = Train(self.count, [(0, self.start + s, 0.0, 1, s)])
-        return out
+        s = self.s
+        return Train(self.n, [(0, self.start + s, 0.0, 1, s)])
+
+
+#: ``reserved((seq, corr, start, n, s, last))``: a :class:`Reserved` from all its fields, with no Python call
+reserved: Callable[[tuple[int, int, float, int, float, float]], Reserved] = functools.partial(tuple.__new__, Reserved)
 
 
 def train_shares(served: Iterable[Served], s: float, x: float, y: float, own_seq: int) -> tuple[tuple[int, float], ...]:

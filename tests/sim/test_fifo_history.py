@@ -21,7 +21,11 @@ counts = st.integers(min_value=1, max_value=4096)
 @settings(max_examples=300, deadline=None)
 @given(times, counts, services)
 def test_a_reservations_last_departure_is_its_trains_to_the_bit(start, count, s):
-    r = Reserved(7, 3, start, count, s)
+    f = Fifo("sip0.cube0.hbm.pc0", s, history=True)
+    assert f.reserve(start, count, seq=7, corr=3) == start
+    assert f.history is not None
+    r = f.history[-1]
+    assert type(r) is Reserved and (r.seq, r.corr, r.start, r.n, r.s) == (7, 3, start, count, s)
     train = Train(count, [(0, start + s, 0.0, 1, s)])  # what the history held before: one train a reservation
     assert r.last == train.last() == r.out.last()
     assert r.out.first() == train.first()
