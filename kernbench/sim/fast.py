@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from kernbench.sim import deferral, fifo
 from kernbench.sim.clock import FINISH, Action, call_at
-from kernbench.sim.fast_record import FastRecord, ReservedBursts, control_plan
+from kernbench.sim.fast_record import FastRecord, control_plan
 from kernbench.sim.fifo import Fifo, Passage, idle_route
 from kernbench.sim.hbm import sub_train
 from kernbench.sim.serve import union
@@ -195,23 +195,30 @@ class FastTransfer(FastRecord):
         b = mem.burst_ns
         progs = []
         crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
-        seq, corr, fifos, active = self.seq, self.corr, mem.fifos, net.bus.active
+        seq, corr, fifos, active, ch = self.seq, self.corr, mem.fifos, net.bus.active, self.ch
         for c, cnt in bursts.used:
             f = fifos[c]
             start = f.reserve(now, cnt, seq, corr)
             if start is None:  # the channel is still receiving: merge flit by flit
                 p = Passage(seq, corr, Train.burst(cnt, now))
                 f.arrive(p, now)
-                self.ch[c] = p
-                start = p.out.first() - b
-            elif active:
-                self.ch[c] = ReservedBursts(f, start, cnt)
-            progs.append((start, cnt))
-            if start + cnt * b >= crit[2]:
-                crit = (c, now, start + cnt * b)
+                ch[c] = p
+                prog = (p.out.first() - b, cnt)
+            else:
+                prog = (start, cnt)
+                if active:  # (reserved bursts: publish works out the channel's busy span from them)
+                    ch[c] = prog
+            progs.append(prog)
+            end = prog[0] + cnt * b
+            if end >= crit[2]:
+                crit = (c, now, end)
         self.crit = crit
         if net.explain:  # several channels send their last bursts at once: no one of them is critical
-            self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
+            last, ties = crit[2], 0
+            for start, cnt in progs:  # (a loop, not sum() over a generator: a Python call a channel)
+                if last - (start + cnt * b) <= EPS:
+                    ties += 1
+            self.tied = ties > 1
         self.data_in = union(progs, b)
         if not (self.net.deferring and self._defer_data()):
             self._plan_data()
@@ -327,7 +334,7 @@ class FastTransfer(FastRecord):
         self._plan_ack()
 
     def _plan_ack(self) -> None:
-        done = max(p.out.last() for p in self.ch.values())
+        done = max(p.out.last() for p in self.ch.values() if isinstance(p, Passage))  # (a write's: all passages)
         self._plan_control(self.ack_route, done, self.end_at)
 
     def _ch_changed(self, _p: Passage, _k: int) -> None:

@@ -46,48 +46,6 @@ _PlanFields = tuple[Route, Callable[[float], None], list[int], list[tuple[float,
 control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__new__, ControlPlan)
 
 
-class EvenDepartures:
-    """``n`` bursts leaving one every ``s`` from ``start + s`` on: the first and last times a
-    ``Train(n, [(0, start + s, 0.0, 1, s)])`` gives (the same arithmetic), all that is asked of a
-    reservation's departures; no train is built for them."""
-
-    __slots__ = ("_first", "_last")
-
-    def __init__(self, start: float, n: int, s: float) -> None:
-        first = start + s
-        self._first = first
-        self._last = first + (n - 1) * s
-
-    def first(self) -> float:
-        return self._first
-
-    def last(self) -> float:
-        return self._last
-
-
-class ReservedBursts:
-    """A read's bursts on an idle channel: no passage needed, only what to publish — the channel's busy
-    span, worked out when reserved as :meth:`FastRecord.publish` works out a passage's (``busy_from``: the
-    first departure less one burst time, ``busy_to``: the last; :class:`EvenDepartures`' arithmetic). A
-    recorded GQA default reserves ~35k of them."""
-
-    __slots__ = ("busy_from", "busy_to", "fifo", "n", "start")
-
-    def __init__(self, fifo: Fifo, start: float, count: int) -> None:
-        s = fifo.s
-        first = start + s
-        self.fifo = fifo
-        self.n = count
-        self.start = start
-        self.busy_from = first - s
-        self.busy_to = first + (count - 1) * s
-
-    @property
-    def out(self) -> EvenDepartures:
-        """Its departures (a write's channels are passages: nothing on the hot path asks a reservation)."""
-        return EvenDepartures(self.start, self.n, self.fifo.s)
-
-
 class FifoStop(NamedTuple):
     """The critical flit at one FIFO (a :class:`~kernbench.sim.transit.StopLike`): arrival ``a``, departure
     ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
@@ -116,7 +74,9 @@ class FastRecord(Transfer):
 
     __slots__ = ("ch", "crit", "ctl", "data", "engine", "hz", "mem_train", "route", "tied")
 
-    ch: dict[int, Passage | ReservedBursts]  # per memory channel: its bursts
+    # per memory channel: its bursts, as a passage, or (a read's on an idle channel, recorded runs: most, ~35k a
+    # GQA default) as the (start, count) its reservation gave: all publish needs, no object built for them
+    ch: dict[int, Passage | tuple[float, int]]
     crit: tuple[int, float, float]  # a read's critical channel: (channel, request arrival, its last departure)
     ctl: ControlPlan | None  # the control flit's plan
     data: list[Passage]  # the data train, FIFO by FIFO
@@ -157,10 +117,11 @@ class FastRecord(Transfer):
         j.leg(route, stops, r, data=False)
         return r
 
-    def _write_crit(self) -> tuple[int, Passage | ReservedBursts]:
-        """A write's last burst to be written: (channel, its passage)."""
-        c = max(self.ch, key=lambda c: (self.ch[c].out.last(), c))
-        return c, self.ch[c]
+    def _write_crit(self) -> tuple[int, Passage]:
+        """A write's last burst to be written: (channel, its passage; a write's channels are passages)."""
+        ch: dict[int, Passage] = self.ch  # type: ignore[assignment]
+        c = max(ch, key=lambda c: (ch[c].out.last(), c))
+        return c, ch[c]
 
     def _channel(self, j: Journey, arrive: float) -> None:
         mem = self.memory_end()[0]
@@ -171,7 +132,7 @@ class FastRecord(Transfer):
         else:
             c, p = self._write_crit()
             d = p.out.last()
-            tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
+            tied = sum(1 for q in self.ch.values() if isinstance(q, Passage) and d - q.out.last() <= EPS) > 1  # (all are)
         f = mem.fifos[c]
         j.fifo(f.name, _stop((arrive, d, b, f, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
 
@@ -198,15 +159,23 @@ class FastRecord(Transfer):
                 emit(head, _QUEUE_DEPTH, f.name, corr_id=corr, value=round((served - head) / s, 6))
                 emit(served, _QUEUE_DEPTH, f.name, corr_id=corr, value=0.0)
             emit(served, _EDGE_BUSY, f.name, out.last(), corr, "", p.inp.n)
-        mem = self.mem.node_id if self.mem is not None else ""
         ch = self.ch
-        for c in sorted(ch):
-            q = ch[c]
-            if type(q) is ReservedBursts:  # (most: a read's bursts on idle channels; the same numbers, worked out once)
-                emit(q.busy_from, _CHANNEL_BUSY, q.fifo.name, q.busy_to, corr, mem, q.n)
+        if not ch:
+            return
+        mem = self.mem
+        assert mem is not None
+        node, fifos = mem.node_id, mem.fifos
+        for c, q in ch.items():  # (in channel order: a read and a write fill ch in it)
+            if type(q) is tuple:  # (most: a read's bursts on an idle channel, its reservation's (start, count))
+                start, n = q
+                f = fifos[c]
+                s = f.s
+                first = start + s  # (its first departure and last, as the train of its departures works them out)
+                emit(first - s, _CHANNEL_BUSY, f.name, first + (n - 1) * s, corr, node, n)
             else:
+                assert isinstance(q, Passage)
                 dep, f = q.out, q.fifo
-                emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, dep.last(), corr, mem, q.n)
+                emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, dep.last(), corr, node, q.n)
 
 
 _QUEUE_DEPTH, _EDGE_BUSY, _CHANNEL_BUSY = EventKind.QUEUE_DEPTH, EventKind.EDGE_BUSY, EventKind.CHANNEL_BUSY
