@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from kernbench.sim import deferral, fifo
 from kernbench.sim.clock import FINISH, Action, call_at
-from kernbench.sim.fast_record import FastRecord, control_plan
+from kernbench.sim.fast_record import FastRecord, control_plan, fifo_stop
 from kernbench.sim.fifo import Fifo, Passage, idle_route
 from kernbench.sim.hbm import sub_train
 from kernbench.sim.serve import union
@@ -150,9 +150,10 @@ class FastTransfer(FastRecord):
         seq, now = self.seq, self.env.now
         log = self.net.explain
         for i in range(h, len(fifos)):
-            d = fifos[i].pass_control(t, seq, self, i, token, now)
-            if log:
-                times.append((t, d))
+            f = fifos[i]
+            d = f.pass_control(t, seq, self, i, token, now)
+            if log:  # (its stop here, for parts: no service of its own)
+                times.append(fifo_stop((t, d, 0.0, f, self)))
             t = d + delay[i]
         return t
 

@@ -33,15 +33,16 @@ if TYPE_CHECKING:
 
 class ControlPlan(NamedTuple):
     """A control flit's plan (a read's request, a write's acknowledgement): hop by hop,
-    the token of its watch on that hop's FIFO and (recorded runs) its (arrival, departure) there."""
+    the token of its watch on that hop's FIFO and (recorded runs) its stop there, made as it is
+    planned (what :meth:`FastRecord.parts` reads of it: no list of them built again at the end)."""
 
     route: Route
     then: Callable[[float], None]  # called with its arrival at the far end
     tokens: list[int]
-    times: list[tuple[float, float]]
+    times: list[FifoStop]
 
 
-_PlanFields = tuple[Route, Callable[[float], None], list[int], list[tuple[float, float]]]
+_PlanFields = tuple[Route, Callable[[float], None], list[int], list["FifoStop"]]
 #: ``control_plan((route, then, tokens, times))``: a :class:`ControlPlan` with no Python call (one a read or write)
 control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__new__, ControlPlan)
 
@@ -49,24 +50,25 @@ control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__n
 class FifoStop(NamedTuple):
     """The critical flit at one FIFO (a :class:`~kernbench.sim.transit.StopLike`): arrival ``a``, departure
     ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
-    as at the transfer's end (``seq``: the transfer's, ``hz``: the horizon then), which is the same answer:
-    what the FIFO served before its horizon cannot fall in a window of a transfer still running. A named
-    tuple, built by one C call (:data:`_stop`): a recorded GQA default re-timing makes ~33k of them."""
+    as at the transfer's end (its ``seq``, and ``hz``: the horizon then), which is the same answer: what
+    the FIFO served before its horizon cannot fall in a window of a transfer still running. A named tuple,
+    built by one C call (:data:`fifo_stop`): a recorded GQA default re-timing makes ~33k of them; a control
+    flit's as it is planned, before the transfer's end (hence the transfer, not its horizon)."""
 
     a: float
     d: float
     s: float
     fifo: Fifo
-    seq: int
-    hz: float
+    tr: FastRecord
 
     @property
     def shares(self) -> tuple[tuple[int, float], ...]:
-        return self.fifo.shares(self.a, self.d - self.s, self.seq, self.hz)
+        tr = self.tr
+        return self.fifo.shares(self.a, self.d - self.s, tr.seq, tr.hz)
 
 
-#: ``_stop((a, d, s, fifo, seq, hz))``: a :class:`FifoStop` from all its fields, with no Python call
-_stop: Callable[[tuple[float, float, float, Fifo, int, float]], FifoStop] = functools.partial(tuple.__new__, FifoStop)
+#: ``fifo_stop((a, d, s, fifo, tr))``: a :class:`FifoStop` from all its fields, with no Python call
+fifo_stop: Callable[[tuple[float, float, float, Fifo, FastRecord]], FifoStop] = functools.partial(tuple.__new__, FifoStop)
 
 
 class FastRecord(Transfer):
@@ -94,25 +96,9 @@ class FastRecord(Transfer):
         self.hz = self.net.horizon()
         return super().parts(end)
 
-    def _stops(self, passages: list[Passage], k: int) -> list[FifoStop]:
-        """Flit ``k`` at each of ``passages``' FIFOs (the last flit, mostly: its times are kept by its trains)."""
-        seq, hz = self.seq, self.hz
-        out = []
-        for p in passages:
-            f, inp, dep = p.fifo, p.inp, p.out
-            a = inp.last() if k == inp.n - 1 else inp.at(k)
-            out.append(_stop((a, dep.last() if k == dep.n - 1 else dep.at(k), f.s, f, seq, hz)))
-        return out
-
-    def _control_stops(self) -> tuple[Route, list[FifoStop]]:
-        assert self.ctl is not None
-        route, _then, _tokens, times = self.ctl
-        edge_fifo = self.engine.edge_fifo
-        seq, hz = self.seq, self.hz
-        return route, [_stop((t, d, 0.0, edge_fifo(hop.edge.index), seq, hz)) for (t, d), hop in zip(times, route.hops, strict=True)]
-
     def _request(self, j: Journey) -> float:
-        route, stops = self._control_stops()
+        assert self.ctl is not None
+        route, _then, _tokens, stops = self.ctl
         r = self.crit[1]
         j.leg(route, stops, r, data=False)
         return r
@@ -124,7 +110,8 @@ class FastRecord(Transfer):
         return c, ch[c]
 
     def _channel(self, j: Journey, arrive: float) -> None:
-        mem = self.memory_end()[0]
+        mem = self.mem
+        assert mem is not None  # (memory_end, inlined)
         b = mem.burst_ns
         if self.op == "read":
             c, _r, d = self.crit
@@ -134,16 +121,27 @@ class FastRecord(Transfer):
             d = p.out.last()
             tied = sum(1 for q in self.ch.values() if isinstance(q, Passage) and d - q.out.last() <= EPS) > 1  # (all are)
         f = mem.fifos[c]
-        j.fifo(f.name, _stop((arrive, d, b, f, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
+        j.fifo(f.name, fifo_stop((arrive, d, b, f, self)), "drain", mem.node_id if tied else f.name)
 
     def _data(self, j: Journey, end: float | None) -> float:
-        k = self.flits - 1 if self.op != "write" else self.memory_end()[1].last(self._write_crit()[0])
+        """Along the data route, the stops of flit ``k`` (the last, mostly: its times are kept by its trains)."""
+        if self.op == "write":
+            k = self.memory_end()[1].last(self._write_crit()[0])
+        else:
+            bursts = self.bursts
+            k = (bursts.n if bursts is not None else self.flits) - 1  # (flits, inlined for a read)
         arrive = end if end is not None else self.mem_train.at(k)
-        j.leg(self.route, self._stops(self.data, k), arrive, data=True)
+        stops = []
+        for p in self.data:
+            f, inp, dep = p.fifo, p.inp, p.out
+            a = inp.last() if k == inp.n - 1 else inp.at(k)
+            stops.append(fifo_stop((a, dep.last() if k == dep.n - 1 else dep.at(k), f.s, f, self)))
+        j.leg(self.route, stops, arrive, data=True)
         return arrive
 
     def _ack(self, j: Journey, end: float) -> None:
-        route, stops = self._control_stops()
+        assert self.ctl is not None
+        route, _then, _tokens, stops = self.ctl
         j.leg(route, stops, end, data=False)
 
     def publish(self) -> None:
