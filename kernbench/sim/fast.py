@@ -221,7 +221,7 @@ class FastTransfer(FastRecord):
                     ties += 1
             self.tied = ties > 1
         self.data_in = union(progs, b)
-        if not (self.net.deferring and self._defer_data()):
+        if not (net.defer and not active and self._defer_data()):  # (Network.deferring)
             self._plan_data()
 
     def _defer_data(self) -> bool:
@@ -264,21 +264,20 @@ class FastTransfer(FastRecord):
         order, instead of every train planned ahead).
         """
         now = self.env.now
-        hops = self.route.hops
-        fifos = self.path.fifos
+        path, data = self.path, self.data
+        fifos, delay = path.fifos, path.delay  # (per hop: prop_ns + next_overhead_ns, as input_at adds them)
         self.head_at = None
-        for h in range(len(self.data), len(hops)):
-            inp = self.input_at(h)
+        for h in range(len(data), len(fifos)):
+            inp = data[h - 1].out.shift(delay[h - 1]) if h else self.data_in  # (input_at, inlined)
             f = fifos[h]
             head = inp.first()
             if head > now + EPS and f.busy_after(now):
                 self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
                 return
             p = Passage(self.seq, self.corr, inp, self.passage_changed)
-            self.data.append(p)
+            data.append(p)
             f.arrive(p, now)
-        last = hops[-1]
-        arrival = self.data[-1].out.shift(last.prop_ns + last.next_overhead_ns)
+        arrival = data[-1].out.shift(delay[-1])
         if self.op == "write":
             self._at_memory(arrival)
         else:
@@ -316,7 +315,7 @@ class FastTransfer(FastRecord):
         for p in self.data:
             p.detach()
         for q in self.ch.values():
-            if isinstance(q, Passage):
+            if type(q) is Passage:  # (not a read's reserved bursts)
                 q.detach()
         self.ctl = None
         self.finish_at = self.mem_at = self.head_at = None

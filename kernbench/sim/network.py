@@ -223,7 +223,8 @@ class Network:
         done.env = env
         done.callbacks = []
         if self.bus.active:
-            self.bus.emit(env.now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=region.nbytes, detail=way.detail)
+            nbytes = len(region.starts) * region.run_bytes  # (Region.nbytes, inlined)
+            self.bus.emit(env.now, EventKind.TRANSFER_START, src, corr_id=corr, label=kind, value=nbytes, detail=way.detail)
         if self.explain:
             self._open.append((seq, env.now))  # (seqs are numbered in start order: the oldest is first)
         engine = self.engine
