@@ -267,6 +267,7 @@ class FastTransfer(FastRecord):
         path, data = self.path, self.data
         fifos, delay = path.fifos, path.delay  # (per hop: prop_ns + next_overhead_ns, as input_at adds them)
         self.head_at = None
+        seq, corr, changed = self.seq, self.corr, self.passage_changed
         for h in range(len(data), len(fifos)):
             inp = data[h - 1].out.shift(delay[h - 1]) if h else self.data_in  # (input_at, inlined)
             f = fifos[h]
@@ -274,12 +275,15 @@ class FastTransfer(FastRecord):
             if head > now + EPS and f.busy_after(now):
                 self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
                 return
-            p = Passage(self.seq, self.corr, inp, self.passage_changed)
+            p = Passage(seq, corr, inp, changed)
             data.append(p)
             f.arrive(p, now)
         arrival = data[-1].out.shift(delay[-1])
         if self.op == "write":
             self._at_memory(arrival)
+        elif self.finish_at is None:  # (end_at, inlined: no end was due yet, as when the whole route planned at once)
+            t = arrival.last()
+            self.finish_at = call_at(self.env, t, self.prio + FINISH, self.net.finish, self, t)
         else:
             self.end_at(arrival.last())
 
