@@ -71,20 +71,6 @@ class FifoStop(NamedTuple):
 fifo_stop: Callable[[tuple[float, float, float, Fifo, FastRecord]], FifoStop] = functools.partial(tuple.__new__, FifoStop)
 
 
-class AloneStop(NamedTuple):
-    """The critical flit at a FIFO that served no one else while it waited (a
-    :class:`~kernbench.sim.transit.StopLike` whose ``shares`` are known: none)."""
-
-    a: float
-    d: float
-    s: float
-    shares: tuple[tuple[int, float], ...]
-
-
-#: ``alone_stop((a, d, s, ()))``: an :class:`AloneStop`, with no Python call
-alone_stop: Callable[[tuple[float, float, float, tuple[()]]], AloneStop] = functools.partial(tuple.__new__, AloneStop)
-
-
 class FastRecord(Transfer):
     """The state a fast transfer keeps that recorded runs read, and what they read of it."""
 
@@ -120,15 +106,15 @@ class FastRecord(Transfer):
         mem = self.mem
         assert mem is not None
         f = mem.fifos[c]  # the critical channel
-        b = mem.burst_ns
+        served_on = mem.node_id if self.tied else f.name
         q = self.ch.get(c)
         if type(q) is tuple and q[0] == r:  # (most) its bursts reserved from the request's arrival on: until its
-            # last, the channel served only them (reserved work is served in one stretch, others' before or
-            # after it), so it was busy with no one else's flits: no FIFO history to ask (Fifo.shares: none)
-            stop: AloneStop | FifoStop = alone_stop((r, d, b, ()))
+            # last, the channel served only them (reserved work is served in one stretch, others' before or after
+            # it), so no one else's flits: its whole wait is its own drain (what Journey.fifo makes of no shares),
+            # and no FIFO history is asked (Fifo.shares: none)
+            j.to(d, served_on, "drain")
         else:
-            stop = fifo_stop((r, d, b, f, self))
-        j.fifo(f.name, stop, "drain", mem.node_id if self.tied else f.name)
+            j.fifo(f.name, fifo_stop((r, d, mem.burst_ns, f, self)), "drain", served_on)
         self._data(j, end)  # (ends at end: nothing is left for Transfer.parts' last to())
         return tuple(j.parts)
 
