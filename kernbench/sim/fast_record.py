@@ -52,7 +52,7 @@ class FifoStop(NamedTuple):
     ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
     as at the transfer's end (its ``seq``, and ``hz``: the horizon then), which is the same answer: what
     the FIFO served before its horizon cannot fall in a window of a transfer still running. A named tuple,
-    built by one C call (:data:`fifo_stop`): a recorded GQA default re-timing makes ~33k of them; a control
+    built by one C call (:data:`fifo_stop`): a recorded GQA default re-timing makes ~21k of them; a control
     flit's as it is planned, before the transfer's end (hence the transfer, not its horizon)."""
 
     a: float
@@ -76,8 +76,8 @@ class FastRecord(Transfer):
 
     __slots__ = ("ch", "crit", "ctl", "data", "engine", "hz", "mem_train", "route", "tied")
 
-    # per memory channel: its bursts, as a passage, or (a read's on an idle channel, recorded runs: most, ~35k a
-    # GQA default) as the (start, count) its reservation gave: all publish needs, no object built for them
+    # per memory channel: its bursts, as a passage, or (a read's reserved, Fifo.reserve, in recorded runs: most,
+    # ~35k a GQA default) as the (start, count) its reservation gave: all publish needs, no object built for them
     ch: dict[int, Passage | tuple[float, int]]
     crit: tuple[int, float, float]  # a read's critical channel: (channel, request arrival, its last departure)
     ctl: ControlPlan | None  # the control flit's plan
@@ -175,7 +175,7 @@ class FastRecord(Transfer):
         assert mem is not None
         node, fifos = mem.node_id, mem.fifos
         for c, q in ch.items():  # (in channel order: a read and a write fill ch in it)
-            if type(q) is tuple:  # (most: a read's bursts on an idle channel, its reservation's (start, count))
+            if type(q) is tuple:  # (most: a read's reserved bursts, its reservation's (start, count))
                 start, n = q
                 f = fifos[c]
                 s = f.s
