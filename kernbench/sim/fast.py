@@ -194,8 +194,9 @@ class FastTransfer(FastRecord):
                 self.finish_at = call_at(self.env, t, self.prio + FINISH, net.finish, self, t)
                 return
         b = mem.burst_ns
-        progs = []
-        crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
+        progs: list[tuple[float, int]] = []
+        add = progs.append
+        crit_c, last = -1, now  # the channel whose last burst leaves last, and that departure
         seq, corr, fifos, active, ch = self.seq, self.corr, mem.fifos, net.bus.active, self.ch
         for c, cnt in bursts.used:
             f = fifos[c]
@@ -204,18 +205,19 @@ class FastTransfer(FastRecord):
                 p = Passage(seq, corr, Train.burst(cnt, now))
                 f.arrive(p, now)
                 ch[c] = p
-                prog = (p.out.first() - b, cnt)
+                start = p.out.first() - b
+                add((start, cnt))
             else:
                 prog = (start, cnt)
+                add(prog)
                 if active:  # (reserved bursts: publish works out the channel's busy span from them)
                     ch[c] = prog
-            progs.append(prog)
-            end = prog[0] + cnt * b
-            if end >= crit[2]:
-                crit = (c, now, end)
-        self.crit = crit
+            end = start + cnt * b
+            if end >= last:
+                crit_c, last = c, end
+        self.crit = (crit_c, now, last)  # (channel, request arrival, departure)
         if net.explain:  # several channels send their last bursts at once: no one of them is critical
-            last, ties = crit[2], 0
+            ties = 0
             for start, cnt in progs:  # (a loop, not sum() over a generator: a Python call a channel)
                 if last - (start + cnt * b) <= EPS:
                     ties += 1
