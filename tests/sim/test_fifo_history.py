@@ -5,6 +5,7 @@ transfer waited behind answers from its history, and nothing when only its own f
 
 from __future__ import annotations
 
+import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,7 @@ def test_a_reservations_last_departure_is_its_trains_to_the_bit(start, count, s)
     assert r.out.first() == train.first()
 
 
-def test_a_recorded_read_on_idle_channels_publishes_the_busy_spans_its_departures_give(paper, monkeypatch):
+def test_a_recorded_reads_reserved_bursts_publish_the_busy_spans_their_departures_give(paper, monkeypatch):
     """Its bursts are reserved (no passage planned) and each channel's busy span is worked out from the
     reservation by its departures' own arithmetic: the first departure less a burst, the last, to the bit."""
     reserved = []
@@ -61,6 +62,29 @@ def test_a_recorded_read_on_idle_channels_publishes_the_busy_spans_its_departure
         dep = Train(count, [(0, start + s, 0.0, 1, s)])
         want.append((name, dep.first() - s, dep.last(), count))
     assert len(reserved) == 3 * 8 and sorted(spans) == sorted(want)
+
+
+def test_a_read_whose_channels_were_idle_drains_alone_and_one_behind_it_queues_behind_it(paper):
+    """Reserved from the request's arrival on, the critical channel served only the read's own bursts (no
+    history asked); a read whose bursts were reserved behind another's waited behind that one's."""
+    env = simpy.Environment()
+    bus = Bus()
+    Recorder(bus)  # (a recorded run: its reserved bursts kept for publish)
+    net = Network(env, paper, bus)
+    done = {}
+
+    def read(at):
+        yield env.timeout(at)
+        done[at] = yield net.read("sip0.cube5.pe0.dma", "sip0.cube5.hbm.slice0", 0, 32768 + 3 * 256)
+
+    for at in (0.0, 3.7):
+        env.process(read(at))
+    env.run()
+    first, second = done[0.0], done[3.7]
+    assert [p.cause for p in first.parts if p.cause in ("drain", "queueing")] == ["drain"]
+    waits = [p for p in second.parts if p.cause == "queueing"]
+    assert waits and {p.behind for p in waits} == {first.corr_id} and waits[0].component.startswith("sip0.cube5.hbm.pc")
+    assert second.parts[-1].end == second.end_ns and sum(p.ns for p in second.parts) == pytest.approx(second.latency_ns)
 
 
 def test_a_transfer_behind_only_its_own_flits_waited_behind_no_one():
