@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from kernbench.sim import deferral, fifo
 from kernbench.sim.clock import FINISH, Action, call_at
-from kernbench.sim.fast_record import FastRecord, ReservedBursts, control_plan
+from kernbench.sim.fast_record import FastRecord, control_plan, fifo_stop
 from kernbench.sim.fifo import Fifo, Passage, idle_route
 from kernbench.sim.hbm import sub_train
 from kernbench.sim.serve import union
@@ -150,9 +150,10 @@ class FastTransfer(FastRecord):
         seq, now = self.seq, self.env.now
         log = self.net.explain
         for i in range(h, len(fifos)):
-            d = fifos[i].pass_control(t, seq, self, i, token, now)
-            if log:
-                times.append((t, d))
+            f = fifos[i]
+            d = f.pass_control(t, seq, self, i, token, now)
+            if log:  # (its stop here, for parts: no service of its own)
+                times.append(fifo_stop((t, d, 0.0, f, self)))
             t = d + delay[i]
         return t
 
@@ -193,27 +194,36 @@ class FastTransfer(FastRecord):
                 self.finish_at = call_at(self.env, t, self.prio + FINISH, net.finish, self, t)
                 return
         b = mem.burst_ns
-        progs = []
-        crit = (-1, now, now)  # the channel whose last burst leaves last: (channel, request arrival, departure)
-        seq, corr, fifos, active = self.seq, self.corr, mem.fifos, net.bus.active
+        progs: list[tuple[float, int]] = []
+        add = progs.append
+        crit_c, last = -1, now  # the channel whose last burst leaves last, and that departure
+        seq, corr, fifos, active, ch = self.seq, self.corr, mem.fifos, net.bus.active, self.ch
         for c, cnt in bursts.used:
             f = fifos[c]
             start = f.reserve(now, cnt, seq, corr)
             if start is None:  # the channel is still receiving: merge flit by flit
                 p = Passage(seq, corr, Train.burst(cnt, now))
                 f.arrive(p, now)
-                self.ch[c] = p
+                ch[c] = p
                 start = p.out.first() - b
-            elif active:
-                self.ch[c] = ReservedBursts(f, start, cnt)
-            progs.append((start, cnt))
-            if start + cnt * b >= crit[2]:
-                crit = (c, now, start + cnt * b)
-        self.crit = crit
+                add((start, cnt))
+            else:
+                prog = (start, cnt)
+                add(prog)
+                if active:  # (reserved bursts: publish works out the channel's busy span from them)
+                    ch[c] = prog
+            end = start + cnt * b
+            if end >= last:
+                crit_c, last = c, end
+        self.crit = (crit_c, now, last)  # (channel, request arrival, departure)
         if net.explain:  # several channels send their last bursts at once: no one of them is critical
-            self.tied = sum(1 for start, cnt in progs if self.crit[2] - (start + cnt * b) <= EPS) > 1
+            ties = 0
+            for start, cnt in progs:  # (a loop, not sum() over a generator: a Python call a channel)
+                if last - (start + cnt * b) <= EPS:
+                    ties += 1
+            self.tied = ties > 1
         self.data_in = union(progs, b)
-        if not (self.net.deferring and self._defer_data()):
+        if not (net.defer and not active and self._defer_data()):  # (Network.deferring)
             self._plan_data()
 
     def _defer_data(self) -> bool:
@@ -256,23 +266,26 @@ class FastTransfer(FastRecord):
         order, instead of every train planned ahead).
         """
         now = self.env.now
-        hops = self.route.hops
-        fifos = self.path.fifos
+        path, data = self.path, self.data
+        fifos, delay = path.fifos, path.delay  # (per hop: prop_ns + next_overhead_ns, as input_at adds them)
         self.head_at = None
-        for h in range(len(self.data), len(hops)):
-            inp = self.input_at(h)
+        seq, corr, changed = self.seq, self.corr, self.passage_changed
+        for h in range(len(data), len(fifos)):
+            inp = data[h - 1].out.shift(delay[h - 1]) if h else self.data_in  # (input_at, inlined)
             f = fifos[h]
             head = inp.first()
             if head > now + EPS and f.busy_after(now):
                 self.head_at = call_at(self.env, head, self.prio, self._plan_data, head)
                 return
-            p = Passage(self.seq, self.corr, inp, self.passage_changed)
-            self.data.append(p)
+            p = Passage(seq, corr, inp, changed)
+            data.append(p)
             f.arrive(p, now)
-        last = hops[-1]
-        arrival = self.data[-1].out.shift(last.prop_ns + last.next_overhead_ns)
+        arrival = data[-1].out.shift(delay[-1])
         if self.op == "write":
             self._at_memory(arrival)
+        elif self.finish_at is None:  # (end_at, inlined: no end was due yet, as when the whole route planned at once)
+            t = arrival.last()
+            self.finish_at = call_at(self.env, t, self.prio + FINISH, self.net.finish, self, t)
         else:
             self.end_at(arrival.last())
 
@@ -308,7 +321,7 @@ class FastTransfer(FastRecord):
         for p in self.data:
             p.detach()
         for q in self.ch.values():
-            if isinstance(q, Passage):
+            if type(q) is Passage:  # (not a read's reserved bursts)
                 q.detach()
         self.ctl = None
         self.finish_at = self.mem_at = self.head_at = None
@@ -327,7 +340,7 @@ class FastTransfer(FastRecord):
         self._plan_ack()
 
     def _plan_ack(self) -> None:
-        done = max(p.out.last() for p in self.ch.values())
+        done = max(p.out.last() for p in self.ch.values() if isinstance(p, Passage))  # (a write's: all passages)
         self._plan_control(self.ack_route, done, self.end_at)
 
     def _ch_changed(self, _p: Passage, _k: int) -> None:

@@ -33,82 +33,42 @@ if TYPE_CHECKING:
 
 class ControlPlan(NamedTuple):
     """A control flit's plan (a read's request, a write's acknowledgement): hop by hop,
-    the token of its watch on that hop's FIFO and (recorded runs) its (arrival, departure) there."""
+    the token of its watch on that hop's FIFO and (recorded runs) its stop there, made as it is
+    planned (what :meth:`FastRecord.parts` reads of it: no list of them built again at the end)."""
 
     route: Route
     then: Callable[[float], None]  # called with its arrival at the far end
     tokens: list[int]
-    times: list[tuple[float, float]]
+    times: list[FifoStop]
 
 
-_PlanFields = tuple[Route, Callable[[float], None], list[int], list[tuple[float, float]]]
+_PlanFields = tuple[Route, Callable[[float], None], list[int], list["FifoStop"]]
 #: ``control_plan((route, then, tokens, times))``: a :class:`ControlPlan` with no Python call (one a read or write)
 control_plan: Callable[[_PlanFields], ControlPlan] = functools.partial(tuple.__new__, ControlPlan)
-
-
-class EvenDepartures:
-    """``n`` bursts leaving one every ``s`` from ``start + s`` on: the first and last times a
-    ``Train(n, [(0, start + s, 0.0, 1, s)])`` gives (the same arithmetic), all that is asked of a
-    reservation's departures; no train is built for them."""
-
-    __slots__ = ("_first", "_last")
-
-    def __init__(self, start: float, n: int, s: float) -> None:
-        first = start + s
-        self._first = first
-        self._last = first + (n - 1) * s
-
-    def first(self) -> float:
-        return self._first
-
-    def last(self) -> float:
-        return self._last
-
-
-class ReservedBursts:
-    """A read's bursts on an idle channel: no passage needed, only what to publish — the channel's busy
-    span, worked out when reserved as :meth:`FastRecord.publish` works out a passage's (``busy_from``: the
-    first departure less one burst time, ``busy_to``: the last; :class:`EvenDepartures`' arithmetic). A
-    recorded GQA default reserves ~35k of them."""
-
-    __slots__ = ("busy_from", "busy_to", "fifo", "n", "start")
-
-    def __init__(self, fifo: Fifo, start: float, count: int) -> None:
-        s = fifo.s
-        first = start + s
-        self.fifo = fifo
-        self.n = count
-        self.start = start
-        self.busy_from = first - s
-        self.busy_to = first + (count - 1) * s
-
-    @property
-    def out(self) -> EvenDepartures:
-        """Its departures (a write's channels are passages: nothing on the hot path asks a reservation)."""
-        return EvenDepartures(self.start, self.n, self.fifo.s)
 
 
 class FifoStop(NamedTuple):
     """The critical flit at one FIFO (a :class:`~kernbench.sim.transit.StopLike`): arrival ``a``, departure
     ``d``, service ``s``; whose flits the FIFO served meanwhile (``shares``) is asked of it only when read,
-    as at the transfer's end (``seq``: the transfer's, ``hz``: the horizon then), which is the same answer:
-    what the FIFO served before its horizon cannot fall in a window of a transfer still running. A named
-    tuple, built by one C call (:data:`_stop`): a recorded GQA default re-timing makes ~33k of them."""
+    as at the transfer's end (its ``seq``, and ``hz``: the horizon then), which is the same answer: what
+    the FIFO served before its horizon cannot fall in a window of a transfer still running. A named tuple,
+    built by one C call (:data:`fifo_stop`): a recorded GQA default re-timing makes ~21k of them; a control
+    flit's as it is planned, before the transfer's end (hence the transfer, not its horizon)."""
 
     a: float
     d: float
     s: float
     fifo: Fifo
-    seq: int
-    hz: float
+    tr: FastRecord
 
     @property
     def shares(self) -> tuple[tuple[int, float], ...]:
-        return self.fifo.shares(self.a, self.d - self.s, self.seq, self.hz)
+        tr = self.tr
+        return self.fifo.shares(self.a, self.d - self.s, tr.seq, tr.hz)
 
 
-#: ``_stop((a, d, s, fifo, seq, hz))``: a :class:`FifoStop` from all its fields, with no Python call
-_stop: Callable[[tuple[float, float, float, Fifo, int, float]], FifoStop] = functools.partial(tuple.__new__, FifoStop)
+#: ``fifo_stop((a, d, s, fifo, tr))``: a :class:`FifoStop` from all its fields, with no Python call
+fifo_stop: Callable[[tuple[float, float, float, Fifo, FastRecord]], FifoStop] = functools.partial(tuple.__new__, FifoStop)
 
 
 class FastRecord(Transfer):
@@ -116,7 +76,9 @@ class FastRecord(Transfer):
 
     __slots__ = ("ch", "crit", "ctl", "data", "engine", "hz", "mem_train", "route", "tied")
 
-    ch: dict[int, Passage | ReservedBursts]  # per memory channel: its bursts
+    # per memory channel: its bursts, as a passage, or (a read's reserved, Fifo.reserve, in recorded runs: most,
+    # ~35k a GQA default) as the (start, count) its reservation gave: all publish needs, no object built for them
+    ch: dict[int, Passage | tuple[float, int]]
     crit: tuple[int, float, float]  # a read's critical channel: (channel, request arrival, its last departure)
     ctl: ControlPlan | None  # the control flit's plan
     data: list[Passage]  # the data train, FIFO by FIFO
@@ -132,57 +94,65 @@ class FastRecord(Transfer):
 
     def parts(self, end: float) -> tuple[Part, ...]:
         self.hz = self.net.horizon()
-        return super().parts(end)
-
-    def _stops(self, passages: list[Passage], k: int) -> list[FifoStop]:
-        """Flit ``k`` at each of ``passages``' FIFOs (the last flit, mostly: its times are kept by its trains)."""
-        seq, hz = self.seq, self.hz
-        out = []
-        for p in passages:
-            f, inp, dep = p.fifo, p.inp, p.out
-            a = inp.last() if k == inp.n - 1 else inp.at(k)
-            out.append(_stop((a, dep.last() if k == dep.n - 1 else dep.at(k), f.s, f, seq, hz)))
-        return out
-
-    def _control_stops(self) -> tuple[Route, list[FifoStop]]:
+        if self.op != "read":
+            return super().parts(end)
+        # a read (most transfers: ~4.4k of a recorded GQA re-timing's 5.1k): Transfer.parts' steps, with
+        # _request's and _channel's in line (three Python calls less a read)
         assert self.ctl is not None
-        route, _then, _tokens, times = self.ctl
-        edge_fifo = self.engine.edge_fifo
-        seq, hz = self.seq, self.hz
-        return route, [_stop((t, d, 0.0, edge_fifo(hop.edge.index), seq, hz)) for (t, d), hop in zip(times, route.hops, strict=True)]
+        j = Journey(self.t0)
+        route, _then, _tokens, stops = self.ctl
+        c, r, d = self.crit
+        j.leg(route, stops, r, data=False)  # the request, arriving at r
+        mem = self.mem
+        assert mem is not None
+        f = mem.fifos[c]  # the critical channel
+        served_on = mem.node_id if self.tied else f.name
+        q = self.ch.get(c)
+        if type(q) is tuple and q[0] == r:  # (most) its bursts reserved from the request's arrival on: until its
+            # last, the channel served only them (reserved work is served in one stretch, others' before or after
+            # it), so no one else's flits: its whole wait is its own drain (what Journey.fifo makes of no shares),
+            # and no FIFO history is asked (Fifo.shares: none)
+            j.to(d, served_on, "drain")
+        else:
+            j.fifo(f.name, fifo_stop((r, d, mem.burst_ns, f, self)), "drain", served_on)
+        self._data(j, end)  # (ends at end: nothing is left for Transfer.parts' last to())
+        return tuple(j.parts)
 
-    def _request(self, j: Journey) -> float:
-        route, stops = self._control_stops()
-        r = self.crit[1]
-        j.leg(route, stops, r, data=False)
-        return r
-
-    def _write_crit(self) -> tuple[int, Passage | ReservedBursts]:
-        """A write's last burst to be written: (channel, its passage)."""
-        c = max(self.ch, key=lambda c: (self.ch[c].out.last(), c))
-        return c, self.ch[c]
+    def _write_crit(self) -> tuple[int, Passage]:
+        """A write's last burst to be written: (channel, its passage; a write's channels are passages)."""
+        ch: dict[int, Passage] = self.ch  # type: ignore[assignment]
+        c = max(ch, key=lambda c: (ch[c].out.last(), c))
+        return c, ch[c]
 
     def _channel(self, j: Journey, arrive: float) -> None:
-        mem = self.memory_end()[0]
-        b = mem.burst_ns
-        if self.op == "read":
-            c, _r, d = self.crit
-            tied = self.tied
-        else:
-            c, p = self._write_crit()
-            d = p.out.last()
-            tied = sum(1 for q in self.ch.values() if d - q.out.last() <= EPS) > 1
+        """A write's last burst to be written (a read's critical channel is in :meth:`parts`)."""
+        mem = self.mem
+        assert mem is not None  # (memory_end, inlined)
+        c, p = self._write_crit()
+        d = p.out.last()
+        tied = sum(1 for q in self.ch.values() if isinstance(q, Passage) and d - q.out.last() <= EPS) > 1  # (all are)
         f = mem.fifos[c]
-        j.fifo(f.name, _stop((arrive, d, b, f, self.seq, self.hz)), "drain", mem.node_id if tied else f.name)
+        j.fifo(f.name, fifo_stop((arrive, d, mem.burst_ns, f, self)), "drain", mem.node_id if tied else f.name)
 
     def _data(self, j: Journey, end: float | None) -> float:
-        k = self.flits - 1 if self.op != "write" else self.memory_end()[1].last(self._write_crit()[0])
+        """Along the data route, the stops of flit ``k`` (the last, mostly: its times are kept by its trains)."""
+        if self.op == "write":
+            k = self.memory_end()[1].last(self._write_crit()[0])
+        else:
+            bursts = self.bursts
+            k = (bursts.n if bursts is not None else self.flits) - 1  # (flits, inlined for a read)
         arrive = end if end is not None else self.mem_train.at(k)
-        j.leg(self.route, self._stops(self.data, k), arrive, data=True)
+        stops = []
+        for p in self.data:
+            f, inp, dep = p.fifo, p.inp, p.out
+            a = inp.last() if k == inp.n - 1 else inp.at(k)
+            stops.append(fifo_stop((a, dep.last() if k == dep.n - 1 else dep.at(k), f.s, f, self)))
+        j.leg(self.route, stops, arrive, data=True)
         return arrive
 
     def _ack(self, j: Journey, end: float) -> None:
-        route, stops = self._control_stops()
+        assert self.ctl is not None
+        route, _then, _tokens, stops = self.ctl
         j.leg(route, stops, end, data=False)
 
     def publish(self) -> None:
@@ -198,15 +168,23 @@ class FastRecord(Transfer):
                 emit(head, _QUEUE_DEPTH, f.name, corr_id=corr, value=round((served - head) / s, 6))
                 emit(served, _QUEUE_DEPTH, f.name, corr_id=corr, value=0.0)
             emit(served, _EDGE_BUSY, f.name, out.last(), corr, "", p.inp.n)
-        mem = self.mem.node_id if self.mem is not None else ""
         ch = self.ch
-        for c in sorted(ch):
-            q = ch[c]
-            if type(q) is ReservedBursts:  # (most: a read's bursts on idle channels; the same numbers, worked out once)
-                emit(q.busy_from, _CHANNEL_BUSY, q.fifo.name, q.busy_to, corr, mem, q.n)
+        if not ch:
+            return
+        mem = self.mem
+        assert mem is not None
+        node, fifos = mem.node_id, mem.fifos
+        for c, q in ch.items():  # (in channel order: a read and a write fill ch in it)
+            if type(q) is tuple:  # (most: a read's reserved bursts, its reservation's (start, count))
+                start, n = q
+                f = fifos[c]
+                s = f.s
+                first = start + s  # (its first departure and last, as the train of its departures works them out)
+                emit(first - s, _CHANNEL_BUSY, f.name, first + (n - 1) * s, corr, node, n)
             else:
+                assert isinstance(q, Passage)
                 dep, f = q.out, q.fifo
-                emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, dep.last(), corr, mem, q.n)
+                emit(dep.first() - f.s, _CHANNEL_BUSY, f.name, dep.last(), corr, node, q.n)
 
 
 _QUEUE_DEPTH, _EDGE_BUSY, _CHANNEL_BUSY = EventKind.QUEUE_DEPTH, EventKind.EDGE_BUSY, EventKind.CHANNEL_BUSY

@@ -151,7 +151,8 @@ class Transfer:
             m = self._data(j, None)
             self._channel(j, m)
             self._ack(j, end)
-        j.to(end, self.src, "overhead")  # (nothing: every leg ends at its arrival)
+        if end > j.t:  # (never: every leg ends at its arrival; no to() call a transfer to say so)
+            j.to(end, self.src, "overhead")
         return tuple(j.parts)
 
     def _request(self, j: Journey) -> float:  # pragma: no cover - both engines define it

@@ -5,11 +5,15 @@ transfer waited behind answers from its history, and nothing when only its own f
 
 from __future__ import annotations
 
+import pytest
+import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench.sim.fast_record import EvenDepartures, ReservedBursts
+from kernbench.events.bus import Bus, Recorder
+from kernbench.events.types import EventKind
 from kernbench.sim.fifo import Fifo, Passage
+from kernbench.sim.network import Network
 from kernbench.sim.train import Train
 from kernbench.sim.transit import Reserved
 
@@ -31,14 +35,60 @@ def test_a_reservations_last_departure_is_its_trains_to_the_bit(start, count, s)
     assert r.out.first() == train.first()
 
 
-@settings(max_examples=300, deadline=None)
-@given(times, counts, services)
-def test_reserved_bursts_publish_the_busy_span_the_departures_give(start, count, s):
-    fifo = Fifo("sip0.cube0.hbm.pc0", s)
-    bursts = ReservedBursts(fifo, start, count)
-    dep = EvenDepartures(start, count, s)  # what publish() read before: first departure less a burst, the last
-    assert (bursts.busy_from, bursts.busy_to) == (dep.first() - s, dep.last())
-    assert (bursts.out.first(), bursts.out.last()) == (dep.first(), dep.last())
+def test_a_recorded_reads_reserved_bursts_publish_the_busy_spans_their_departures_give(paper, monkeypatch):
+    """Its bursts are reserved (no passage planned) and each channel's busy span is worked out from the
+    reservation by its departures' own arithmetic: the first departure less a burst, the last, to the bit."""
+    reserved = []
+    reserve = Fifo.reserve
+
+    def spy(f, now, count, seq, corr=-1):
+        start = reserve(f, now, count, seq, corr)
+        if start is not None:
+            reserved.append((f.name, start, count, f.s))
+        return start
+
+    monkeypatch.setattr(Fifo, "reserve", spy)
+    env = simpy.Environment()
+    bus = Bus()
+    rec = Recorder(bus)
+    net = Network(env, paper, bus)
+
+    def read(at):
+        yield env.timeout(at)
+        yield net.read("sip0.cube5.pe0.dma", "sip0.cube5.hbm.slice0", 0, 32768 + 3 * 256)
+
+    for at in (0.0, 3.7, 41.3):  # the later ones find the channels still busy with the earlier ones' bursts
+        env.process(read(at))
+    env.run()
+    spans = [(e.component, e.t_ns, e.end_ns, e.value) for e in rec.events() if e.kind == EventKind.CHANNEL_BUSY]
+    want = []
+    for name, start, count, s in reserved:
+        dep = Train(count, [(0, start + s, 0.0, 1, s)])
+        want.append((name, dep.first() - s, dep.last(), count))
+    assert len(reserved) == 3 * 8 and sorted(spans) == sorted(want)
+
+
+def test_a_read_whose_channels_were_idle_drains_alone_and_one_behind_it_queues_behind_it(paper):
+    """Reserved from the request's arrival on, the critical channel served only the read's own bursts (no
+    history asked); a read whose bursts were reserved behind another's waited behind that one's."""
+    env = simpy.Environment()
+    bus = Bus()
+    Recorder(bus)  # (a recorded run: its reserved bursts kept for publish)
+    net = Network(env, paper, bus)
+    done = {}
+
+    def read(at):
+        yield env.timeout(at)
+        done[at] = yield net.read("sip0.cube5.pe0.dma", "sip0.cube5.hbm.slice0", 0, 32768 + 3 * 256)
+
+    for at in (0.0, 3.7):
+        env.process(read(at))
+    env.run()
+    first, second = done[0.0], done[3.7]
+    assert [p.cause for p in first.parts if p.cause in ("drain", "queueing")] == ["drain"]
+    waits = [p for p in second.parts if p.cause == "queueing"]
+    assert waits and {p.behind for p in waits} == {first.corr_id} and waits[0].component.startswith("sip0.cube5.hbm.pc")
+    assert second.parts[-1].end == second.end_ns and sum(p.ns for p in second.parts) == pytest.approx(second.latency_ns)
 
 
 def test_a_transfer_behind_only_its_own_flits_waited_behind_no_one():
