@@ -99,8 +99,8 @@ class TupleBus(Bus):
     ) -> int:
         seq = self._seq
         self._seq = seq + 1
-        # (a tuple of an Event's fields: this bus's subscribers take those)
-        self._publish((t_ns, _KIND_NUMBERS[kind], component, end_ns, corr_id, label, value, detail, seq, pred, src))  # type: ignore[arg-type]
+        event = (t_ns, _KIND_NUMBERS[kind], component, end_ns, corr_id, label, value, detail, seq, pred, src)
+        self._publish(event)  # type: ignore[arg-type]  # (a tuple of an Event's fields: this bus's subscribers take those)
         return seq
 
 

@@ -113,6 +113,8 @@ def dispatched(cmd: PeCommand, cost: DispatchCostModel) -> Dispatched:
     return d
 
 
+DISPATCH, LOAD_ISSUE = EventKind.DISPATCH, EventKind.LOAD_ISSUE  # (module constants: an enum member's lookup is a class attribute's)
+
 # Commands whose submission another actor orders by time: a receive matches
 # messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
 SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
@@ -195,8 +197,8 @@ class PeCpu:
                 if self.scaled:
                     dur *= self.scale.of_command(corr, src)
                 t = self.t
-                if pe.bus.active:
-                    self._emit_dispatch(d, t, dur, corr, src)
+                if pe.bus.active:  # its DISPATCH span (~9k a recorded GQA re-timing: the emit in line, by position)
+                    self.last = pe.bus.emit(t, DISPATCH, self.lane, t + dur, corr, d.name, d.cycles, str(d.logical_bytes), self.last, src)
                 self._dispatched.append((env.now, d))
                 self.dispatch_cycles += d.cycles
                 self.commands += 1
@@ -205,7 +207,7 @@ class PeCpu:
                 if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > env.now:
                     yield env.timeout(t - env.now)  # (_catch_up, inlined)
                 if pe.bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
-                    pe.bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                    pe.bus.emit(t, LOAD_ISSUE, self.lane, -1.0, corr, cmd.dst.name, cmd.size_bytes)
                 outstanding.append((submit(cmd, corr, t, self.last), corr))
             elif kind is Wait:
                 yield from self._wait(req.ref, req.reason)  # type: ignore[union-attr]
@@ -241,21 +243,6 @@ class PeCpu:
         self._dispatched.append((self.env.now, d))
         pe.cpu_busy_ns += dur
         self.t += dur
-
-    def _emit_dispatch(self, d: Dispatched, t: float, dur: float, corr: int, src: str) -> None:
-        """A command's DISPATCH span, ``dur`` from ``t`` (recorded runs; ``src``: the line that issued it)."""
-        self.last = self.pe.bus.emit(
-            t,
-            EventKind.DISPATCH,
-            self.lane,
-            end_ns=t + dur,
-            corr_id=corr,
-            label=d.name,
-            value=d.cycles,
-            detail=str(d.logical_bytes),
-            pred=self.last,
-            src=src,
-        )
 
     def _queue_full(self) -> bool:
         """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now

@@ -175,7 +175,7 @@ class Scheduler:
         t, seq = cause
         ready_seq = self.pe.ready_seq
         for ev, rid in waits:
-            v = fired_at(ev)
+            v = ev._value  # (fired_at(ev), in line: ~13k a recorded GQA re-timing)
             if v >= t:
                 t, seq = v, ready_seq.get(rid, -1)
         return t, seq
