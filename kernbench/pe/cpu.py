@@ -113,7 +113,8 @@ def dispatched(cmd: PeCommand, cost: DispatchCostModel) -> Dispatched:
     return d
 
 
-DISPATCH, LOAD_ISSUE = EventKind.DISPATCH, EventKind.LOAD_ISSUE  # (module constants: an enum member's lookup is a class attribute's)
+# (module constants: an enum member's lookup is a class attribute's)
+DISPATCH, LOAD_ISSUE, LOAD_WAIT, STALL = EventKind.DISPATCH, EventKind.LOAD_ISSUE, EventKind.LOAD_WAIT, EventKind.STALL
 
 # Commands whose submission another actor orders by time: a receive matches
 # messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
@@ -272,25 +273,17 @@ class PeCpu:
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)
         if isinstance(landed, simpy.Event) and landed.callbacks is not None:
-            self.waiting_on = f"{reason.value}: {ref.name}"
+            why = reason.value  # (read once: an enum's value is a property, two Python calls)
+            self.waiting_on = f"{why}: {ref.name}"
             yield landed
             self.waiting_on = None
             self.t = self.env.now
             stalls = pe.cpu_stall_ns
-            stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
+            stalls[why] = stalls.get(why, 0.0) + (self.t - t0)
             if pe.bus.active:
-                self.last = pe.bus.emit(
-                    t0,
-                    EventKind.STALL,
-                    self.lane,
-                    end_ns=self.t,
-                    corr_id=corr,
-                    label=reason.value,
-                    detail=ref.name,
-                    pred=pe.ready_seq.get(ref.id, -1),
-                )
+                self.last = pe.bus.emit(t0, STALL, self.lane, self.t, corr, why, 0.0, ref.name, pe.ready_seq.get(ref.id, -1))
         if pe.bus.active and reason is StallReason.LAZY_LOAD:
-            pe.bus.emit(t0, EventKind.LOAD_WAIT, self.lane, end_ns=self.t, corr_id=corr, label=ref.name)
+            pe.bus.emit(t0, LOAD_WAIT, self.lane, self.t, corr, ref.name)
 
     def _finish(self) -> ProcessGenerator:
         """The kernel has returned: its work is done when every command it issued is."""
