@@ -49,7 +49,7 @@ from simpy.events import ProcessGenerator
 
 from kernbench.handles import HandleRef
 from kernbench.pe.commands import CompositeCmd, OpSpec
-from kernbench.pe.lane import all_fired
+from kernbench.pe.lane import ENGINE_BUSY, all_fired
 from kernbench.pe.opkinds import op_kind
 from kernbench.pe.steps import Piece, op_steps, step_count
 from kernbench.pe.work import GemmDims
@@ -161,15 +161,33 @@ def _make_plan(pe: ProcessingElement, ops: tuple[OpSpec, ...]) -> Plan:
 
 def _on_engines(pe: ProcessingElement, step: StepPlan, t: float, corr: int, pred: int) -> tuple[float, int]:
     """A step's ops one after the other from ``t``, each held on its engine's lane from the end
-    of the one before: :meth:`Lane.reserve` for each when an event is recorded or work scaled;
-    else the same arithmetic in line, a run of ops on one engine at a time (after the run's
-    first op the lane is free when the next one starts: each one's end is the last one's plus
-    its service, added in order, as ``reserve`` adds them); (the last one's end, its span)."""
-    if pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None:
+    of the one before: :meth:`Lane.reserve` for each when work is scaled; its arithmetic and span
+    in line when an event is recorded (~22k a recorded GQA re-timing); else the arithmetic alone,
+    a run of ops on one engine at a time (after the run's first op the lane is free when the next
+    one starts: each one's end is the last one's plus its service, added in order, as ``reserve``
+    adds them); (the last one's end, its span)."""
+    if pe.gemm.scale is not None or pe.math.scale is not None:
         for st in step.stages:
             lane = pe.gemm if st.engine == "gemm" else pe.math
-            _, t = lane.reserve(t, st.service_ns, st.kind, corr, pred=pred)
+            _, t = lane.reserve(t, st.service_ns, st.kind, corr, 0.0, pred)
             pred = lane.last
+        return t, pred
+    bus = pe.bus
+    if bus.active:
+        for st in step.stages:
+            lane = pe.gemm if st.engine == "gemm" else pe.math
+            service = st.service_ns
+            free = lane.free_ns
+            start = t if t > free else free
+            end = start + service
+            lane.free_ns = end
+            lane.busy_ns += service
+            lane.count += 1
+            pred = pred if t >= free else lane.last
+            if service > 0:
+                pred = bus.emit(start, ENGINE_BUSY, lane.component, end, corr, st.kind, 0.0, "", pred)
+            lane.last = pred
+            t = end
         return t, pred
     for engine, services in step.runs:
         lane = pe.gemm if engine == "gemm" else pe.math
@@ -238,7 +256,7 @@ class CompositeRun:
         self.corr = corr
         self.arrive = arrive
         # everything in TCM it touches, each once; its TCM outputs and rw_handles: ready when it is done
-        tcm, claimed = cmd.tcm_handles
+        claimed = cmd.tcm_handles[1]
         kept: Planned | None = cmd.__dict__.get("_planned")  # (_planned(pe, cmd)'s common case, in line)
         if kept is None or kept[0] is not pe.timing:
             kept = _planned(pe, cmd)
@@ -252,20 +270,27 @@ class CompositeRun:
         ready = pe.ready
         t_in = 0.0
         pending: list[simpy.Event] = []
+        # recorded runs: sched.cause and sched.waits of its TCM handles in the same pass (tcm_ids: theirs)
+        traced = self.traced = pe.bus.active
+        cause_t, cause_seq = arrive, pe.sched.last
+        waits: list[tuple[simpy.Event, int]] = []
         for rid in tcm_ids:  # (sched.ready_of(tcm_ids), in line: ~4k composites a GQA re-timing)
             v = ready.get(rid, 0.0)
             if isinstance(v, simpy.Event):
                 if v.callbacks is not None:  # (not fired yet: once each, as ready_of keeps it)
                     if v not in pending:
                         pending.append(v)
+                    if traced:
+                        waits.append((v, rid))
                     continue
                 v = v._value
             if v > t_in:
                 t_in = v
+            if traced and v > cause_t:
+                cause_t, cause_seq = v, pe.ready_seq.get(rid, -1)
         self.t_in, self.pending = t_in, pending
-        self.traced = pe.bus.active
-        self.cause = sched.cause(tcm, arrive) if self.traced else (0.0, -1)
-        self.waits = sched.waits(tcm) if self.traced else []
+        self.cause = (cause_t, cause_seq) if traced else (0.0, -1)
+        self.waits = waits
         self.rd_pred = pe.sched.last  # what the next step's read waits for (recorded runs)
         self.tile_seq = [-1] * n  # the read span that completed each step
         self.fetch_seq = [-1] * n
@@ -497,13 +522,16 @@ class CompositeRun:
                 writes[w].callbacks.append(next_write)
                 return
             w += 1
-        if self.traced:
+        pe = self.pe
+        if self.traced and pe.bus.active:
             end, seq = self.last, self.last_seq
             for t, s in self.write_ends:
                 if t >= end:
                     end, seq = t, s
-            self.pe.scheduler._produced(self.outs_claimed, seq)
-            self.pe.scheduler._done(self.corr, seq)
+            ready_seq = pe.ready_seq  # (the scheduler's _produced and _done, in line)
+            for o in self.outs_claimed:
+                ready_seq[o.id] = seq
+            pe.done_seq[self.corr] = seq
         fire(self.env, self.done, self.env.now)
 
     def _write_tile(self, r: HandleRef, piece: Piece, i: int, t_ready: float, stored: int) -> ProcessGenerator:

@@ -113,6 +113,9 @@ def dispatched(cmd: PeCommand, cost: DispatchCostModel) -> Dispatched:
     return d
 
 
+# (module constants: an enum member's lookup is a class attribute's)
+DISPATCH, LOAD_ISSUE, LOAD_WAIT, STALL = EventKind.DISPATCH, EventKind.LOAD_ISSUE, EventKind.LOAD_WAIT, EventKind.STALL
+
 # Commands whose submission another actor orders by time: a receive matches
 # messages as they land, so PE_CPU's clock must not be ahead of SimPy's.
 SYNC_BEFORE_SUBMIT = frozenset({IpcqRecvCmd})
@@ -195,8 +198,8 @@ class PeCpu:
                 if self.scaled:
                     dur *= self.scale.of_command(corr, src)
                 t = self.t
-                if pe.bus.active:
-                    self._emit_dispatch(d, t, dur, corr, src)
+                if pe.bus.active:  # its DISPATCH span (~9k a recorded GQA re-timing: the emit in line, by position)
+                    self.last = pe.bus.emit(t, DISPATCH, self.lane, t + dur, corr, d.name, d.cycles, str(d.logical_bytes), self.last, src)
                 self._dispatched.append((env.now, d))
                 self.dispatch_cycles += d.cycles
                 self.commands += 1
@@ -205,7 +208,7 @@ class PeCpu:
                 if (pe.async_stages or type(cmd) in SYNC_BEFORE_SUBMIT) and t > env.now:
                     yield env.timeout(t - env.now)  # (_catch_up, inlined)
                 if pe.bus.active and isinstance(cmd, (DmaReadCmd, GatherCmd)):
-                    pe.bus.emit(t, EventKind.LOAD_ISSUE, self.lane, corr_id=corr, label=cmd.dst.name, value=cmd.size_bytes)
+                    pe.bus.emit(t, LOAD_ISSUE, self.lane, -1.0, corr, cmd.dst.name, cmd.size_bytes)
                 outstanding.append((submit(cmd, corr, t, self.last), corr))
             elif kind is Wait:
                 yield from self._wait(req.ref, req.reason)  # type: ignore[union-attr]
@@ -242,21 +245,6 @@ class PeCpu:
         pe.cpu_busy_ns += dur
         self.t += dur
 
-    def _emit_dispatch(self, d: Dispatched, t: float, dur: float, corr: int, src: str) -> None:
-        """A command's DISPATCH span, ``dur`` from ``t`` (recorded runs; ``src``: the line that issued it)."""
-        self.last = self.pe.bus.emit(
-            t,
-            EventKind.DISPATCH,
-            self.lane,
-            end_ns=t + dur,
-            corr_id=corr,
-            label=d.name,
-            value=d.cycles,
-            detail=str(d.logical_bytes),
-            pred=self.last,
-            src=src,
-        )
-
     def _queue_full(self) -> bool:
         """Is the scheduler queue full (stall for its oldest)? Retires the commands done by now
         first — only when it holds ``queue_depth`` of them: a command done by now is done by
@@ -285,25 +273,17 @@ class PeCpu:
         t0 = self.t
         corr = pe.load_corr.get(ref.id, -1)
         if isinstance(landed, simpy.Event) and landed.callbacks is not None:
-            self.waiting_on = f"{reason.value}: {ref.name}"
+            why = reason.value  # (read once: an enum's value is a property, two Python calls)
+            self.waiting_on = f"{why}: {ref.name}"
             yield landed
             self.waiting_on = None
             self.t = self.env.now
             stalls = pe.cpu_stall_ns
-            stalls[reason.value] = stalls.get(reason.value, 0.0) + (self.t - t0)
+            stalls[why] = stalls.get(why, 0.0) + (self.t - t0)
             if pe.bus.active:
-                self.last = pe.bus.emit(
-                    t0,
-                    EventKind.STALL,
-                    self.lane,
-                    end_ns=self.t,
-                    corr_id=corr,
-                    label=reason.value,
-                    detail=ref.name,
-                    pred=pe.ready_seq.get(ref.id, -1),
-                )
+                self.last = pe.bus.emit(t0, STALL, self.lane, self.t, corr, why, 0.0, ref.name, pe.ready_seq.get(ref.id, -1))
         if pe.bus.active and reason is StallReason.LAZY_LOAD:
-            pe.bus.emit(t0, EventKind.LOAD_WAIT, self.lane, end_ns=self.t, corr_id=corr, label=ref.name)
+            pe.bus.emit(t0, LOAD_WAIT, self.lane, self.t, corr, ref.name)
 
     def _finish(self) -> ProcessGenerator:
         """The kernel has returned: its work is done when every command it issued is."""

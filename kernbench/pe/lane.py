@@ -25,6 +25,9 @@ from kernbench.pe.scale import WorkScale
 from kernbench.sim.clock import fire
 from kernbench.sim.transit import Part
 
+# (module constants: an enum member's lookup is a class attribute's, ~80k a recorded GQA re-timing)
+ENGINE_BUSY, TRANSIT = EventKind.ENGINE_BUSY, EventKind.TRANSIT
+
 
 def fired_at(ev: simpy.Event) -> float:
     """The time a readiness or completion event fired with (its value, read as SimPy's ``value``
@@ -91,9 +94,7 @@ class Lane:
         if self.bus.active:
             cause = pred if earliest_ns >= free else self.last
             if service_ns > 0:
-                cause = self.bus.emit(
-                    start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=cause
-                )
+                cause = self.bus.emit(start, ENGINE_BUSY, self.component, end, corr_id, label, value, "", cause)
             self.last = cause
         return start, end
 
@@ -127,9 +128,7 @@ class Channel:
         bus = self.bus
         if not bus.active:
             return -1
-        seq = self.last = bus.emit(
-            start, EventKind.ENGINE_BUSY, self.component, end_ns=end, corr_id=corr_id, label=label, value=value, pred=pred
-        )
-        for p in parts:
-            bus.emit(p.start, EventKind.TRANSIT, p.component, end_ns=p.end, corr_id=corr_id, label=p.cause, value=p.behind, pred=seq)
+        seq = self.last = bus.emit(start, ENGINE_BUSY, self.component, end, corr_id, label, value, "", pred)
+        if parts:  # (a Part is (start, end, component, cause, behind): a TRANSIT span's fields in emit_spans' order)
+            bus.emit_spans(TRANSIT, parts, corr_id, seq)
         return seq

@@ -48,7 +48,7 @@ from kernbench.pe.commands import (
     ScatterCmd,
 )
 from kernbench.pe.composite import CompositeRun
-from kernbench.pe.lane import Channel, Lane, all_fired, fired_at
+from kernbench.pe.lane import ENGINE_BUSY, Channel, Lane, all_fired, fired_at
 from kernbench.pe.onchannel import ChannelRun
 from kernbench.pe.opkinds import op_kind
 from kernbench.sim.clock import fire
@@ -91,14 +91,20 @@ class Scheduler:
         """Accept a command dispatched at ``t_ns`` (>= now; ``dispatch``: its DISPATCH span); returns when it will be complete."""
         pe = self.pe
         sched = pe.sched
-        if sched.scale is None and not sched.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+        if sched.scale is None:  # (Lane.reserve, in line: no scale)
             free, service = sched.free_ns, pe.sched_overhead_ns
-            arrive = (t_ns if t_ns > free else free) + service
+            start = t_ns if t_ns > free else free
+            arrive = start + service
             sched.free_ns = arrive
             sched.busy_ns += service
             sched.count += 1
-        else:  # (its label: cmd.name, without its call)
-            _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, pred=dispatch)
+            if sched.bus.active:  # (its label: cmd.name, without its call)
+                seq = dispatch if t_ns >= free else sched.last
+                if service > 0:
+                    seq = sched.bus.emit(start, ENGINE_BUSY, sched.component, arrive, corr_id, type(cmd).__name__, 0.0, "", seq)
+                sched.last = seq
+        else:
+            _, arrive = sched.reserve(t_ns, pe.sched_overhead_ns, type(cmd).__name__, corr_id, 0.0, dispatch)
         self.dispatch_seq = dispatch
         if type(cmd) is CompositeCmd:  # (_composite, in line)
             return CompositeRun(self, cmd, arrive, corr_id).done
@@ -169,7 +175,7 @@ class Scheduler:
         t, seq = cause
         ready_seq = self.pe.ready_seq
         for ev, rid in waits:
-            v = fired_at(ev)
+            v = ev._value  # (fired_at(ev), in line: ~13k a recorded GQA re-timing)
             if v >= t:
                 t, seq = v, ready_seq.get(rid, -1)
         return t, seq
@@ -239,14 +245,21 @@ class Scheduler:
         now = self.env.now
         traced = pe.bus.active  # (the FETCH and STORE labels name spans: made only when there are any)
         _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
-        if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+        if lane.scale is None:  # (Lane.reserve, in line: no scale)
             free = lane.free_ns
-            t = (t if t > free else free) + service_ns
-            lane.free_ns = t
+            start = t if t > free else free
+            end = start + service_ns
+            lane.free_ns = end
             lane.busy_ns += service_ns
             lane.count += 1
+            if traced:
+                seq = pe.fetch.last if t >= free else lane.last
+                if service_ns > 0:
+                    seq = lane.bus.emit(start, ENGINE_BUSY, lane.component, end, corr, label, 0.0, "", seq)
+                lane.last = seq
+            t = end
         else:
-            _, t = lane.reserve(t, service_ns, label, corr, pred=pe.fetch.last)
+            _, t = lane.reserve(t, service_ns, label, corr, 0.0, pe.fetch.last)
         _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
         return t, pe.store.last
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import bisect
 
-from kernbench.pe.lane import Lane
+from kernbench.pe.lane import ENGINE_BUSY, Lane
 
 
 class TcmPort:
@@ -104,14 +104,19 @@ class TcmPort:
             at, by = self.fit(t, service, now)
             if at > t:  # the port held it up
                 earliest, pred = at, by
-        if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
+        if lane.scale is None:  # (Lane.reserve, in line: no scale; ~14k a recorded GQA re-timing)
             start = earliest if earliest > free else free
             end = start + service
             lane.free_ns = end
             lane.busy_ns += service
             lane.count += 1
+            if lane.bus.active:
+                seq = pred if earliest >= free else lane.last
+                if service > 0:
+                    seq = lane.bus.emit(start, ENGINE_BUSY, lane.component, end, corr, label, 0.0, "", seq)
+                lane.last = seq
         else:
-            start, end = lane.reserve(earliest, service, label, corr, pred=pred)
+            start, end = lane.reserve(earliest, service, label, corr, 0.0, pred)
         starts = self._starts
         if end > start and (not starts or start >= starts[-1]):  # hold's common case, inlined
             starts.append(start)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernbench.events.bus import Bus, Recorder
+from kernbench.events.bus import Bus, Recorder, TupleBus
 from kernbench.events.types import Event, EventKind
 
 
@@ -97,3 +97,20 @@ def test_events_are_immutable():
     e = Event(1.0, EventKind.STALL, "pe0.cpu")
     with pytest.raises(AttributeError):
         e.t_ns = 2.0  # type: ignore[misc]
+
+
+def test_emit_spans_publishes_what_emit_would_on_either_bus():
+    spans = [(1.0, 2.0, "a->b", "serialization", -1), (2.0, 5.0, "n", "queueing", 4)]
+    for cls in (Bus, TupleBus):
+        one, many = [], []
+        by_emit, at_once = cls(), cls()
+        by_emit.subscribe(one.append)
+        at_once.subscribe(many.append)
+        for b in (by_emit, at_once):
+            b.emit(0.5, EventKind.ENGINE_BUSY, "pe0.dma.rd", end_ns=5.0, corr_id=3)
+        for t, end, where, cause, behind in spans:
+            by_emit.emit(t, EventKind.TRANSIT, where, end_ns=end, corr_id=3, label=cause, value=behind, pred=0)
+        at_once.emit_spans(EventKind.TRANSIT, spans, 3, 0)
+        by_emit.emit(6.0, EventKind.QUEUE_DEPTH, "a->b")
+        at_once.emit(6.0, EventKind.QUEUE_DEPTH, "a->b")
+        assert one == many and [e[8] for e in many] == [0, 1, 2, 3]
