@@ -18,8 +18,8 @@ Span = tuple[float, float, str, str, float]  # what emit_spans publishes each sp
 
 _TIME_ORDER = itemgetter(0, 8)  # Event.sort_key (t_ns, seq), read in C (a recorded GQA default sorts 149k events)
 _T_NS = itemgetter(0)  # Event.t_ns
-# ``_new(Event, fields)``: what types.new_event does, called directly: the partial's layer cost ~300 instructions an
-# event (callgrind, a recorded GQA re-timing: 46 M of 3.68 G), though cProfile counts the direct call and not the partial's
+# ``_new(Event, fields)``: an Event from its fields in order, one C call (a functools.partial over it cost ~300 instructions
+# an event more: 46 M of a recorded GQA re-timing's 3.68 G in callgrind; cProfile counts this call, not the partial's)
 _new = tuple.__new__
 
 

@@ -56,8 +56,6 @@ channel bursts, its start and end); ``-1`` when not applicable.
 from __future__ import annotations
 
 import enum
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -137,7 +135,7 @@ class Event(NamedTuple):
 
     A named tuple rather than a slotted dataclass: a recorded run makes one per
     observation (149k for the GQA default), and the bus builds each with one C
-    call (:data:`new_event`) where a dataclass's ``__init__`` ran a Python
+    call (``tuple.__new__(Event, fields)``: :meth:`kernbench.events.bus.Bus.emit`) where a dataclass's ``__init__`` ran a Python
     frame setting eleven slots (measured 2026-12-03: ~0.2 µs instead of ~2 µs).
     Read it by field name as before; it is immutable as before."""
 
@@ -163,10 +161,3 @@ class Event(NamedTuple):
 
     def sort_key(self) -> tuple[float, int]:
         return (self.t_ns, self.seq)
-
-
-#: ``new_event((t_ns, kind, component, end_ns, corr_id, label, value, detail, seq, pred, src))``: an
-#: :class:`Event` from all its fields in order, with no Python call (what the bus builds each event with)
-new_event: Callable[[tuple[float, EventKind, str, float, int, str, float, str, int, int, str]], Event] = functools.partial(
-    tuple.__new__, Event
-)
