@@ -87,10 +87,9 @@ class TcmPort:
         self._seqs.insert(i, seq)
 
     def _forget(self, before: float) -> None:
-        ends = self._ends
-        k = 0
-        while k < len(ends) and ends[k] < before:
-            k += 1
+        # the spans ending before ``before``: a prefix (held spans do not overlap, so their ends are in
+        # order too, as fit's bisect reads them); found by bisection, not a walk (~30 spans a fit past 32)
+        k = bisect.bisect_left(self._ends, before)
         if k:
             del self._starts[:k], self._ends[:k], self._seqs[:k]
 
