@@ -337,7 +337,7 @@ class CompositeRun:
             all_fired(env, self.pending).callbacks.append(partial(self._inputs_ready, t0))
             return
         self.feed_pred = self.cause[1]
-        now = env.now  # (_feed_from(t0), in line)
+        now = env.now  # (FETCH's first step from t0, as _inputs_ready starts it)
         self.last = t0 if t0 > now else now
         self.last_seq = self.feed_pred
         if t0 > now:
@@ -454,15 +454,13 @@ class CompositeRun:
             fired: float = ev._value  # (fired_at(ev), in line)
             if fired > t:
                 t = fired
-        self._feed_from(t)
-
-    def _feed_from(self, t0: float) -> None:
+        # FETCH's first step from t (as _start does when nothing was pending)
         env = self.env
         now = env.now
-        self.last = t0 if t0 > now else now
+        self.last = t if t > now else now
         self.last_seq = self.feed_pred
-        if t0 > now:  # (``last`` is t0 already, the clock's time then)
-            call_at(env, t0, NORMAL, self._feed_tile, 0)
+        if t > now:  # (``last`` is t already, the clock's time then)
+            call_at(env, t, NORMAL, self._feed_tile, 0)
         else:
             self._feed_tile(0)
 
