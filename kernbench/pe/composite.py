@@ -483,13 +483,13 @@ class CompositeRun:
                 used, by = self.used[i - self.buffers]
                 if used > earliest:
                     earliest, pred = used, by
-            _, t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, now)
+            t = pe.tcm_read.with_lane(pe.fetch, earliest, step.fetch_bytes, self.fetch_label, corr, pred, now)
             fetch_end = t
             self.fetch_seq[i] = lane_seq = pe.fetch.last
             t, lane_seq = _on_engines(pe, step, t, corr, lane_seq)
             self.used.append((t, lane_seq))
             if step.stores:
-                _, t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, now)
+                t = pe.tcm_write.with_lane(pe.store, t, step.store_bytes, self.store_label, corr, lane_seq, now)
                 lane_seq = pe.store.last
             for r, piece in self.writes_at[i]:
                 self.writes.append(env.process(self._write_tile(r, piece, i, t, lane_seq)))

@@ -244,7 +244,7 @@ class Scheduler:
         pe = self.pe
         now = self.env.now
         traced = pe.bus.active  # (the FETCH and STORE labels name spans: made only when there are any)
-        _, t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
+        t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
         if lane.scale is None:  # (Lane.reserve, in line: no scale)
             free = lane.free_ns
             start = t if t > free else free
@@ -260,7 +260,7 @@ class Scheduler:
             t = end
         else:
             _, t = lane.reserve(t, service_ns, label, corr, 0.0, pe.fetch.last)
-        _, t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
+        t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
         return t, pe.store.last
 
     def _gemm(self, cmd: GemmCmd, arrive: float, corr: int) -> Ready:
@@ -296,8 +296,8 @@ class Scheduler:
 
         def body(t: float, pred: int) -> tuple[float, int]:
             now = self.env.now
-            _, t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
-            _, t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
+            t = pe.tcm_read.with_lane(pe.fetch, t, cmd.size_bytes, "copy", corr, pred, now)
+            t = pe.tcm_write.with_lane(pe.store, t, cmd.size_bytes, "copy", corr, pe.fetch.last, now)
             return t, pe.store.last
 
         return self._after_inputs((cmd.src,), arrive, corr, (cmd.dst,), body)

@@ -93,8 +93,9 @@ class TcmPort:
         if k:
             del self._starts[:k], self._ends[:k], self._seqs[:k]
 
-    def with_lane(self, lane: Lane, earliest: float, nbytes: int, label: str, corr: int, pred: int, now: float) -> tuple[float, float]:
-        """FETCH or STORE: hold ``lane`` and this port together for ``nbytes``."""
+    def with_lane(self, lane: Lane, earliest: float, nbytes: int, label: str, corr: int, pred: int, now: float) -> float:
+        """FETCH or STORE: hold ``lane`` and this port together for ``nbytes``; when it ends (what
+        every caller reads: no tuple with its start, ~14k a GQA re-timing)."""
         service = nbytes / self.bw_gbps
         free = lane.free_ns
         t = earliest if earliest > free else free
@@ -124,7 +125,7 @@ class TcmPort:
             self.busy_ns += end - start
         else:
             self.hold(start, end, lane.last)
-        return start, end
+        return end
 
     def landing(self, start: float, landed: float, nbytes: int, now: float) -> tuple[float, float]:
         """A DMA into TCM that started at ``start`` and whose last flit landed at ``landed``:
