@@ -220,7 +220,7 @@ class CompositeCmd(PeCommand):
 
     @cached_property
     def plan_key(self) -> tuple[object, ...]:
-        """What its plan depends on besides the PE (:func:`kernbench.pe.composite._plan`'s cache key):
+        """What its plan depends on besides the PE (:func:`kernbench.pe.composite_plan.plan_of`'s cache key):
         per op its kind, its operands' and result's geometry, its extras. The key may tell apart
         composites with equal plans (extras given in another order): each is then planned once."""
         return tuple(

@@ -13,7 +13,7 @@ from kernbench.errors import KernelError
 from kernbench.events.bus import Bus
 from kernbench.events.types import EventKind
 from kernbench.handles import HandleRef
-from kernbench.pe.composite import Plan
+from kernbench.pe.composite_plan import Plan
 from kernbench.pe.cost import DispatchCostModel
 from kernbench.pe.lane import Channel, Lane
 from kernbench.pe.scale import LANE_ENGINES, NO_SCALE, WorkScale
