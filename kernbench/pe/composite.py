@@ -47,7 +47,7 @@ from simpy.events import ProcessGenerator
 from kernbench.handles import HandleRef
 from kernbench.pe.commands import CompositeCmd
 from kernbench.pe.composite_plan import Planned, StepPlan, planned
-from kernbench.pe.lane import ENGINE_BUSY, all_fired
+from kernbench.pe.lane import all_fired
 from kernbench.pe.steps import Piece
 from kernbench.sim.clock import NORMAL, URGENT, call_at, fire
 from kernbench.sim.transit import Part
@@ -60,33 +60,15 @@ if TYPE_CHECKING:
 
 def _on_engines(pe: ProcessingElement, step: StepPlan, t: float, corr: int, pred: int) -> tuple[float, int]:
     """A step's ops one after the other from ``t``, each held on its engine's lane from the end
-    of the one before: :meth:`Lane.reserve` for each when work is scaled; its arithmetic and span
-    in line when an event is recorded (~22k a recorded GQA re-timing); else the arithmetic alone,
-    a run of ops on one engine at a time (after the run's first op the lane is free when the next
-    one starts: each one's end is the last one's plus its service, added in order, as ``reserve``
-    adds them); (the last one's end, its span)."""
-    if pe.gemm.scale is not None or pe.math.scale is not None:
+    of the one before: :meth:`Lane.reserve` for each when an event is recorded or work scaled;
+    else the same arithmetic in line, a run of ops on one engine at a time (after the run's
+    first op the lane is free when the next one starts: each one's end is the last one's plus
+    its service, added in order, as ``reserve`` adds them); (the last one's end, its span)."""
+    if pe.bus.active or pe.gemm.scale is not None or pe.math.scale is not None:
         for st in step.stages:
             lane = pe.gemm if st.engine == "gemm" else pe.math
             _, t = lane.reserve(t, st.service_ns, st.kind, corr, 0.0, pred)
             pred = lane.last
-        return t, pred
-    bus = pe.bus
-    if bus.active:
-        for st in step.stages:
-            lane = pe.gemm if st.engine == "gemm" else pe.math
-            service = st.service_ns
-            free = lane.free_ns
-            start = t if t > free else free
-            end = start + service
-            lane.free_ns = end
-            lane.busy_ns += service
-            lane.count += 1
-            pred = pred if t >= free else lane.last
-            if service > 0:
-                pred = bus.emit(start, ENGINE_BUSY, lane.component, end, corr, st.kind, 0.0, "", pred)
-            lane.last = pred
-            t = end
         return t, pred
     for engine, services in step.runs:
         lane = pe.gemm if engine == "gemm" else pe.math

@@ -245,19 +245,12 @@ class Scheduler:
         now = self.env.now
         traced = pe.bus.active  # (the FETCH and STORE labels name spans: made only when there are any)
         t = pe.tcm_read.with_lane(pe.fetch, earliest, in_bytes, f"fetch {label}" if traced else label, corr, pred, now)
-        if lane.scale is None:  # (Lane.reserve, in line: no scale)
+        if lane.scale is None and not lane.bus.active:  # (Lane.reserve's arithmetic, in line: no span, no scale)
             free = lane.free_ns
-            start = t if t > free else free
-            end = start + service_ns
-            lane.free_ns = end
+            t = (t if t > free else free) + service_ns
+            lane.free_ns = t
             lane.busy_ns += service_ns
             lane.count += 1
-            if traced:
-                seq = pe.fetch.last if t >= free else lane.last
-                if service_ns > 0:
-                    seq = lane.bus.emit(start, ENGINE_BUSY, lane.component, end, corr, label, 0.0, "", seq)
-                lane.last = seq
-            t = end
         else:
             _, t = lane.reserve(t, service_ns, label, corr, 0.0, pe.fetch.last)
         t = pe.tcm_write.with_lane(pe.store, t, out_bytes, f"store {label}" if traced else label, corr, lane.last, now)
