@@ -17,6 +17,7 @@ from kernbench.analysis.critical import Attribution, PathError, attribute
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import ENGINES, EventKind
+from kernbench.sim.fidelity import FIDELITIES
 from kernbench.topology.ids import pe_of
 
 
@@ -60,6 +61,9 @@ class RunSummary:
             kernel_file=extra.get("kernel_file") if isinstance(extra.get("kernel_file"), str) else None,
             topology=meta.topology,
             timing=str(extra.get("timing") or ""),
+            fidelity=fidelity
+            if (fidelity := extra.get("fidelity")) in FIDELITIES
+            else "paper",  # (a trace written before it was kept: paper)
             variant=meta.variant,
             params=params if isinstance(params, dict) else {},
             overrides=overrides if isinstance(overrides, dict) else None,  # (a trace written before they were kept)

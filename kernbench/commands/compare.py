@@ -202,7 +202,15 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
                 progress(result.latency_ns, result.total_commands)
             data = report(spec, rt, prepared, result, params, overrides=ns.overrides)  # (its check and figures, as run --json's)
             meta = _meta(
-                spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data)
+                spec,
+                rt,
+                prepared,
+                params,
+                result.latency_ns,
+                data["max_abs_err"],
+                overrides=ns.overrides,
+                figures=figures_of(data),
+                topology=ns.topology,
             )
         store = result.store()
         if ns.trace or ns.perfetto:

@@ -499,7 +499,12 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:
             try:
-                saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params, overrides=ns.overrides), partial=True)
+                saved = _save(
+                    ns,
+                    EventStore.from_events(recorded),
+                    _meta(spec, rt, prepared, params, overrides=ns.overrides, topology=ns.topology),
+                    partial=True,
+                )
                 kept = f"are in {', '.join(saved)}"
             except OutputPathError as not_saved:  # (a full disk: the run's own error still comes first)
                 kept = f"were not saved: {not_saved}"
@@ -513,7 +518,17 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     what_if, speedups = _retimed(ns, rt, result, attribution, show)
     data = report(spec, rt, prepared, result, params, attribution if ns.explain else None, ns.overrides, what_if, speedups)
     if ns.trace or ns.perfetto:
-        meta = _meta(spec, rt, prepared, params, result.latency_ns, data["max_abs_err"], overrides=ns.overrides, figures=figures_of(data))
+        meta = _meta(
+            spec,
+            rt,
+            prepared,
+            params,
+            result.latency_ns,
+            data["max_abs_err"],
+            overrides=ns.overrides,
+            topology=ns.topology,
+            figures=figures_of(data),
+        )
         with working(f"writing {' and '.join(p for p in (ns.trace, ns.perfetto) if p)} ({len(result.events or []):,} events)", show):
             _save(ns, result.store(), meta)
     if ns.json:
@@ -576,19 +591,24 @@ def _meta(
     *,
     overrides: Sequence[str] = (),
     figures: Mapping[str, Any] | None = None,
+    topology: str | None = None,
 ) -> TraceMetadata:
     """A trace's metadata: what ran, with the run record's context and the kernel's figures (so a trace reads
-    back as the same record). Without ``end_ns`` the run has not ended: a failed run's (``partial``), or one about to start."""
+    back as the same record, and says how to run it again: :mod:`kernbench.commands.rerun`). Without ``end_ns``
+    the run has not ended: a failed run's (``partial``), or one about to start. ``topology``: ``--topology`` as given."""
     from kernbench.events.tracefile import TraceMetadata
     from kernbench.topology.digest import topology_digest
 
     extra: dict[str, Any] = {
         "params": params,
         "timing": rt.mode,
+        "fidelity": rt.fidelity,
         "kernel_file": spec.source or None,
         "overrides": overrides_of(overrides),
         "topology_digest": topology_digest(rt.graph.spec),
     }
+    if (path := topology_file(topology)) is not None:
+        extra["topology_file"] = path
     if not rt.holds_data:
         extra["data"] = "none"
     if end_ns is None:
@@ -599,6 +619,17 @@ def _meta(
         if figures:
             extra["figures"] = dict(figures)
     return TraceMetadata(kernel=spec.name, topology=rt.graph.name, variant=prepared.variant, end_ns=end_ns or 0.0, extra=extra)
+
+
+def topology_file(given: str | None) -> str | None:
+    """A topology given as a YAML file's path, made absolute (a trace may be opened from another folder);
+    None for a named one (``paper``: found where kernbench is installed, wherever that is)."""
+    from kernbench.topology.spec import resolve, topology_dir
+
+    if given is None:
+        return None
+    path = resolve(given)
+    return None if path == topology_dir() / f"{given}.yaml" else str(path.resolve())
 
 
 def _partial(path: str) -> str:
@@ -695,11 +726,18 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], RecordedRun], Trace
         with supervised(wall_s, argv[0]):
             result = rt.run(bus=bus, limits=limits)
             meta = _meta(
-                spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None, overrides=ns.overrides
+                spec,
+                rt,
+                prepared,
+                params,
+                result.latency_ns,
+                max_error(spec, prepared) if rt.holds_data else None,
+                overrides=ns.overrides,
+                topology=ns.topology,
             )
         return RecordedRun(rt, result, meta)
 
-    return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides)
+    return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides, topology=ns.topology)
 
 
 class RecordedRun:
@@ -787,6 +825,15 @@ class WhatIfPair:
                 self._base = (
                     rt,
                     result,
-                    _meta(spec, rt, prepared, params, result.latency_ns, max_error(spec, prepared), overrides=ns.overrides),
+                    _meta(
+                        spec,
+                        rt,
+                        prepared,
+                        params,
+                        result.latency_ns,
+                        max_error(spec, prepared),
+                        overrides=ns.overrides,
+                        topology=ns.topology,
+                    ),
                 )
             return self._base
