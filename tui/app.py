@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, cast
 from textual.app import App
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.worker import get_current_worker
+from textual.worker import NoActiveWorker, get_current_worker
 
 from kernbench.errors import KernbenchError
 from kernbench.events.store import ColumnBatch, EventStore, columnize
@@ -137,11 +137,14 @@ class KernbenchApp(App[None]):
         found = getattr(self.source, "retimer", None)
         if isinstance(found, Retimer):
             return found
-        if isinstance(self.source, TraceFileSource):
-            return (
-                f"{self.description} is a saved trace: it holds the run's events, not the command log a re-timing replays; "
-                "re-time a live run (kernbench-tui run KERNEL, then r) or use kernbench run KERNEL --what-if CHANGE"
-            )
+        if isinstance(self.source, TraceFileSource):  # (its kernel run again for the command log, on the first what-if)
+            from kernbench.events.tracefile import Trace
+            from kernbench_tui.rerun import SavedTraceRetimer
+
+            made = SavedTraceRetimer.of(Trace(self.store, self.metadata), stopping=_worker_cancelled)
+            if not isinstance(made, str):
+                self.source.retimer = made  # (kept: the kernel runs again once; closed with the app)
+            return made
         return f"{self.description} holds no command log to re-time (a live run does: kernbench-tui run KERNEL, or show(result, rt))"
 
     def on_unmount(self) -> None:
@@ -302,3 +305,11 @@ if TYPE_CHECKING:  # the app offers what its screen reads of it (MainScreen.debu
 
 def _import_compare_screen() -> None:
     import kernbench_tui.screens.compare  # noqa: F401
+
+
+def _worker_cancelled() -> bool:
+    """Whether the worker this runs in was cancelled (escape in the what-if prompt); False outside a worker."""
+    try:
+        return get_current_worker().is_cancelled
+    except NoActiveWorker:
+        return False

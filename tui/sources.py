@@ -541,6 +541,7 @@ class TraceFileSource:
         self.path = os.fspath(path)
         self.description = printable(os.path.basename(self.path))  # (shown: a file's name may hold anything)
         self._trace = trace
+        self.retimer: Retimer | None = None  # once a what-if asked for one (kernbench_tui.rerun: its kernel run again)
 
     def open(self) -> Trace:
         return self._trace if self._trace is not None else open_trace(self.path)

@@ -307,10 +307,10 @@ async def test_a_comparison_of_two_runs_has_no_what_if():
 
 # ------------------------------------------------------------ what cannot be re-timed says why
 @sync
-async def test_a_trace_file_says_in_one_line_why_it_cannot_be_re_timed(tmp_path):
-    events, meta = load("gqa_small")
+async def test_a_trace_from_python_says_in_one_line_why_it_cannot_be_re_timed(tmp_path):
+    events, _meta = load("gqa_small")
     path = tmp_path / "run.kbtrace"
-    save_trace(path, EventStore.from_events(events), meta)
+    save_trace(path, EventStore.from_events(events))  # (no metadata: nothing says how it was run)
     app = KernbenchApp(TraceFileSource(path))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -318,10 +318,61 @@ async def test_a_trace_file_says_in_one_line_why_it_cannot_be_re_timed(tmp_path)
         await pilot.pause()
         assert isinstance(app.screen, WhatIfPrompt) and app.screen.query_one(Input).disabled
         shown = message(app)
-        assert shown.startswith("run.kbtrace is a saved trace: it holds the run's events, not the command log") and "\n" not in shown
+        assert shown.startswith("this saved trace cannot be re-timed: its metadata does not say which kernel ran") and "\n" not in shown
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen) is MainScreen
+
+
+# ------------------------------------------------------------ a saved trace: its kernel runs again, once
+@sync
+async def test_a_saved_trace_is_re_timed_after_its_kernel_runs_again_once_exactly_as_set_would(tmp_path):
+    events, meta = load("gqa_small")
+    path = tmp_path / "run.kbtrace"
+    save_trace(path, EventStore.from_events(events), meta)
+    source = TraceFileSource(path)
+    app = KernbenchApp(source)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        prompt = app.screen
+        prompt.query_one(Input).value = CHANGE
+        await pilot.press("enter")
+        await pilot.pause()
+        assert message(app).startswith(
+            "re-running the kernel once for its command log (a saved trace holds none): kernbench run gqa-decode"
+        )
+        await until(pilot, lambda: app.screen is not prompt or not prompt.busy)
+        await settle(app, pilot)
+        assert isinstance(app.screen, WhatIfScreen)
+        assert app.screen.runs.sides[1].latency_ns == set_latency(CHANGE)
+        child = source.retimer._child._proc
+        # another what-if re-times the same rerun (the kernel does not run a third time)
+        await pilot.press("r")
+        await pilot.pause()
+        assert source.retimer.busy_text == RETIMING
+        await ask(app, pilot, "pe.attrs.math_elems_per_cycle=32")
+        assert app.screen.runs.sides[1].latency_ns == set_latency("pe.attrs.math_elems_per_cycle=32")
+        assert source.retimer._child._proc is child and child.is_alive()
+    child.join(10)
+    assert not child.is_alive()
+
+
+@sync
+async def test_a_saved_trace_whose_run_comes_out_otherwise_now_is_refused_saying_what_differs(tmp_path):
+    events, meta = load("gqa_small")
+    path = tmp_path / "run.kbtrace"
+    moved = [e._replace(t_ns=e.t_ns + 1.0, end_ns=e.end_ns + 1.0) if e.kind.name == "DISPATCH" and e.t_ns == 0 else e for e in events]
+    save_trace(path, EventStore.from_events(moved), meta)  # (as if kernbench had changed since it was saved)
+    app = KernbenchApp(TraceFileSource(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await ask(app, pilot, CHANGE)
+        assert isinstance(app.screen, WhatIfPrompt) and not app.screen.query_one(Input).disabled
+        shown = message(app)
+        assert shown.startswith("this saved trace cannot be re-timed: its rerun (kernbench run gqa-decode") and "is another run" in shown
+        assert "\n" not in shown
 
 
 @sync

@@ -1,0 +1,139 @@
+"""A saved run, run again: the ``kernbench run`` arguments a trace's metadata says it was made with, and
+whether a rerun is that run.
+
+A ``.kbtrace`` holds a run's events, not the commands its kernel issued, so it cannot be re-timed as it
+is (:meth:`~kernbench.runtime.api.Runtime.replay` reads command logs). It does hold how the run was made:
+the kernel (a shipped one's name, or a kernel file's absolute path), the options that differ from their
+defaults, the topology (a named one, or a YAML file's absolute path) with its ``--set`` changes and its
+digest, the timing mode, the fidelity, and whether tensors held data. :func:`rerun_argv` turns that back
+into arguments; :func:`difference` says whether the rerun's events are the saved ones. A kernel file, a
+topology or kernbench itself that changed since the trace was saved gives another run, and a re-timing of
+it would answer for that other run: the debugger's what-if prompt refuses it, saying what differs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from kernbench.errors import KernbenchError
+from kernbench.events.store import EventStore
+from kernbench.events.tracefile import TraceMetadata
+from kernbench.events.types import EventKind
+
+
+class NotRerunnable(KernbenchError):
+    """A trace's metadata does not say how to make its run again (or says it is no plain run)."""
+
+
+def rerun_argv(meta: TraceMetadata) -> list[str]:
+    """``kernbench run``'s arguments (kernel first) that make the run ``meta`` describes; :class:`NotRerunnable`,
+    saying why, for a failed run's trace, a what-if's re-timing, or one whose metadata does not say.
+
+    Only options that differ from their defaults are given (an option another one makes meaningless,
+    ``--tile-k`` with ``--layout naive``, is refused when given). The run's limits are lifted but wall
+    time's: the saved run ended, and the same run ends again."""
+    from kernbench.commands.run import check_run
+    from kernbench.kernels import registry
+
+    extra = meta.extra if isinstance(meta.extra, dict) else {}
+    if extra.get("partial"):
+        raise NotRerunnable("it is a failed run's trace (its events up to the failure): only a run that ended can be re-timed")
+    if "what_if" in extra:
+        raise NotRerunnable("it is a what-if's re-timing, not a run: open the trace of the run it re-timed, and re-time that")
+    params = extra.get("params")
+    if not meta.kernel or not isinstance(params, dict):
+        raise NotRerunnable(
+            "its metadata does not say which kernel ran with which options (a trace saved from Python, not by kernbench run)"
+        )
+    kernel_file = extra.get("kernel_file")
+    kernel: str = f"{kernel_file}:{meta.kernel}" if isinstance(kernel_file, str) else meta.kernel
+    try:
+        spec = registry.get(kernel)
+    except KernbenchError as exc:
+        raise NotRerunnable(f"its kernel cannot be loaded again: {exc}") from None
+    topology_file = extra.get("topology_file")
+    topology = topology_file if isinstance(topology_file, str) else meta.topology
+    argv: list[str] = [kernel, "--topology", topology, "--timing", str(extra.get("timing") or "fast")]
+    if isinstance(extra.get("fidelity"), str):
+        argv += ["--fidelity", extra["fidelity"]]
+    if extra.get("data") == "none":
+        argv.append("--no-data")
+    argv += ["--max-commands-per-pe", "0", "--max-sim-ns", "0"]
+    for key, value in (extra.get("overrides") or {}).items():
+        argv += ["--set", f"{key}={json.dumps(value)}"]  # (JSON is YAML: the value reads back as it was read)
+    known = {prm.name: prm for prm in spec.params}
+    for name, value in params.items():
+        prm = known.get(name)
+        if prm is None:
+            raise NotRerunnable(f"{spec.name} no longer has the option {name} the trace was run with")
+        if value != prm.default:
+            argv += [prm.flag, repr(value) if isinstance(value, float) else str(value)]
+    try:
+        check_run(argv[0], argv[1:], "the saved run's rerun")
+    except KernbenchError as exc:
+        raise NotRerunnable(f"its run cannot be made again as it was: {exc}") from None
+    return argv
+
+
+def topology_changed(meta: TraceMetadata, argv: list[str]) -> str | None:
+    """Why the topology ``argv`` would run on is not the one the trace ran on (its digest differs), or None
+    (or a trace written before digests were kept: the rerun's events are checked either way)."""
+    from kernbench.topology.digest import topology_digest
+    from kernbench.topology.spec import load_spec
+
+    saved = meta.extra.get("topology_digest") if isinstance(meta.extra, dict) else None
+    if not isinstance(saved, str):
+        return None
+    sets = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"]
+    topology = argv[argv.index("--topology") + 1]
+    if topology_digest(load_spec(topology, sets)) == saved:
+        return None
+    return f"the topology {topology} has changed since the trace was saved (its digest differs)"
+
+
+def difference(saved: EventStore, rerun: EventStore) -> str | None:
+    """How ``rerun``'s events differ from ``saved``'s (its count, its end, the first event that differs), or None
+    when they are the same events: every column equal, names compared as text."""
+    if len(saved) != len(rerun) or not _same_float(saved.end_ns, rerun.end_ns):
+        return f"the rerun has {len(rerun):,} events ending at {rerun.end_ns:,.3f} ns, the trace {len(saved):,} ending at {saved.end_ns:,.3f} ns"
+    if not len(saved):
+        return None
+    a, b = saved.columns(), rerun.columns()
+    unequal = np.zeros(len(saved), dtype=bool)
+    for name in a:
+        x, y = a[name], b[name]
+        if name == "component":
+            x, y = np.asarray(saved.components, dtype=object)[x], np.asarray(rerun.components, dtype=object)[y]
+        elif name in ("label", "detail", "src"):
+            x, y = np.asarray(saved.strings, dtype=object)[x], np.asarray(rerun.strings, dtype=object)[y]
+        elif x.dtype.kind == "f":
+            unequal |= ~((x == y) | (np.isnan(x) & np.isnan(y)))
+            continue
+        unequal |= x != y
+    if not unequal.any():
+        return None
+    row = int(np.argmax(unequal))
+    return f"event {row:,} differs: the trace's is {_shown(saved, row)}, the rerun's {_shown(rerun, row)}"
+
+
+def _same_float(x: float, y: float) -> bool:
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def _shown(store: EventStore, row: int) -> str:
+    ev = store.event(row)
+    kind = ev.kind.name if isinstance(ev.kind, EventKind) else str(ev.kind)
+    return f"{kind} on {ev.component} at {ev.t_ns:,.3f} ns" + (f" ({ev.label})" if ev.label else "")
+
+
+def describe(argv: list[str]) -> str:
+    """The rerun as a command line, for messages."""
+    import shlex
+
+    return "kernbench run " + shlex.join(argv)
+
+
+__all__ = ["NotRerunnable", "describe", "difference", "rerun_argv", "topology_changed"]
