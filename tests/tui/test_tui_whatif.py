@@ -508,3 +508,19 @@ async def test_full_collections_held_from_enter_are_given_back_however_the_what_
         await pilot.pause()
         assert type(app.screen) is MainScreen and not held()
         app.source.retimer.release.set()
+
+
+def test_a_saved_traces_rerun_abandoned_part_way_ends_its_child_and_the_next_what_if_starts_again(tmp_path):
+    import multiprocessing
+
+    from kernbench_tui.rerun import SavedTraceRetimer, Stopped
+
+    events, meta = load("gqa_small")
+    asked = []
+    retimer = SavedTraceRetimer(Trace(EventStore.from_events(events), meta), [*SMALL], stopping=lambda: asked.append(1) or len(asked) > 1)
+    with pytest.raises(Stopped):
+        retimer.retime([CHANGE])
+    assert not multiprocessing.active_children() and retimer._child is None
+    retimer.stopping = lambda: False
+    assert retimer.retime([CHANGE]).metadata.end_ns == set_latency(CHANGE)
+    retimer.close()
