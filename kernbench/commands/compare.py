@@ -201,17 +201,7 @@ def run_side(task: SideTask) -> tuple[str, RunSummary | None, str | None]:
             if progress is not None:  # where it ended (a run shorter than one report made none)
                 progress(result.latency_ns, result.total_commands)
             data = report(spec, rt, prepared, result, params, overrides=ns.overrides)  # (its check and figures, as run --json's)
-            meta = _meta(
-                spec,
-                rt,
-                prepared,
-                params,
-                result.latency_ns,
-                data["max_abs_err"],
-                overrides=ns.overrides,
-                figures=figures_of(data),
-                topology=ns.topology,
-            )
+            meta = _meta(spec, rt, prepared, params, ns, result.latency_ns, data["max_abs_err"], figures=figures_of(data))
         store = result.store()
         if ns.trace or ns.perfetto:
             save_outputs(ns.trace, ns.perfetto, store, meta)

@@ -499,12 +499,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         recorded = getattr(exc, "recorded", None)
         if need_events and recorded:
             try:
-                saved = _save(
-                    ns,
-                    EventStore.from_events(recorded),
-                    _meta(spec, rt, prepared, params, overrides=ns.overrides, topology=ns.topology),
-                    partial=True,
-                )
+                saved = _save(ns, EventStore.from_events(recorded), _meta(spec, rt, prepared, params, ns), partial=True)
                 kept = f"are in {', '.join(saved)}"
             except OutputPathError as not_saved:  # (a full disk: the run's own error still comes first)
                 kept = f"were not saved: {not_saved}"
@@ -518,17 +513,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     what_if, speedups = _retimed(ns, rt, result, attribution, show)
     data = report(spec, rt, prepared, result, params, attribution if ns.explain else None, ns.overrides, what_if, speedups)
     if ns.trace or ns.perfetto:
-        meta = _meta(
-            spec,
-            rt,
-            prepared,
-            params,
-            result.latency_ns,
-            data["max_abs_err"],
-            overrides=ns.overrides,
-            topology=ns.topology,
-            figures=figures_of(data),
-        )
+        meta = _meta(spec, rt, prepared, params, ns, result.latency_ns, data["max_abs_err"], figures=figures_of(data))
         with working(f"writing {' and '.join(p for p in (ns.trace, ns.perfetto) if p)} ({len(result.events or []):,} events)", show):
             _save(ns, result.store(), meta)
     if ns.json:
@@ -585,17 +570,17 @@ def _meta(
     rt: Runtime,
     prepared: registry.Prepared,
     params: registry.Params,
+    ns: argparse.Namespace,
     end_ns: float | None = None,
     max_abs_err: float | None = None,
     partial: bool = True,
     *,
-    overrides: Sequence[str] = (),
     figures: Mapping[str, Any] | None = None,
-    topology: str | None = None,
 ) -> TraceMetadata:
-    """A trace's metadata: what ran, with the run record's context and the kernel's figures (so a trace reads
-    back as the same record, and says how to run it again: :mod:`kernbench.commands.rerun`). Without ``end_ns``
-    the run has not ended: a failed run's (``partial``), or one about to start. ``topology``: ``--topology`` as given."""
+    """A trace's metadata: what ran (``ns``: its options, of which ``--set`` and ``--topology``), with the run
+    record's context and the kernel's figures (so a trace reads back as the same record, and says how to run it
+    again: :mod:`kernbench.commands.rerun`). Without ``end_ns`` the run has not ended: a failed run's
+    (``partial``), or one about to start."""
     from kernbench.events.tracefile import TraceMetadata
     from kernbench.topology.digest import topology_digest
 
@@ -604,10 +589,10 @@ def _meta(
         "timing": rt.mode,
         "fidelity": rt.fidelity,
         "kernel_file": spec.source or None,
-        "overrides": overrides_of(overrides),
+        "overrides": overrides_of(ns.overrides),
         "topology_digest": topology_digest(rt.graph.spec),
     }
-    if (path := topology_file(topology)) is not None:
+    if (path := topology_file(ns.topology)) is not None:
         extra["topology_file"] = path
     if not rt.holds_data:
         extra["data"] = "none"
@@ -725,19 +710,10 @@ def tui_simulation(argv: list[str]) -> tuple[Callable[[Bus], RecordedRun], Trace
     def fn(bus: Bus) -> RecordedRun:
         with supervised(wall_s, argv[0]):
             result = rt.run(bus=bus, limits=limits)
-            meta = _meta(
-                spec,
-                rt,
-                prepared,
-                params,
-                result.latency_ns,
-                max_error(spec, prepared) if rt.holds_data else None,
-                overrides=ns.overrides,
-                topology=ns.topology,
-            )
+            meta = _meta(spec, rt, prepared, params, ns, result.latency_ns, max_error(spec, prepared) if rt.holds_data else None)
         return RecordedRun(rt, result, meta)
 
-    return fn, _meta(spec, rt, prepared, params, partial=False, overrides=ns.overrides, topology=ns.topology)
+    return fn, _meta(spec, rt, prepared, params, ns, partial=False)
 
 
 class RecordedRun:
@@ -825,15 +801,6 @@ class WhatIfPair:
                 self._base = (
                     rt,
                     result,
-                    _meta(
-                        spec,
-                        rt,
-                        prepared,
-                        params,
-                        result.latency_ns,
-                        max_error(spec, prepared),
-                        overrides=ns.overrides,
-                        topology=ns.topology,
-                    ),
+                    _meta(spec, rt, prepared, params, ns, result.latency_ns, max_error(spec, prepared)),
                 )
             return self._base
