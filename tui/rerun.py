@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from kernbench.commands.rerun import NotRerunnable, describe, difference, rerun_argv, topology_changed
+from kernbench.commands.rerun import NotRerunnable, describe, difference, rerun_base, topology_changed
 from kernbench.errors import KernbenchError
 from kernbench.events.store import BatchMerger, ColumnBatch
 from kernbench.events.tracefile import Trace
@@ -26,15 +26,17 @@ class Stopped(KernbenchError):
 
 
 class SavedTraceRetimer:
-    """Re-times a saved trace (see the module doc). ``stopping()``: whether to abandon a rerun under way (asked
-    about ten times a second while it runs); ``target``: what runs the kernel in the child (tests replace it)."""
+    """Re-times a saved trace (see the module doc). ``argv``: the rerun's arguments but the kernel's own options
+    (:func:`~kernbench.commands.rerun.rerun_base`: what the prompt names before anything runs; the child adds the
+    options, loading the kernel there, not here); ``stopping()``: whether to abandon a rerun under way (asked about
+    ten times a second while it runs); ``target``: what the child calls with the trace's metadata."""
 
     def __init__(
         self,
         trace: Trace,
         argv: list[str],
         stopping: Callable[[], bool] = lambda: False,
-        target: str = "kernbench.cli:tui_simulation",
+        target: str = "kernbench.commands.rerun:tui_rerun",
     ) -> None:
         self.trace = trace
         self.argv = argv
@@ -45,19 +47,26 @@ class SavedTraceRetimer:
 
     @classmethod
     def of(cls, trace: Trace, stopping: Callable[[], bool] = lambda: False) -> SavedTraceRetimer | str:
-        """The retimer of ``trace``, or one line saying why it cannot have one."""
+        """The retimer of ``trace``, or one line saying why it cannot have one (read from its metadata alone)."""
         try:
-            argv = rerun_argv(trace.metadata)
+            argv = rerun_base(trace.metadata)
         except NotRerunnable as exc:
             return f"this saved trace cannot be re-timed: {exc}"
         return cls(trace, argv, stopping)
+
+    @property
+    def note(self) -> str:
+        """What the prompt says before the first what-if: what Enter will run."""
+        if self._child is not None:
+            return ""
+        return f"a saved trace holds no command log: the first what-if runs its kernel again, once ({describe(self.argv)})"
 
     @property
     def busy_text(self) -> str:
         """What the prompt says while a re-timing is under way."""
         if self._child is not None:
             return "re-timing…"
-        return f"re-running the kernel once for its command log (a saved trace holds none): {describe(self.argv)} … then re-timing"
+        return f"re-running the kernel once for its command log (a saved trace holds none): {describe(self.argv)}; then re-timing…"
 
     def retime(self, changes: Sequence[str]) -> Trace:
         with self._lock:
@@ -80,7 +89,7 @@ class SavedTraceRetimer:
             if isinstance(batch, ColumnBatch) and len(batch):
                 merger.add(batch)
 
-        source = ProcessSource(self.target, (list(self.argv),), description=describe(self.argv))
+        source = ProcessSource(self.target, (self.trace.metadata,), description=describe(self.argv))
         source.run(take)  # (the child sends column batches; a heartbeat is an empty list)
         child = source.retimer
         if child is None:

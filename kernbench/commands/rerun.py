@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,37 +25,31 @@ from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata
 from kernbench.events.types import EventKind
 
+if TYPE_CHECKING:
+    from kernbench.commands.run import RecordedRun
+    from kernbench.events.bus import Bus
+
 
 class NotRerunnable(KernbenchError):
     """A trace's metadata does not say how to make its run again (or says it is no plain run)."""
 
 
-def rerun_argv(meta: TraceMetadata) -> list[str]:
-    """``kernbench run``'s arguments (kernel first) that make the run ``meta`` describes; :class:`NotRerunnable`,
-    saying why, for a failed run's trace, a what-if's re-timing, or one whose metadata does not say.
-
-    Only options that differ from their defaults are given (an option another one makes meaningless,
-    ``--tile-k`` with ``--layout naive``, is refused when given). The run's limits are lifted but wall
-    time's: the saved run ended, and the same run ends again."""
-    from kernbench.commands.run import check_run
-    from kernbench.kernels import registry
-
+def rerun_base(meta: TraceMetadata) -> list[str]:
+    """The rerun's arguments but the kernel's own options (:func:`rerun_argv` adds them): read from the metadata
+    alone, no kernel code loaded, so a saved trace names the run it would make before anything runs.
+    :class:`NotRerunnable`, saying why, for a failed run's trace, a what-if's re-timing, or one whose metadata
+    does not say. The run's limits are lifted but wall time's: the saved run ended, and the same run ends again."""
     extra = meta.extra if isinstance(meta.extra, dict) else {}
     if extra.get("partial"):
         raise NotRerunnable("it is a failed run's trace (its events up to the failure): only a run that ended can be re-timed")
     if "what_if" in extra:
         raise NotRerunnable("it is a what-if's re-timing, not a run: open the trace of the run it re-timed, and re-time that")
-    params = extra.get("params")
-    if not meta.kernel or not isinstance(params, dict):
+    if not meta.kernel or not isinstance(extra.get("params"), dict):
         raise NotRerunnable(
             "its metadata does not say which kernel ran with which options (a trace saved from Python, not by kernbench run)"
         )
     kernel_file = extra.get("kernel_file")
     kernel: str = f"{kernel_file}:{meta.kernel}" if isinstance(kernel_file, str) else meta.kernel
-    try:
-        spec = registry.get(kernel)
-    except KernbenchError as exc:
-        raise NotRerunnable(f"its kernel cannot be loaded again: {exc}") from None
     topology_file = extra.get("topology_file")
     topology = topology_file if isinstance(topology_file, str) else meta.topology
     argv: list[str] = [kernel, "--topology", topology, "--timing", str(extra.get("timing") or "fast")]
@@ -64,8 +60,24 @@ def rerun_argv(meta: TraceMetadata) -> list[str]:
     argv += ["--max-commands-per-pe", "0", "--max-sim-ns", "0"]
     for key, value in (extra.get("overrides") or {}).items():
         argv += ["--set", f"{key}={json.dumps(value)}"]  # (JSON is YAML: the value reads back as it was read)
+    return argv
+
+
+def rerun_argv(meta: TraceMetadata) -> list[str]:
+    """``kernbench run``'s arguments (kernel first) that make the run ``meta`` describes: :func:`rerun_base` and the
+    kernel's options that differ from their defaults (an option another one makes meaningless, ``--tile-k`` with
+    ``--layout naive``, is refused when given). This loads the kernel (a kernel file's code runs); :class:`NotRerunnable`
+    if it cannot be loaded, or no longer takes those options."""
+    from kernbench.commands.run import check_run
+    from kernbench.kernels import registry
+
+    argv = rerun_base(meta)
+    try:
+        spec = registry.get(argv[0])
+    except KernbenchError as exc:
+        raise NotRerunnable(f"its kernel cannot be loaded again: {exc}") from None
     known = {prm.name: prm for prm in spec.params}
-    for name, value in params.items():
+    for name, value in meta.extra["params"].items():
         prm = known.get(name)
         if prm is None:
             raise NotRerunnable(f"{spec.name} no longer has the option {name} the trace was run with")
@@ -78,8 +90,16 @@ def rerun_argv(meta: TraceMetadata) -> list[str]:
     return argv
 
 
+def tui_rerun(meta: TraceMetadata) -> tuple[Callable[[Bus], RecordedRun], TraceMetadata]:
+    """The debugger's rerun of a saved trace, in the child that runs it (``kernbench_tui.rerun``): the arguments
+    :func:`rerun_argv` finds, the kernel loaded there and not in the debugger, then ``kernbench-tui run``'s hook."""
+    from kernbench.commands.run import tui_simulation
+
+    return tui_simulation(rerun_argv(meta))
+
+
 def topology_changed(meta: TraceMetadata, argv: list[str]) -> str | None:
-    """Why the topology ``argv`` would run on is not the one the trace ran on (its digest differs), or None
+    """Why the topology ``argv`` (:func:`rerun_base`'s) would run on is not the one the trace ran on (its digest differs), or None
     (or a trace written before digests were kept: the rerun's events are checked either way)."""
     from kernbench.topology.digest import topology_digest
     from kernbench.topology.spec import load_spec
@@ -130,10 +150,10 @@ def _shown(store: EventStore, row: int) -> str:
 
 
 def describe(argv: list[str]) -> str:
-    """The rerun as a command line, for messages."""
+    """The rerun as a command line, for messages (``argv``: :func:`rerun_base`'s; the kernel's options are the trace's)."""
     import shlex
 
-    return "kernbench run " + shlex.join(argv)
+    return f"kernbench run {shlex.join(argv)} with the kernel's options as saved"
 
 
-__all__ = ["NotRerunnable", "describe", "difference", "rerun_argv", "topology_changed"]
+__all__ = ["NotRerunnable", "describe", "difference", "rerun_argv", "rerun_base", "topology_changed", "tui_rerun"]

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from kernbench.cli import main as kernbench_main
-from kernbench.commands.rerun import NotRerunnable, difference, rerun_argv, topology_changed
+from kernbench.commands.rerun import NotRerunnable, difference, rerun_argv, rerun_base, topology_changed, tui_rerun
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import TraceMetadata, open_trace, save_trace
 from kernbench.events.types import Event, EventKind
@@ -121,3 +121,20 @@ def test_a_trace_from_python_has_no_rerun(tmp_path):
     save_trace(path, EventStore.from_events([event(0.0)]))
     with pytest.raises(NotRerunnable, match="does not say which kernel ran"):
         rerun_argv(open_trace(path).metadata)
+
+
+def test_what_a_trace_would_run_is_read_without_loading_its_kernel_and_the_child_loads_it():
+    meta = TraceMetadata(kernel="gone", topology="paper", end_ns=1.0, extra={"params": {}, "kernel_file": "/nowhere/gone.py"})
+    assert rerun_base(meta) == [
+        "/nowhere/gone.py:gone",
+        "--topology",
+        "paper",
+        "--timing",
+        "fast",
+        "--max-commands-per-pe",
+        "0",
+        "--max-sim-ns",
+        "0",
+    ]
+    with pytest.raises(NotRerunnable, match="its kernel cannot be loaded again"):
+        tui_rerun(meta)  # (what the debugger's child calls)

@@ -337,6 +337,10 @@ async def test_a_saved_trace_is_re_timed_after_its_kernel_runs_again_once_exactl
         await pilot.press("r")
         await pilot.pause()
         prompt = app.screen
+        assert message(app) == (
+            "a saved trace holds no command log: the first what-if runs its kernel again, once (kernbench run gqa-decode "
+            "--topology cube1 --timing fast --max-commands-per-pe 0 --max-sim-ns 0 with the kernel's options as saved)"
+        )
         prompt.query_one(Input).value = CHANGE
         await pilot.press("enter")
         await pilot.pause()
@@ -517,10 +521,24 @@ def test_a_saved_traces_rerun_abandoned_part_way_ends_its_child_and_the_next_wha
 
     events, meta = load("gqa_small")
     asked = []
-    retimer = SavedTraceRetimer(Trace(EventStore.from_events(events), meta), [*SMALL], stopping=lambda: asked.append(1) or len(asked) > 1)
+    retimer = SavedTraceRetimer.of(Trace(EventStore.from_events(events), meta), stopping=lambda: asked.append(1) or len(asked) > 1)
     with pytest.raises(Stopped):
         retimer.retime([CHANGE])
     assert not multiprocessing.active_children() and retimer._child is None
     retimer.stopping = lambda: False
     assert retimer.retime([CHANGE]).metadata.end_ns == set_latency(CHANGE)
     retimer.close()
+
+
+@sync
+async def test_snapshot_the_prompt_on_a_saved_trace_names_what_its_first_what_if_runs(snap, tmp_path):
+    events, meta = load("gqa_small")
+    path = tmp_path / "run.kbtrace"
+    save_trace(path, EventStore.from_events(events), meta)
+    app = KernbenchApp(TraceFileSource(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("r")
+        await settle(app, pilot)
+        snap.assert_match(screen_text(app), "what_if_prompt_saved_trace.txt")
+    assert app.source.retimer._child is None  # (nothing ran: only Enter starts the rerun)

@@ -130,6 +130,7 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
     }
     WhatIfPrompt #what-if-message { color: $error; }
     WhatIfPrompt #what-if-message.-busy { color: $text; text-style: bold; }
+    WhatIfPrompt #what-if-message.-note { color: $text-muted; }
     """
 
     def __init__(self, retimer: Retimer | str, value: str = "") -> None:
@@ -148,16 +149,19 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
             self.query_one(Input).disabled = True
             self._say(self.retimer)
         else:
+            if note := getattr(self.retimer, "note", ""):  # (a saved trace: what its first what-if will run)
+                self._say(note, note=True)
             self.run_worker(_import_parser, thread=True, group="what-if-import", name="what-if parser import")
 
     @property
     def busy(self) -> bool:
         return self.query_one("#what-if-message", Static).has_class("-busy")
 
-    def _say(self, text: str, busy: bool = False) -> None:
+    def _say(self, text: str, busy: bool = False, note: bool = False) -> None:
         message = self.query_one("#what-if-message", Static)
         message.update(printable(text))
         message.set_class(busy, "-busy")
+        message.set_class(note, "-note")
 
     @on(Input.Submitted, "#what-if-input")
     def submitted(self, event: Input.Submitted) -> None:
