@@ -71,12 +71,9 @@ def run(args: argparse.Namespace) -> int:
         except SideError as exc:
             raise KernbenchError(f"compare {which}: {exc}") from None
     _check_outputs_apart(checked)
-    if args.check_fidelity:
-        for which, side, _ in checked:
-            if isinstance(side, TraceSide):
-                raise KernbenchError(f"compare {which}: --check-fidelity reruns each side: give a run, not a trace ({side.text})")
+    reruns = _reruns(checked) if args.check_fidelity else {}
     a, b = load_sides(checked)
-    levels = _fidelity_levels(checked, a, b) if args.check_fidelity else None
+    levels = _fidelity_levels(checked, a, b, reruns) if args.check_fidelity else None
     if args.json:
         out = compare_json(a, b)
         if levels is not None:
@@ -89,14 +86,52 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reruns(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> dict[str, list[str]]:
+    """``--check-fidelity`` reruns each side: a trace's run as its metadata says it was made
+    (:mod:`kernbench.commands.rerun`), by side; refused, saying why, when it does not say."""
+    from kernbench.commands.rerun import NotRerunnable, rerun_argv
+
+    out = {}
+    for which, side, trace in checked:
+        if isinstance(side, TraceSide):
+            assert not isinstance(trace, argparse.Namespace)
+            try:
+                out[which] = rerun_argv(trace.metadata)
+            except NotRerunnable as exc:
+                raise KernbenchError(
+                    f"compare {which}: --check-fidelity reruns each side, and {side.text} cannot be run again: {exc}"
+                ) from None
+    return out
+
+
 def _fidelity_levels(
-    checked: list[tuple[str, Side, Trace | argparse.Namespace]], a: RunSummary, b: RunSummary
+    checked: list[tuple[str, Side, Trace | argparse.Namespace]], a: RunSummary, b: RunSummary, reruns: Mapping[str, list[str]]
 ) -> list[fidelity_check.LevelCompare]:
-    """Both run sides at every level; the level they ran at is not run again."""
-    (_, sa, na), (_, sb, nb) = checked
-    assert isinstance(sa, RunSide) and isinstance(sb, RunSide) and isinstance(na, argparse.Namespace) and isinstance(nb, argparse.Namespace)
-    known = {na.fidelity: (a.latency_ns, b.latency_ns)} if na.fidelity == nb.fidelity else {}
-    return fidelity_check.compare_levels((sa.kernel, sa.options), (sb.kernel, sb.options), known)
+    """Both sides at every level. A run side's level it ran at is not run again; a trace's run is made again at
+    every level (``reruns``: its arguments), and its own level must give the trace's latency, or it is another run."""
+    argv = {which: list(side.argv) if isinstance(side, RunSide) else reruns[which] for which, side, _ in checked}
+    own = {which: _fidelity_of(what) for which, _side, what in checked}
+    known = {own["A"]: (a.latency_ns, b.latency_ns)} if own["A"] == own["B"] and not reruns else {}
+    levels = fidelity_check.compare_levels((argv["A"][0], argv["A"][1:]), (argv["B"][0], argv["B"][1:]), known)
+    for which, summary in (("A", a), ("B", b)):
+        if which in reruns:
+            at = next(lv for lv in levels if lv.fidelity == own[which])
+            again = at.a_ns if which == "A" else at.b_ns
+            if again != summary.latency_ns:
+                raise KernbenchError(
+                    f"compare {which}: made again at {own[which]} fidelity, {summary.name} takes {again:,.3f} ns, not the trace's "
+                    f"{summary.latency_ns:,.3f} ns: its kernel, topology or kernbench changed since it was saved, and the other "
+                    "levels would be another run's"
+                )
+    return levels
+
+
+def _fidelity_of(what: Trace | argparse.Namespace) -> str:
+    """The level a side ran at: a run's option, a trace's metadata (paper before it was kept)."""
+    if isinstance(what, argparse.Namespace):
+        return str(what.fidelity)
+    fidelity = what.metadata.extra.get("fidelity") if isinstance(what.metadata.extra, dict) else None
+    return fidelity if isinstance(fidelity, str) else "paper"
 
 
 def _check_outputs_apart(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> None:

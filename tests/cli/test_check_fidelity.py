@@ -44,13 +44,40 @@ def test_compare_prints_the_per_level_table_and_the_verdict(capsys):
     assert "A wins at every level: the verdict holds" in out
 
 
-def test_a_trace_side_cannot_be_rerun(tmp_path, capsys):
+def test_a_trace_side_is_made_again_from_its_metadata_at_every_level(tmp_path, capsys):
+    a, b = F4.format(form="composite"), F4.format(form="primitive")
+    trace = tmp_path / "a.kbtrace"
+    assert main(["run", *a.split(), "--trace", str(trace)]) == 0
+    from_runs = out_json(capsys, ["compare", a, b, "--json", "--check-fidelity"])["fidelity_check"]
+    from_trace = out_json(capsys, ["compare", str(trace), b, "--json", "--check-fidelity"])["fidelity_check"]
+    assert from_trace == from_runs
+
+
+def test_a_trace_side_whose_run_comes_out_otherwise_now_is_refused(tmp_path, capsys):
+    from kernbench.events.tracefile import open_trace, save_trace
+
     trace = tmp_path / "a.kbtrace"
     assert main(["run", "gemm-primitive", "--trace", str(trace)]) == 0
+    saved = open_trace(trace)
+    save_trace(trace, saved.store, saved.metadata.__class__(**{**saved.metadata.__dict__, "end_ns": saved.metadata.end_ns + 1.0}))
     capsys.readouterr()
     assert main(["compare", str(trace), "gemm-primitive", "--check-fidelity"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: compare A: --check-fidelity reruns each side") and err.count("\n") == 1
+    assert err.startswith(f"error: compare A: made again at paper fidelity, {trace} takes ") and "not the trace's" in err
+    assert err.count("\n") == 1
+
+
+def test_a_trace_side_that_does_not_say_how_it_was_run_is_refused_saying_so(tmp_path, capsys):
+    from kernbench.events.tracefile import open_trace, save_trace
+
+    trace = tmp_path / "a.kbtrace"
+    assert main(["run", "gemm-primitive", "--trace", str(trace)]) == 0
+    save_trace(trace, open_trace(trace).store)  # (no metadata: as a trace saved from Python)
+    capsys.readouterr()
+    assert main(["compare", str(trace), "gemm-primitive", "--check-fidelity"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: compare A: --check-fidelity reruns each side, and {trace} cannot be run again: its metadata")
+    assert err.count("\n") == 1
 
 
 def test_a_changing_winner_is_said_to_not_hold():
