@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -48,19 +48,29 @@ def rerun_base(meta: TraceMetadata) -> list[str]:
         raise NotRerunnable(
             "its metadata does not say which kernel ran with which options (a trace saved from Python, not by kernbench run)"
         )
-    kernel_file = extra.get("kernel_file")
-    kernel: str = f"{kernel_file}:{meta.kernel}" if isinstance(kernel_file, str) else meta.kernel
-    topology_file = extra.get("topology_file")
-    topology = topology_file if isinstance(topology_file, str) else meta.topology
-    argv: list[str] = [kernel, "--topology", topology, "--timing", str(extra.get("timing") or "fast")]
-    if isinstance(extra.get("fidelity"), str):
-        argv += ["--fidelity", extra["fidelity"]]
+    kernel_file = _field(extra, "kernel_file", str)
+    kernel = f"{kernel_file}:{meta.kernel}" if kernel_file is not None else meta.kernel
+    topology = _field(extra, "topology_file", str) or meta.topology
+    argv = [kernel, "--topology", topology, "--timing", _field(extra, "timing", str) or "fast"]
+    if (fidelity := _field(extra, "fidelity", str)) is not None:
+        argv += ["--fidelity", fidelity]
     if extra.get("data") == "none":
         argv.append("--no-data")
     argv += ["--max-commands-per-pe", "0", "--max-sim-ns", "0"]
-    for key, value in (extra.get("overrides") or {}).items():
+    for key, value in (_field(extra, "overrides", dict) or {}).items():
         argv += ["--set", f"{key}={json.dumps(value)}"]  # (JSON is YAML: the value reads back as it was read)
     return argv
+
+
+T = TypeVar("T")
+
+
+def _field(extra: dict[str, Any], name: str, kind: type[T]) -> T | None:
+    """``extra[name]`` if it is a ``kind`` (None if absent or null); a trace file is input: anything else is refused."""
+    value = extra.get(name)
+    if value is None or isinstance(value, kind):
+        return value
+    raise NotRerunnable(f"its metadata is malformed: {name} is {type(value).__name__}, not {kind.__name__}")
 
 
 def rerun_argv(meta: TraceMetadata) -> list[str]:
@@ -109,8 +119,11 @@ def topology_changed(meta: TraceMetadata, argv: list[str]) -> str | None:
         return None
     sets = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--set"]
     topology = argv[argv.index("--topology") + 1]
-    if topology_digest(load_spec(topology, sets)) == saved:
-        return None
+    try:
+        if topology_digest(load_spec(topology, sets)) == saved:
+            return None
+    except KernbenchError as exc:  # (the file is gone, or no longer reads: another topology either way)
+        return f"its topology cannot be read as it was: {exc}"
     return f"the topology {topology} has changed since the trace was saved (its digest differs)"
 
 

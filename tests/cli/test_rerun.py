@@ -90,6 +90,9 @@ def test_a_kernel_file_is_given_back_by_its_path_and_name(tmp_path, monkeypatch)
         ({"params": {"no_such_option": 1}}, "rmsnorm no longer has the option no_such_option"),
         ({"params": {}, "kernel_file": "/nowhere/gone.py"}, "its kernel cannot be loaded again"),
         ({"params": {"rows": 0}}, "its run cannot be made again as it was"),
+        ({"params": {}, "overrides": "pe=1"}, "its metadata is malformed: overrides is str, not dict"),
+        ({"params": {}, "timing": ["fast"]}, "its metadata is malformed: timing is list, not str"),
+        ({"params": {}, "kernel_file": 3}, "its metadata is malformed: kernel_file is int, not str"),
     ],
 )
 def test_what_cannot_be_run_again_says_why(extra, says):
@@ -138,3 +141,11 @@ def test_what_a_trace_would_run_is_read_without_loading_its_kernel_and_the_child
     ]
     with pytest.raises(NotRerunnable, match="its kernel cannot be loaded again"):
         tui_rerun(meta)  # (what the debugger's child calls)
+
+
+def test_a_topology_that_no_longer_reads_is_named_as_changed(tmp_path):
+    meta = TraceMetadata(kernel="rmsnorm", topology="paper", end_ns=1.0, extra={"params": {}, "topology_digest": "0" * 64})
+    for path in ("/dev/zero", str(tmp_path / "gone.yaml")):
+        meta.extra["topology_file"] = path
+        said = topology_changed(meta, rerun_base(meta))
+        assert said is not None and said.startswith("its topology cannot be read as it was: ")
