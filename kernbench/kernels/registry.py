@@ -405,6 +405,11 @@ def _hint(name: str, known: list[str]) -> str:
         files = sorted(p.name for p in Path(name).glob("*.py"))[:5]
         inside = f" ({', '.join(files)}{', …' if len(files) == 5 else ''})" if files else " (it holds no .py file)"
         return f"; {name} is a folder: name a kernel file in it{inside}"
+    if name.endswith(".kbtrace"):
+        return (
+            f"; {name} is a saved trace, not a kernel: `kernbench-tui open {name}` shows it (r there re-times it, running its kernel "
+            f"again once), and `kernbench compare {name} B` compares it with another run"
+        )
     if Path(name).exists() or Path(name + ".py").exists():
         path = name if name.endswith(".py") else name + ".py"
         return f"; to run a kernel file, name it with its .py: {path}"

@@ -375,3 +375,10 @@ def test_the_shipped_kernels_are_declared_the_same_way():
     for name, spec in registry.kernels().items():
         assert spec.setup is not None and spec.name == name and not spec.source
         assert spec.setup.__module__.startswith(tuple(f"{p}." for p in registry.SHIPPED_PACKAGES))
+
+
+def test_a_saved_trace_named_as_a_kernel_is_said_to_be_one_with_what_opens_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    said = fails(capsys, "run", "run.kbtrace")
+    assert "unknown kernel 'run.kbtrace'; run.kbtrace is a saved trace, not a kernel: `kernbench-tui open run.kbtrace` shows it" in said
+    assert ".kbtrace.py" not in said
