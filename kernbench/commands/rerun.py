@@ -38,7 +38,7 @@ def rerun_base(meta: TraceMetadata) -> list[str]:
     """The rerun's arguments but the kernel's own options (:func:`rerun_argv` adds them): read from the metadata
     alone, no kernel code loaded, so a saved trace names the run it would make before anything runs.
     :class:`NotRerunnable`, saying why, for a failed run's trace, a what-if's re-timing, or one whose metadata
-    does not say. The run's limits are lifted but wall time's: the saved run ended, and the same run ends again."""
+    does not say. The run's limits are the ones it ran under (the defaults for a trace written before they were kept)."""
     extra = meta.extra if isinstance(meta.extra, dict) else {}
     if extra.get("partial"):
         raise NotRerunnable("it is a failed run's trace (its events up to the failure): only a run that ended can be re-timed")
@@ -56,13 +56,19 @@ def rerun_base(meta: TraceMetadata) -> list[str]:
         argv += ["--fidelity", fidelity]
     if extra.get("data") == "none":
         argv.append("--no-data")
-    argv += ["--max-commands-per-pe", "0", "--max-sim-ns", "0"]
+    for name, value in (_field(extra, "limits", dict) or {}).items():  # (a trace written before they were kept: the defaults)
+        if name not in LIMITS or not (value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)):
+            raise NotRerunnable(f"its metadata is malformed: limits.{name} = {value!r}")
+        argv += [LIMITS[name], "0" if value is None else repr(value)]
     for key, value in (_field(extra, "overrides", dict) or {}).items():
         argv += ["--set", f"{key}={json.dumps(value)}"]  # (JSON is YAML: the value reads back as it was read)
     return argv
 
 
 T = TypeVar("T")
+
+#: the limits a trace keeps, and the options that set them (0: no limit)
+LIMITS = {"max_commands_per_pe": "--max-commands-per-pe", "max_sim_ns": "--max-sim-ns", "max_wall_s": "--max-wall-s"}
 
 
 def _field(extra: dict[str, Any], name: str, kind: type[T]) -> T | None:

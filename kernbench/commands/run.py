@@ -594,6 +594,8 @@ def _meta(
     }
     if (path := topology_file(ns.topology)) is not None:
         extra["topology_file"] = path
+    # the limits it ran under (null: none), so that a rerun runs under them too
+    extra["limits"] = {"max_commands_per_pe": ns.max_commands_per_pe, "max_sim_ns": ns.max_sim_ns, "max_wall_s": ns.max_wall_s}
     if not rt.holds_data:
         extra["data"] = "none"
     if end_ns is None:

@@ -93,6 +93,8 @@ def test_a_kernel_file_is_given_back_by_its_path_and_name(tmp_path, monkeypatch)
         ({"params": {}, "overrides": "pe=1"}, "its metadata is malformed: overrides is str, not dict"),
         ({"params": {}, "timing": ["fast"]}, "its metadata is malformed: timing is list, not str"),
         ({"params": {}, "kernel_file": 3}, "its metadata is malformed: kernel_file is int, not str"),
+        ({"params": {}, "limits": {"max_sim_ns": -1}}, "its metadata is malformed: limits.max_sim_ns = -1"),
+        ({"params": {}, "limits": {"max_threads": 4}}, "its metadata is malformed: limits.max_threads = 4"),
     ],
 )
 def test_what_cannot_be_run_again_says_why(extra, says):
@@ -128,17 +130,7 @@ def test_a_trace_from_python_has_no_rerun(tmp_path):
 
 def test_what_a_trace_would_run_is_read_without_loading_its_kernel_and_the_child_loads_it():
     meta = TraceMetadata(kernel="gone", topology="paper", end_ns=1.0, extra={"params": {}, "kernel_file": "/nowhere/gone.py"})
-    assert rerun_base(meta) == [
-        "/nowhere/gone.py:gone",
-        "--topology",
-        "paper",
-        "--timing",
-        "fast",
-        "--max-commands-per-pe",
-        "0",
-        "--max-sim-ns",
-        "0",
-    ]
+    assert rerun_base(meta) == ["/nowhere/gone.py:gone", "--topology", "paper", "--timing", "fast"]
     with pytest.raises(NotRerunnable, match="its kernel cannot be loaded again"):
         tui_rerun(meta)  # (what the debugger's child calls)
 
@@ -149,3 +141,11 @@ def test_a_topology_that_no_longer_reads_is_named_as_changed(tmp_path):
         meta.extra["topology_file"] = path
         said = topology_changed(meta, rerun_base(meta))
         assert said is not None and said.startswith("its topology cannot be read as it was: ")
+
+
+def test_a_rerun_runs_under_the_limits_the_run_ran_under(tmp_path):
+    trace = saved(tmp_path, ["rmsnorm", "--max-commands-per-pe", "5000", "--max-sim-ns", "0", "--max-wall-s", "60"])
+    assert trace.metadata.extra["limits"] == {"max_commands_per_pe": 5000, "max_sim_ns": None, "max_wall_s": 60.0}
+    argv = rerun_argv(trace.metadata)
+    assert argv[argv.index("--max-commands-per-pe") + 1] == "5000" and argv[argv.index("--max-sim-ns") + 1] == "0"
+    assert argv[argv.index("--max-wall-s") + 1] == "60.0"

@@ -339,7 +339,7 @@ async def test_a_saved_trace_is_re_timed_after_its_kernel_runs_again_once_exactl
         prompt = app.screen
         assert message(app) == (
             "a saved trace holds no command log: the first what-if runs its kernel again, once (kernbench run gqa-decode "
-            "--topology cube1 --timing fast --max-commands-per-pe 0 --max-sim-ns 0 with the kernel's options as saved)"
+            "--topology cube1 --timing fast with the kernel's options as saved)"
         )
         prompt.query_one(Input).value = CHANGE
         await pilot.press("enter")
