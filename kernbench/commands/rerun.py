@@ -5,10 +5,11 @@ A ``.kbtrace`` holds a run's events, not the commands its kernel issued, so it c
 is (:meth:`~kernbench.runtime.api.Runtime.replay` reads command logs). It does hold how the run was made:
 the kernel (a shipped one's name, or a kernel file's absolute path), the options that differ from their
 defaults, the topology (a named one, or a YAML file's absolute path) with its ``--set`` changes and its
-digest, the timing mode, the fidelity, and whether tensors held data. :func:`rerun_argv` turns that back
-into arguments; :func:`difference` says whether the rerun's events are the saved ones. A kernel file, a
-topology or kernbench itself that changed since the trace was saved gives another run, and a re-timing of
-it would answer for that other run: the debugger's what-if prompt refuses it, saying what differs.
+digest, the timing mode, the fidelity, whether tensors held data, and the limits it ran under.
+:func:`rerun_argv` turns that back into arguments; :func:`difference` says whether the rerun's events are
+the saved ones. A kernel file, a topology or kernbench itself that changed since the trace was saved gives
+another run, and what is asked of it would answer for that other run: the debugger's what-if prompt
+(``kernbench_tui.rerun``) and ``compare --check-fidelity`` refuse it, saying what differs.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def difference(saved: EventStore, rerun: EventStore) -> str | None:
     """How ``rerun``'s events differ from ``saved``'s (its count, its end, the first event that differs), or None
     when they are the same events: every column equal, names compared as text."""
     if len(saved) != len(rerun) or not _same_float(saved.end_ns, rerun.end_ns):
-        return f"the rerun has {len(rerun):,} events ending at {rerun.end_ns:,.3f} ns, the trace {len(saved):,} ending at {saved.end_ns:,.3f} ns"
+        return f"the rerun has {_events(len(rerun))} ending at {rerun.end_ns:,.3f} ns, the trace {_events(len(saved))} ending at {saved.end_ns:,.3f} ns"
     if not len(saved):
         return None
     a, b = saved.columns(), rerun.columns()
@@ -156,6 +157,10 @@ def difference(saved: EventStore, rerun: EventStore) -> str | None:
         return None
     row = int(np.argmax(unequal))
     return f"event {row:,} differs: the trace's is {_shown(saved, row)}, the rerun's {_shown(rerun, row)}"
+
+
+def _events(n: int) -> str:
+    return f"{n:,} event" + ("" if n == 1 else "s")
 
 
 def _same_float(x: float, y: float) -> bool:

@@ -117,7 +117,7 @@ def test_difference_names_the_first_event_that_differs_and_compares_names_as_tex
         "event 1 differs: the trace's is DISPATCH on sip0.cube0.pe0.cpu at 1.000 ns (b), the rerun's DISPATCH on sip0.cube0.pe0.cpu at 1.000 ns (c)"
     )
     assert difference(a, EventStore.from_events([event(0.0)])) == (
-        "the rerun has 1 events ending at 1.000 ns, the trace 2 ending at 2.000 ns"
+        "the rerun has 1 event ending at 1.000 ns, the trace 2 events ending at 2.000 ns"
     )
 
 
