@@ -56,7 +56,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--check-fidelity",
         action="store_true",
-        help="rerun both sides at every level of the model (paper, credit, full) and say whether the winner holds",
+        help="rerun both sides at every level of the model (paper, credit, full) and say whether the winner holds "
+        "(a trace side: its run made again as its metadata says)",
     )
     return p
 
