@@ -90,7 +90,12 @@ class SavedTraceRetimer:
                 merger.add(batch)
 
         source = ProcessSource(self.target, (self.trace.metadata,), description=describe(self.argv))
-        source.run(take)  # (the child sends column batches; a heartbeat is an empty list)
+        try:
+            source.run(take)  # (the child sends column batches; a heartbeat is an empty list)
+        except Stopped:
+            raise
+        except KernbenchError as exc:  # (the kernel file is gone, its options no longer parse, the run fails, ...)
+            raise KernbenchError(f"this saved trace cannot be re-timed: its rerun ({describe(self.argv)}) failed: {exc}") from None
         child = source.retimer
         if child is None:
             raise KernbenchError(f"this saved trace cannot be re-timed: its rerun ({describe(self.argv)}) keeps no command log")

@@ -542,3 +542,16 @@ async def test_snapshot_the_prompt_on_a_saved_trace_names_what_its_first_what_if
         await settle(app, pilot)
         snap.assert_match(screen_text(app), "what_if_prompt_saved_trace.txt")
     assert app.source.retimer._child is None  # (nothing ran: only Enter starts the rerun)
+
+
+def test_a_saved_traces_rerun_that_fails_says_so_with_the_cause(tmp_path):
+    from kernbench_tui.rerun import SavedTraceRetimer
+
+    events, meta = load("gqa_small")
+    gone = meta.__class__(**{**meta.__dict__, "extra": {**meta.extra, "kernel_file": str(tmp_path / "gone.py")}})
+    retimer = SavedTraceRetimer.of(Trace(EventStore.from_events(events), gone))
+    with pytest.raises(KernbenchError) as failed:
+        retimer.retime([CHANGE])
+    said = str(failed.value)
+    assert said.startswith(f"this saved trace cannot be re-timed: its rerun (kernbench run {tmp_path / 'gone.py'}:gqa-decode ")
+    assert said.endswith(f"failed: its kernel cannot be loaded again: {tmp_path / 'gone.py'}: no such kernel file")
