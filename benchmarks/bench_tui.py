@@ -215,8 +215,9 @@ async def what_if_prompt(argv: list[str], change: str, size: tuple[int, int], ch
 
     from kernbench.cli import tui_simulation
     from kernbench_tui.app import KernbenchApp
+    from kernbench_tui.child_run import ProcessSource
     from kernbench_tui.screens.compare import WhatIfScreen
-    from kernbench_tui.sources import CallableSource, ProcessSource
+    from kernbench_tui.sources import CallableSource
 
     if child:
         app = KernbenchApp(ProcessSource("kernbench.cli:tui_simulation", (argv,), description=" ".join(argv)))

@@ -31,8 +31,9 @@ from kernbench.printable import printable
 
 if TYPE_CHECKING:
     from kernbench_tui.app import KernbenchApp, RunOutputs
+    from kernbench_tui.child_run import ProcessSource
     from kernbench_tui.compare_app import CompareApp
-    from kernbench_tui.sources import ProcessSource, Retimer, Source, WholeTraceSource
+    from kernbench_tui.sources import Retimer, Source, WholeTraceSource
 
 # Only light imports above: Ctrl-C while the interpreter starts is handled once
 # main() runs, so the heavy ones (numpy, simpy, textual) happen inside it.
@@ -59,7 +60,7 @@ def _simulation_source(run_argv: Sequence[str]) -> ProcessSource:
             f"cannot run {' '.join(run_argv)!r} live: kernbench.cli.tui_simulation is not available ({exc}); "
             "try `kernbench-tui demo` or `kernbench-tui open FILE`"
         ) from None
-    from kernbench_tui.sources import ProcessSource
+    from kernbench_tui.child_run import ProcessSource
 
     return ProcessSource("kernbench.cli:tui_simulation", (list(run_argv),), description=printable(" ".join(run_argv)))
 
@@ -167,8 +168,8 @@ def _without_what_if(argv: list[str]) -> list[str]:
 
 
 def _demo_source(pes: int, tiles: int, pace_s_per_us: float) -> ProcessSource:
+    from kernbench_tui.child_run import ProcessSource
     from kernbench_tui.demo import DemoParams
-    from kernbench_tui.sources import ProcessSource
 
     params = DemoParams(n_pes=pes, tiles=tiles, pace_s_per_us=pace_s_per_us)
     return ProcessSource("kernbench_tui.demo:demo_simulation", (params,), description="demo")

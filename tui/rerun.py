@@ -5,7 +5,7 @@ a :class:`SavedTraceRetimer` runs that kernel again in a child process, as ``ker
 few seconds for the GQA default), and keeps the rerun only if its events are the trace's, every one: a
 kernel file, a topology or kernbench itself that changed since the trace was saved gives another run,
 and re-timing that would answer for a run nobody is looking at. Every re-timing after the first is done
-by the rerun's child, as a live run's (:class:`~kernbench_tui.sources.ChildRetimer`).
+by the rerun's child, as a live run's (:class:`~kernbench_tui.child_run.ChildRetimer`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kernbench.errors import KernbenchError
 from kernbench.events.store import BatchMerger, ColumnBatch
 from kernbench.events.tracefile import Trace
 from kernbench.events.types import Event
-from kernbench_tui.sources import ChildRetimer, ProcessSource
+from kernbench_tui.child_run import ChildRetimer, ProcessSource
 
 
 class Stopped(KernbenchError):

@@ -68,7 +68,7 @@ def test_an_interrupt_is_one_line_and_128_plus_the_signal(tmp_path, module, argv
 PARENT = """
 import sys
 from kernbench_tui.demo import DemoParams
-from kernbench_tui.sources import ProcessSource
+from kernbench_tui.child_run import ProcessSource
 source = ProcessSource("kernbench_tui.demo:demo_simulation", (DemoParams(n_pes=2, tiles=100000, pace_s_per_us=0.05),))
 print("started", flush=True)
 try:  # this stand-in for the app goes quietly itself; the test is about the child

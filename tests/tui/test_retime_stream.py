@@ -10,7 +10,7 @@ from kernbench.errors import KernbenchError, RetimeError
 from kernbench.events.store import EventStore
 from kernbench.events.tracefile import Trace, TraceMetadata
 from kernbench.events.types import Event, EventKind
-from kernbench_tui.sources import ChildRetimer, _serve_retimings
+from kernbench_tui.child_run import ChildRetimer, _serve_retimings
 
 #: a stream with spans published as they end (later rows before earlier ones), strings shared and not
 EVENTS = [

@@ -9,7 +9,8 @@ from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench_tui import cli
 from kernbench_tui.app import RunOutputs
-from kernbench_tui.sources import ProcessSource, TraceFileSource
+from kernbench_tui.child_run import ProcessSource
+from kernbench_tui.sources import TraceFileSource
 
 
 def capture():

@@ -14,10 +14,11 @@ from kernbench.events.store import EventStore
 from kernbench.events.tracefile import save_trace
 from kernbench.events.types import EventKind
 from kernbench_tui import cli
+from kernbench_tui.child_run import ProcessSource
 from kernbench_tui.compare_app import CompareApp
 from kernbench_tui.messages import PEsChosen
 from kernbench_tui.screens.help import HelpScreen
-from kernbench_tui.sources import ProcessSource, StoreSource, TraceFileSource
+from kernbench_tui.sources import StoreSource, TraceFileSource
 from kernbench_tui.widgets.compare_header import difference_text
 
 SIZE = (120, 36)

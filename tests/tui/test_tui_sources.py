@@ -144,7 +144,7 @@ async def test_quitting_mid_run_stops_the_simulation_and_keys_stay_responsive():
 
 
 def test_process_source_streams_the_same_events_as_in_process():
-    from kernbench_tui.sources import ProcessSource
+    from kernbench_tui.child_run import ProcessSource
 
     params = DemoParams(n_pes=2, tiles=3)
     batches = []
@@ -159,7 +159,7 @@ def test_process_source_streams_the_same_events_as_in_process():
 
 
 def test_process_source_reports_the_childs_error():
-    from kernbench_tui.sources import ProcessSource
+    from kernbench_tui.child_run import ProcessSource
 
     with pytest.raises(KernbenchError, match="name a kernel"):
         ProcessSource("kernbench.cli:tui_simulation", ([],)).run(lambda b: None)

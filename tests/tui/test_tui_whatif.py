@@ -24,11 +24,12 @@ from kernbench.events.bus import Bus
 from kernbench.events.store import COLUMNS, EventStore
 from kernbench.events.tracefile import Trace, save_trace
 from kernbench_tui.app import KernbenchApp
+from kernbench_tui.child_run import ProcessSource
 from kernbench_tui.screens.compare import WhatIfScreen
 from kernbench_tui.screens.help import HelpScreen
 from kernbench_tui.screens.main import MainScreen
 from kernbench_tui.screens.whatif import RETIMING, WhatIfPrompt, changes_of
-from kernbench_tui.sources import CallableSource, ProcessSource, StoreSource, TraceFileSource
+from kernbench_tui.sources import CallableSource, StoreSource, TraceFileSource
 
 SIZE = (120, 36)
 SMALL = RUNS["gqa_small"]
