@@ -63,9 +63,9 @@ class SavedTraceRetimer:
 
     @property
     def busy_text(self) -> str:
-        """What the prompt says while a re-timing is under way."""
+        """What the prompt says while its first re-timing is under way ("": the prompt's own, after that)."""
         if self._child is not None:
-            return "re-timing…"
+            return ""
         return f"re-running the kernel once for its command log (a saved trace holds none): {describe(self.argv)}; then re-timing…"
 
     def retime(self, changes: Sequence[str]) -> Trace:

@@ -61,9 +61,7 @@ class RunSummary:
             kernel_file=extra.get("kernel_file") if isinstance(extra.get("kernel_file"), str) else None,
             topology=meta.topology,
             timing=str(extra.get("timing") or ""),
-            fidelity=fidelity
-            if (fidelity := extra.get("fidelity")) in FIDELITIES
-            else "paper",  # (a trace written before it was kept: paper)
+            fidelity=fidelity_of(meta),
             variant=meta.variant,
             params=params if isinstance(params, dict) else {},
             overrides=overrides if isinstance(overrides, dict) else None,  # (a trace written before they were kept)
@@ -88,6 +86,12 @@ def _figures(figures: object) -> dict[str, object]:
     if not isinstance(figures, dict) or figure_problems(figures):
         return {}
     return dict(figures)
+
+
+def fidelity_of(meta: TraceMetadata) -> str:
+    """The level of the model a trace's run ran at (``paper`` for a trace written before it was kept)."""
+    fidelity = meta.extra.get("fidelity") if isinstance(meta.extra, dict) else None
+    return fidelity if fidelity in FIDELITIES else "paper"
 
 
 def summarize(store: EventStore, name: str = "", latency_ns: float | None = None, metadata: TraceMetadata | None = None) -> RunSummary:

@@ -28,7 +28,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kernbench.analysis.summary import RunSummary, summarize
+from kernbench.analysis.summary import RunSummary, fidelity_of, summarize
 from kernbench.cliargs import description
 from kernbench.commands import fidelity_check
 from kernbench.commands.run import wall_limit_in
@@ -128,11 +128,8 @@ def _fidelity_levels(
 
 
 def _fidelity_of(what: Trace | argparse.Namespace) -> str:
-    """The level a side ran at: a run's option, a trace's metadata (paper before it was kept)."""
-    if isinstance(what, argparse.Namespace):
-        return str(what.fidelity)
-    fidelity = what.metadata.extra.get("fidelity") if isinstance(what.metadata.extra, dict) else None
-    return fidelity if isinstance(fidelity, str) else "paper"
+    """The level a side ran at: a run's option, a trace's metadata."""
+    return str(what.fidelity) if isinstance(what, argparse.Namespace) else fidelity_of(what.metadata)
 
 
 def _check_outputs_apart(checked: list[tuple[str, Side, Trace | argparse.Namespace]]) -> None:

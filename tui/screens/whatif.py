@@ -174,7 +174,7 @@ class WhatIfPrompt(ModalScreen[WhatIfAnswer | None]):
             self._say(str(exc))
             return
         self.query_one(Input).disabled = True
-        self._say(getattr(self.retimer, "busy_text", RETIMING), busy=True)  # (a saved trace's first: its kernel runs again)
+        self._say(getattr(self.retimer, "busy_text", "") or RETIMING, busy=True)  # (a saved trace's first: its kernel runs again)
         CollectionsHeld.hold()  # released once the comparison is drawn (WhatIfScreen), or below if none opens
         self._retime(self.retimer, tuple(changes))
 
